@@ -1,0 +1,356 @@
+//! Column-family and table descriptors with HBase's defaults (SEMANTICS.md §4.1, §4.2).
+
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::name::{validate_family, TableName};
+
+/// CF TTL meaning "never expires" (`HConstants.FOREVER`, `Integer.MAX_VALUE` seconds).
+pub const TTL_FOREVER_SECONDS: u32 = i32::MAX as u32;
+
+/// Whether deleted cells stay readable by time-ranged reads (KEEP_DELETED_CELLS).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum KeepDeletedCells {
+    /// Deleted cells are never visible and major compaction removes them (the default).
+    #[default]
+    False,
+    /// Deleted cells stay for time ranges that end before the marker.
+    True,
+    /// Like `True`, but markers and deleted cells expire with the family TTL.
+    Ttl,
+}
+
+/// Bloom filter kind of a family's store files.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum BloomType {
+    None,
+    /// Keyed by row: answers "may this file hold row R?".
+    #[default]
+    Row,
+    /// Keyed by row and qualifier.
+    RowCol,
+}
+
+/// Block compression codec.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Compression {
+    #[default]
+    None,
+    Lz4,
+    Zstd,
+    Snappy,
+    Gz,
+}
+
+/// Data block encoding. Basalt always prefix-encodes keys between restart points, so these
+/// names are accepted for compatibility and do not change the file layout.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DataBlockEncoding {
+    #[default]
+    None,
+    Prefix,
+    Diff,
+    FastDiff,
+    RowIndexV1,
+}
+
+/// How a write reaches the WAL before it is acknowledged.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Durability {
+    /// Use the table's setting (for a table: SYNC_WAL).
+    #[default]
+    UseDefault,
+    /// Not written to the WAL: lost if the process dies before a flush.
+    SkipWal,
+    /// Written to the WAL and synced in the background within a bounded delay.
+    AsyncWal,
+    /// Written and fdatasync'ed before the write is acknowledged.
+    SyncWal,
+    /// Written and fsync'ed (data and metadata) before the write is acknowledged.
+    FsyncWal,
+}
+
+impl Durability {
+    /// The effective level of a mutation with `self` on a table whose setting is `table`.
+    #[must_use]
+    pub fn resolve(self, table: Durability) -> Durability {
+        match (self, table) {
+            (Durability::UseDefault, Durability::UseDefault) => Durability::SyncWal,
+            (Durability::UseDefault, t) => t,
+            (m, _) => m,
+        }
+    }
+}
+
+/// A column family's schema (ColumnFamilyDescriptor).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ColumnFamilyDescriptor {
+    pub name: Bytes,
+    pub max_versions: u32,
+    pub min_versions: u32,
+    pub ttl_seconds: u32,
+    pub keep_deleted_cells: KeepDeletedCells,
+    pub bloom_filter: BloomType,
+    pub block_size_bytes: u32,
+    pub block_cache: bool,
+    pub in_memory: bool,
+    pub compression: Compression,
+    pub data_block_encoding: DataBlockEncoding,
+    pub replication_scope: u32,
+    /// Per-family settings that override server configuration (CONFIGURATION => {...}).
+    pub configuration: BTreeMap<String, String>,
+    /// Keys Basalt does not interpret, kept and shown as METADATA.
+    pub metadata: BTreeMap<String, String>,
+}
+
+impl ColumnFamilyDescriptor {
+    /// A family with every attribute at HBase's default.
+    pub fn new(name: impl Into<Bytes>) -> ColumnFamilyDescriptor {
+        ColumnFamilyDescriptor {
+            name: name.into(),
+            max_versions: 1,
+            min_versions: 0,
+            ttl_seconds: TTL_FOREVER_SECONDS,
+            keep_deleted_cells: KeepDeletedCells::False,
+            bloom_filter: BloomType::Row,
+            block_size_bytes: 65_536,
+            block_cache: true,
+            in_memory: false,
+            compression: Compression::None,
+            data_block_encoding: DataBlockEncoding::None,
+            replication_scope: 0,
+            configuration: BTreeMap::new(),
+            metadata: BTreeMap::new(),
+        }
+    }
+
+    /// Sets VERSIONS.
+    #[must_use]
+    pub fn with_max_versions(mut self, n: u32) -> Self {
+        self.max_versions = n;
+        self
+    }
+
+    /// Sets MIN_VERSIONS.
+    #[must_use]
+    pub fn with_min_versions(mut self, n: u32) -> Self {
+        self.min_versions = n;
+        self
+    }
+
+    /// Sets TTL in seconds.
+    #[must_use]
+    pub fn with_ttl_seconds(mut self, s: u32) -> Self {
+        self.ttl_seconds = s;
+        self
+    }
+
+    /// Sets KEEP_DELETED_CELLS.
+    #[must_use]
+    pub fn with_keep_deleted_cells(mut self, k: KeepDeletedCells) -> Self {
+        self.keep_deleted_cells = k;
+        self
+    }
+
+    /// Sets BLOOMFILTER.
+    #[must_use]
+    pub fn with_bloom_filter(mut self, b: BloomType) -> Self {
+        self.bloom_filter = b;
+        self
+    }
+
+    /// Sets COMPRESSION.
+    #[must_use]
+    pub fn with_compression(mut self, c: Compression) -> Self {
+        self.compression = c;
+        self
+    }
+
+    /// Sets BLOCKSIZE in bytes.
+    #[must_use]
+    pub fn with_block_size_bytes(mut self, n: u32) -> Self {
+        self.block_size_bytes = n;
+        self
+    }
+
+    /// Whether the family has a finite TTL.
+    #[must_use]
+    pub fn has_ttl(&self) -> bool {
+        self.ttl_seconds != TTL_FOREVER_SECONDS
+    }
+
+    /// The TTL in milliseconds, `None` for FOREVER.
+    #[must_use]
+    pub fn ttl_ms(&self) -> Option<i64> {
+        self.has_ttl().then(|| i64::from(self.ttl_seconds) * 1000)
+    }
+
+    /// HBase's sanity checks (TableDescriptorChecker): name rules, VERSIONS ≥ 1,
+    /// MIN_VERSIONS ≤ VERSIONS, TTL > 0, BLOCKSIZE within 1 KiB..16 MiB.
+    ///
+    /// # Errors
+    /// `DoNotRetry` naming the family and the broken rule.
+    pub fn validate(&self) -> Result<()> {
+        validate_family(&self.name)?;
+        let name = crate::bytes_fmt::to_string_binary(&self.name);
+        let fail = |why: String| Err(Error::DoNotRetry(format!("{why} for column family {name}")));
+        if self.max_versions < 1 {
+            return fail("Maximum versions must be positive".into());
+        }
+        if self.min_versions > self.max_versions {
+            return fail(format!(
+                "Minimum versions ({}) must be <= maximum versions ({})",
+                self.min_versions, self.max_versions
+            ));
+        }
+        if self.ttl_seconds == 0 {
+            return fail("TTL must be positive".into());
+        }
+        if !(1024..=16 * 1024 * 1024).contains(&self.block_size_bytes) {
+            return fail(format!(
+                "Block size {} must be between 1K and 16MB",
+                self.block_size_bytes
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Default region split threshold (`hbase.hregion.max.filesize`, 10 GiB).
+pub const DEFAULT_MAX_FILESIZE_BYTES: u64 = 10 * 1024 * 1024 * 1024;
+/// Default memstore flush threshold (`hbase.hregion.memstore.flush.size`, 128 MiB).
+pub const DEFAULT_MEMSTORE_FLUSHSIZE_BYTES: u64 = 128 * 1024 * 1024;
+
+/// A table's schema (TableDescriptor).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TableDescriptor {
+    pub name: TableNameRepr,
+    /// Families by name; a `BTreeMap` so that iteration is in family order (the key order).
+    pub families: BTreeMap<Bytes, ColumnFamilyDescriptor>,
+    pub max_filesize_bytes: u64,
+    pub memstore_flushsize_bytes: u64,
+    pub durability: Durability,
+    pub read_only: bool,
+    pub compaction_enabled: bool,
+    pub split_enabled: bool,
+    pub merge_enabled: bool,
+    pub configuration: BTreeMap<String, String>,
+    pub metadata: BTreeMap<String, String>,
+}
+
+/// A table name in a form that serialises as `ns:qualifier`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TableNameRepr(pub String, pub String);
+
+impl From<&TableName> for TableNameRepr {
+    fn from(t: &TableName) -> Self {
+        TableNameRepr(t.namespace().to_owned(), t.qualifier().to_owned())
+    }
+}
+
+impl TableDescriptor {
+    /// A table with the given families and HBase's default attributes.
+    pub fn new(
+        name: &TableName,
+        families: impl IntoIterator<Item = ColumnFamilyDescriptor>,
+    ) -> TableDescriptor {
+        TableDescriptor {
+            name: name.into(),
+            families: families.into_iter().map(|f| (f.name.clone(), f)).collect(),
+            max_filesize_bytes: DEFAULT_MAX_FILESIZE_BYTES,
+            memstore_flushsize_bytes: DEFAULT_MEMSTORE_FLUSHSIZE_BYTES,
+            durability: Durability::UseDefault,
+            read_only: false,
+            compaction_enabled: true,
+            split_enabled: true,
+            merge_enabled: true,
+            configuration: BTreeMap::new(),
+            metadata: BTreeMap::new(),
+        }
+    }
+
+    /// The table's name.
+    ///
+    /// # Panics
+    /// Never for a descriptor built by [`TableDescriptor::new`]; the name was validated then.
+    #[must_use]
+    pub fn table_name(&self) -> TableName {
+        TableName::new(&self.name.0, &self.name.1).expect("descriptor names are validated on creation")
+    }
+
+    /// The family named `name`, if the table has it.
+    #[must_use]
+    pub fn family(&self, name: &[u8]) -> Option<&ColumnFamilyDescriptor> {
+        self.families.get(name)
+    }
+
+    /// Checks the table as HBase's TableDescriptorChecker does.
+    ///
+    /// # Errors
+    /// `DoNotRetry` for a table without families or with an invalid family.
+    pub fn validate(&self) -> Result<()> {
+        if self.families.is_empty() {
+            return Err(Error::DoNotRetry(
+                "Table should have at least one column family.".into(),
+            ));
+        }
+        for f in self.families.values() {
+            f.validate()?;
+        }
+        let checks_on = self.configuration.get("hbase.table.sanity.checks").map(String::as_str)
+            != Some("false");
+        if checks_on && self.memstore_flushsize_bytes < 1024 * 1024 {
+            // HBase refuses flush sizes under 1 MiB unless the table turns sanity checks off,
+            // which tests do to exercise flushes cheaply.
+            return Err(Error::DoNotRetry(format!(
+                "MEMSTORE_FLUSHSIZE for table descriptor or \"hbase.hregion.memstore.flush.size\" ({}) is too small, which might cause very frequent flushing.",
+                self.memstore_flushsize_bytes
+            )));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn family_defaults_are_hbase_defaults() {
+        let f = ColumnFamilyDescriptor::new("cf");
+        assert_eq!(f.max_versions, 1);
+        assert_eq!(f.min_versions, 0);
+        assert_eq!(f.ttl_seconds, 2_147_483_647);
+        assert!(!f.has_ttl());
+        assert_eq!(f.keep_deleted_cells, KeepDeletedCells::False);
+        assert_eq!(f.bloom_filter, BloomType::Row);
+        assert_eq!(f.block_size_bytes, 65_536);
+        assert!(f.block_cache);
+        assert!(!f.in_memory);
+        assert_eq!(f.compression, Compression::None);
+        assert_eq!(f.replication_scope, 0);
+    }
+
+    #[test]
+    fn sanity_checks() {
+        assert!(ColumnFamilyDescriptor::new("cf").validate().is_ok());
+        assert!(ColumnFamilyDescriptor::new("cf").with_max_versions(0).validate().is_err());
+        let e = ColumnFamilyDescriptor::new("cf").with_max_versions(2).with_min_versions(3);
+        assert!(e.validate().unwrap_err().to_string().contains("Minimum versions"));
+        assert!(ColumnFamilyDescriptor::new("cf").with_ttl_seconds(0).validate().is_err());
+        assert!(ColumnFamilyDescriptor::new("cf").with_block_size_bytes(512).validate().is_err());
+        let t = TableName::parse("t").unwrap();
+        assert!(TableDescriptor::new(&t, []).validate().is_err());
+        assert!(TableDescriptor::new(&t, [ColumnFamilyDescriptor::new("cf")]).validate().is_ok());
+    }
+
+    #[test]
+    fn durability_resolution() {
+        assert_eq!(Durability::UseDefault.resolve(Durability::UseDefault), Durability::SyncWal);
+        assert_eq!(Durability::UseDefault.resolve(Durability::AsyncWal), Durability::AsyncWal);
+        assert_eq!(Durability::SkipWal.resolve(Durability::FsyncWal), Durability::SkipWal);
+    }
+}

@@ -1,0 +1,114 @@
+//! The one error type of Basalt's libraries.
+//!
+//! Variants are precise (they carry the table, family, file or offset involved) and their
+//! `Display` is a full sentence a user can act on. [`Error::exception_name`] maps each variant to
+//! the HBase exception a client of HBase would see, which the server and gateways put on the wire.
+
+use std::path::PathBuf;
+
+/// Shorthand for results whose error is [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in Basalt's libraries.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A caller passed an argument HBase rejects on the client side (`IllegalArgumentException`).
+    #[error("{0}")]
+    IllegalArgument(String),
+    /// A request names a family the table does not have (`NoSuchColumnFamilyException`).
+    #[error("Column family {family} does not exist in table {table}")]
+    NoSuchColumnFamily { table: String, family: String },
+    /// The table does not exist (`TableNotFoundException`).
+    #[error("Table {0} does not exist")]
+    TableNotFound(String),
+    /// A table of that name exists already (`TableExistsException`).
+    #[error("Table already exists: {0}")]
+    TableExists(String),
+    /// The operation needs an enabled table (`TableNotEnabledException`).
+    #[error("Table {0} is disabled")]
+    TableNotEnabled(String),
+    /// The operation needs a disabled table (`TableNotDisabledException`).
+    #[error("Table {0} should be disabled")]
+    TableNotDisabled(String),
+    /// The namespace does not exist (`NamespaceNotFoundException`).
+    #[error("Namespace {0} does not exist")]
+    NamespaceNotFound(String),
+    /// A namespace of that name exists already (`NamespaceExistException`).
+    #[error("Namespace {0} already exists")]
+    NamespaceExists(String),
+    /// The request breaks a schema constraint (`ConstraintException`).
+    #[error("{0}")]
+    Constraint(String),
+    /// A request the server refuses and that a retry cannot fix (`DoNotRetryIOException`).
+    #[error("{0}")]
+    DoNotRetry(String),
+    /// A filter that cannot be combined with the scan's options (`IncompatibleFilterException`).
+    #[error("{0}")]
+    IncompatibleFilter(String),
+    /// The region cannot take more writes right now (`RegionTooBusyException`); retry later.
+    #[error("{0}")]
+    RegionTooBusy(String),
+    /// Stored bytes failed a check: a bad checksum, a truncated block, an impossible length.
+    #[error("corrupt {what} in {}: {detail}", path.display())]
+    Corruption { what: &'static str, path: PathBuf, detail: String },
+    /// An operating-system call failed.
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The database was closed while the operation ran.
+    #[error("the database is closed")]
+    Closed,
+}
+
+impl Error {
+    /// The fully qualified name of the HBase exception this error corresponds to.
+    #[must_use]
+    pub fn exception_name(&self) -> &'static str {
+        match self {
+            Error::IllegalArgument(_) => "java.lang.IllegalArgumentException",
+            Error::NoSuchColumnFamily { .. } => {
+                "org.apache.hadoop.hbase.regionserver.NoSuchColumnFamilyException"
+            }
+            Error::TableNotFound(_) => "org.apache.hadoop.hbase.TableNotFoundException",
+            Error::TableExists(_) => "org.apache.hadoop.hbase.TableExistsException",
+            Error::TableNotEnabled(_) => "org.apache.hadoop.hbase.TableNotEnabledException",
+            Error::TableNotDisabled(_) => "org.apache.hadoop.hbase.TableNotDisabledException",
+            Error::NamespaceNotFound(_) => "org.apache.hadoop.hbase.NamespaceNotFoundException",
+            Error::NamespaceExists(_) => "org.apache.hadoop.hbase.NamespaceExistException",
+            Error::Constraint(_) => "org.apache.hadoop.hbase.constraint.ConstraintException",
+            Error::DoNotRetry(_) => "org.apache.hadoop.hbase.DoNotRetryIOException",
+            Error::IncompatibleFilter(_) => {
+                "org.apache.hadoop.hbase.filter.IncompatibleFilterException"
+            }
+            Error::RegionTooBusy(_) => "org.apache.hadoop.hbase.RegionTooBusyException",
+            Error::Corruption { .. } => "org.apache.hadoop.hbase.io.hfile.CorruptHFileException",
+            Error::Io { .. } => "java.io.IOException",
+            Error::Closed => "org.apache.hadoop.hbase.regionserver.RegionServerStoppedException",
+        }
+    }
+
+    /// Whether a client may retry the same request and expect a different outcome.
+    #[must_use]
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, Error::RegionTooBusy(_) | Error::Io { .. })
+    }
+
+    /// Wraps an I/O error with what was being done (a sentence fragment naming the file).
+    pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        Error::Io { context: context.into(), source }
+    }
+
+    /// An `IllegalArgumentException` with HBase's message.
+    pub fn illegal(msg: impl Into<String>) -> Self {
+        Error::IllegalArgument(msg.into())
+    }
+
+    /// A corruption error for `what` (a block, record or file part) in `path`.
+    pub fn corruption(what: &'static str, path: impl Into<PathBuf>, detail: impl Into<String>) -> Self {
+        Error::Corruption { what, path: path.into(), detail: detail.into() }
+    }
+}

@@ -1,0 +1,10 @@
+//! Size limits shared by client-side validation and the server (SEMANTICS.md §4.3, §J).
+
+/// Longest row key HBase accepts: `Short.MAX_VALUE` (HConstants.MAX_ROW_LENGTH).
+pub const MAX_ROW_LENGTH: usize = 32_767;
+
+/// Longest column-family name: its length is stored in one byte, HBase caps it at 127.
+pub const MAX_FAMILY_LENGTH: usize = 127;
+
+/// Default largest cell, key components plus value (`hbase.server.keyvalue.maxsize`).
+pub const DEFAULT_MAX_CELL_SIZE_BYTES: usize = 10 * 1024 * 1024;

@@ -1,0 +1,410 @@
+use std::collections::{BTreeMap, BTreeSet};
+
+use bytes::Bytes;
+
+use super::validate_row;
+use crate::cell::Timestamp;
+use crate::error::{Error, Result};
+use crate::filter::Filter;
+use crate::time_range::TimeRange;
+
+/// Which families and columns a read asks for. Empty means every family; a family mapped to
+/// `None` means every column of it (HBase's family map with a null qualifier set).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Columns(BTreeMap<Bytes, Option<BTreeSet<Bytes>>>);
+
+impl Columns {
+    /// `addFamily`: the whole family, replacing any columns named before.
+    pub fn add_family(&mut self, family: impl Into<Bytes>) {
+        self.0.insert(family.into(), None);
+    }
+
+    /// `addColumn`: one column. As in HBase, naming a column of a family that was added whole
+    /// narrows the family to the columns named.
+    pub fn add_column(&mut self, family: impl Into<Bytes>, qualifier: impl Into<Bytes>) {
+        let set = self.0.entry(family.into()).or_insert(None);
+        set.get_or_insert_with(BTreeSet::new).insert(qualifier.into());
+    }
+
+    /// True when no family was named: the read covers every family.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The families named, in order.
+    pub fn families(&self) -> impl Iterator<Item = &Bytes> {
+        self.0.keys()
+    }
+
+    /// Whether `family` is part of the read.
+    #[must_use]
+    pub fn includes_family(&self, family: &[u8]) -> bool {
+        self.0.is_empty() || self.0.contains_key(family)
+    }
+
+    /// The columns asked for in `family`: `None` for all of them.
+    #[must_use]
+    pub fn qualifiers(&self, family: &[u8]) -> Option<&BTreeSet<Bytes>> {
+        self.0.get(family).and_then(Option::as_ref)
+    }
+
+    /// Whether any family is restricted to explicit columns.
+    #[must_use]
+    pub fn has_explicit_columns(&self) -> bool {
+        self.0.values().any(Option::is_some)
+    }
+}
+
+/// Reads one row (`Get`). Internally a Get is a one-row Scan.
+#[derive(Clone, Debug)]
+pub struct Get {
+    pub row: Bytes,
+    pub columns: Columns,
+    pub max_versions: u32,
+    pub time_range: TimeRange,
+    pub family_time_ranges: BTreeMap<Bytes, TimeRange>,
+    pub filter: Option<Filter>,
+    pub cache_blocks: bool,
+}
+
+impl Get {
+    /// The newest version of every column of `row`.
+    pub fn new(row: impl Into<Bytes>) -> Get {
+        Get {
+            row: row.into(),
+            columns: Columns::default(),
+            max_versions: 1,
+            time_range: TimeRange::all(),
+            family_time_ranges: BTreeMap::new(),
+            filter: None,
+            cache_blocks: true,
+        }
+    }
+
+    /// Restricts the read to a family.
+    #[must_use]
+    pub fn add_family(mut self, family: impl Into<Bytes>) -> Get {
+        self.columns.add_family(family);
+        self
+    }
+
+    /// Restricts the read to a column.
+    #[must_use]
+    pub fn add_column(mut self, family: impl Into<Bytes>, qualifier: impl Into<Bytes>) -> Get {
+        self.columns.add_column(family, qualifier);
+        self
+    }
+
+    /// `readVersions(n)`.
+    #[must_use]
+    pub fn with_max_versions(mut self, n: u32) -> Get {
+        self.max_versions = n;
+        self
+    }
+
+    /// `readAllVersions()`.
+    #[must_use]
+    pub fn all_versions(self) -> Get {
+        self.with_max_versions(u32::MAX)
+    }
+
+    /// `setTimeRange(min, max)`.
+    #[must_use]
+    pub fn with_time_range(mut self, tr: TimeRange) -> Get {
+        self.time_range = tr;
+        self
+    }
+
+    /// `setTimestamp(ts)`: exactly that version.
+    ///
+    /// # Errors
+    /// `IllegalArgument` for a negative timestamp.
+    pub fn with_timestamp(self, ts: Timestamp) -> Result<Get> {
+        Ok(self.with_time_range(TimeRange::at(ts)?))
+    }
+
+    /// `setColumnFamilyTimeRange(f, min, max)`.
+    #[must_use]
+    pub fn with_family_time_range(mut self, family: impl Into<Bytes>, tr: TimeRange) -> Get {
+        self.family_time_ranges.insert(family.into(), tr);
+        self
+    }
+
+    /// `setFilter`.
+    #[must_use]
+    pub fn with_filter(mut self, f: Filter) -> Get {
+        self.filter = Some(f);
+        self
+    }
+
+    /// Client-side checks.
+    ///
+    /// # Errors
+    /// `IllegalArgument` for a bad row or a zero version count.
+    pub fn validate(&self) -> Result<()> {
+        validate_row(&self.row)?;
+        if self.max_versions == 0 {
+            return Err(Error::illegal("Maximum versions must be positive"));
+        }
+        Ok(())
+    }
+
+    /// The equivalent one-row scan.
+    #[must_use]
+    pub fn into_scan(self) -> Scan {
+        Scan {
+            start_row: self.row.clone(),
+            include_start_row: true,
+            stop_row: self.row,
+            include_stop_row: true,
+            columns: self.columns,
+            max_versions: self.max_versions,
+            time_range: self.time_range,
+            family_time_ranges: self.family_time_ranges,
+            filter: self.filter,
+            raw: false,
+            reversed: false,
+            limit: 1,
+            batch: 0,
+            cache_blocks: self.cache_blocks,
+            is_get: true,
+        }
+    }
+}
+
+/// Reads a range of rows (`Scan`).
+#[derive(Clone, Debug)]
+pub struct Scan {
+    /// First row (inclusive by default); empty means the start of the table. For a reversed
+    /// scan this is the upper bound.
+    pub start_row: Bytes,
+    pub include_start_row: bool,
+    /// Row to stop at (exclusive by default); empty means the end of the table.
+    pub stop_row: Bytes,
+    pub include_stop_row: bool,
+    pub columns: Columns,
+    pub max_versions: u32,
+    pub time_range: TimeRange,
+    pub family_time_ranges: BTreeMap<Bytes, TimeRange>,
+    pub filter: Option<Filter>,
+    /// Return delete markers and the cells they mask.
+    pub raw: bool,
+    pub reversed: bool,
+    /// Maximum rows returned; 0 for no limit.
+    pub limit: u64,
+    /// Maximum cells per result; 0 for whole rows.
+    pub batch: u32,
+    pub cache_blocks: bool,
+    /// Set when the scan stands for a Get: the read stops after the one row.
+    pub is_get: bool,
+}
+
+impl Default for Scan {
+    fn default() -> Self {
+        Scan::new()
+    }
+}
+
+impl Scan {
+    /// A scan of the whole table, newest version of every column.
+    #[must_use]
+    pub fn new() -> Scan {
+        Scan {
+            start_row: Bytes::new(),
+            include_start_row: true,
+            stop_row: Bytes::new(),
+            include_stop_row: false,
+            columns: Columns::default(),
+            max_versions: 1,
+            time_range: TimeRange::all(),
+            family_time_ranges: BTreeMap::new(),
+            filter: None,
+            raw: false,
+            reversed: false,
+            limit: 0,
+            batch: 0,
+            cache_blocks: true,
+            is_get: false,
+        }
+    }
+
+    /// `withStartRow(row, inclusive)`.
+    #[must_use]
+    pub fn with_start_row(mut self, row: impl Into<Bytes>, inclusive: bool) -> Scan {
+        self.start_row = row.into();
+        self.include_start_row = inclusive;
+        self
+    }
+
+    /// `withStopRow(row, inclusive)`.
+    #[must_use]
+    pub fn with_stop_row(mut self, row: impl Into<Bytes>, inclusive: bool) -> Scan {
+        self.stop_row = row.into();
+        self.include_stop_row = inclusive;
+        self
+    }
+
+    /// `setRowPrefixFilter(prefix)`: start at the prefix, stop after its last possible row.
+    /// Overrides start and stop rows set before.
+    #[must_use]
+    pub fn with_row_prefix(mut self, prefix: impl Into<Bytes>) -> Scan {
+        let prefix: Bytes = prefix.into();
+        self.stop_row = prefix_stop_row(&prefix);
+        self.start_row = prefix;
+        self.include_start_row = true;
+        self.include_stop_row = false;
+        self
+    }
+
+    /// Restricts the scan to a family.
+    #[must_use]
+    pub fn add_family(mut self, family: impl Into<Bytes>) -> Scan {
+        self.columns.add_family(family);
+        self
+    }
+
+    /// Restricts the scan to a column.
+    #[must_use]
+    pub fn add_column(mut self, family: impl Into<Bytes>, qualifier: impl Into<Bytes>) -> Scan {
+        self.columns.add_column(family, qualifier);
+        self
+    }
+
+    /// `readVersions(n)`.
+    #[must_use]
+    pub fn with_max_versions(mut self, n: u32) -> Scan {
+        self.max_versions = n;
+        self
+    }
+
+    /// `readAllVersions()`.
+    #[must_use]
+    pub fn all_versions(self) -> Scan {
+        self.with_max_versions(u32::MAX)
+    }
+
+    /// `setTimeRange`.
+    #[must_use]
+    pub fn with_time_range(mut self, tr: TimeRange) -> Scan {
+        self.time_range = tr;
+        self
+    }
+
+    /// `setColumnFamilyTimeRange`.
+    #[must_use]
+    pub fn with_family_time_range(mut self, family: impl Into<Bytes>, tr: TimeRange) -> Scan {
+        self.family_time_ranges.insert(family.into(), tr);
+        self
+    }
+
+    /// `setFilter`.
+    #[must_use]
+    pub fn with_filter(mut self, f: Filter) -> Scan {
+        self.filter = Some(f);
+        self
+    }
+
+    /// `setRaw(true)`.
+    #[must_use]
+    pub fn raw(mut self) -> Scan {
+        self.raw = true;
+        self
+    }
+
+    /// `setReversed(true)`.
+    #[must_use]
+    pub fn reversed(mut self) -> Scan {
+        self.reversed = true;
+        self
+    }
+
+    /// `setLimit(n)`: at most `n` rows.
+    #[must_use]
+    pub fn with_limit(mut self, n: u64) -> Scan {
+        self.limit = n;
+        self
+    }
+
+    /// `setBatch(n)`: at most `n` cells per result.
+    #[must_use]
+    pub fn with_batch(mut self, n: u32) -> Scan {
+        self.batch = n;
+        self
+    }
+
+    /// The time range that applies to `family`.
+    #[must_use]
+    pub fn time_range_for(&self, family: &[u8]) -> TimeRange {
+        self.family_time_ranges.get(family).copied().unwrap_or(self.time_range)
+    }
+
+    /// Checks the scan's options against each other, as the region server does.
+    ///
+    /// # Errors
+    /// `DoNotRetry` for a raw scan with explicit columns (SEMANTICS.md #37),
+    /// `IncompatibleFilter` for a batch with a row-level filter (#53), `IllegalArgument` for a
+    /// zero version count.
+    pub fn validate(&self) -> Result<()> {
+        if self.max_versions == 0 {
+            return Err(Error::illegal("Maximum versions must be positive"));
+        }
+        if self.raw && self.columns.has_explicit_columns() {
+            return Err(Error::DoNotRetry(
+                "Cannot specify any column for a raw scan".into(),
+            ));
+        }
+        if self.batch > 0 && self.filter.as_ref().is_some_and(Filter::has_filter_row) {
+            return Err(Error::IncompatibleFilter(
+                "Cannot set batch on a scan using a filter that returns true for filter.hasFilterRow".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The first row after every row that starts with `prefix`: the prefix with its last byte
+/// below 0xFF incremented and the rest dropped; empty (end of table) for all-0xFF prefixes.
+#[must_use]
+pub fn prefix_stop_row(prefix: &[u8]) -> Bytes {
+    let mut stop = prefix.to_vec();
+    while let Some(last) = stop.pop() {
+        if last < 0xff {
+            stop.push(last + 1);
+            return Bytes::from(stop);
+        }
+    }
+    Bytes::new()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefix_stop_rows() {
+        assert_eq!(&prefix_stop_row(b"ab")[..], b"ac");
+        assert_eq!(&prefix_stop_row(b"a\xff")[..], b"b");
+        assert_eq!(&prefix_stop_row(b"\xff\xff")[..], b"");
+        assert_eq!(&prefix_stop_row(b"")[..], b"");
+    }
+
+    #[test]
+    fn add_column_narrows_a_whole_family_and_add_family_widens() {
+        let mut c = Columns::default();
+        c.add_family("f");
+        assert!(c.qualifiers(b"f").is_none());
+        c.add_column("f", "q");
+        assert_eq!(c.qualifiers(b"f").map(BTreeSet::len), Some(1));
+        c.add_family("f");
+        assert!(c.qualifiers(b"f").is_none());
+        assert!(c.includes_family(b"f") && !c.includes_family(b"g"));
+    }
+
+    #[test]
+    fn raw_scan_with_columns_is_refused() {
+        let e = Scan::new().raw().add_column("f", "q").validate().unwrap_err();
+        assert_eq!(e.exception_name(), "org.apache.hadoop.hbase.DoNotRetryIOException");
+        assert!(Scan::new().raw().add_family("f").validate().is_ok());
+    }
+}
