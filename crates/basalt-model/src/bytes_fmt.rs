@@ -29,6 +29,9 @@ mod tests {
     fn printable_kept_and_binary_escaped_in_upper_hex() {
         assert_eq!(to_string_binary(b"row-1"), "row-1");
         assert_eq!(to_string_binary(&[0, 1, 0xab, b'a']), "\\x00\\x01\\xABa");
-        assert_eq!(to_string_binary(&1u64.to_be_bytes()), "\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x01");
+        assert_eq!(
+            to_string_binary(&1u64.to_be_bytes()),
+            "\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x01"
+        );
     }
 }

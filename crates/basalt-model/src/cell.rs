@@ -155,7 +155,13 @@ impl Cell {
     /// The smallest key of `row`: every cell of the row sorts at or after it.
     #[must_use]
     pub fn first_on_row(row: &Bytes) -> Cell {
-        Cell::search_key(row.clone(), Bytes::new(), Bytes::new(), LATEST_TIMESTAMP, CellType::Maximum)
+        Cell::search_key(
+            row.clone(),
+            Bytes::new(),
+            Bytes::new(),
+            LATEST_TIMESTAMP,
+            CellType::Maximum,
+        )
     }
 
     /// The smallest key of the column `family:qualifier` in `row`: all its versions sort at or
@@ -174,7 +180,13 @@ impl Cell {
     /// The largest key of the column: the next column's cells sort after it.
     #[must_use]
     pub fn last_on_column(row: &Bytes, family: &Bytes, qualifier: &Bytes) -> Cell {
-        Cell::search_key(row.clone(), family.clone(), qualifier.clone(), i64::MIN, CellType::Minimum)
+        Cell::search_key(
+            row.clone(),
+            family.clone(),
+            qualifier.clone(),
+            i64::MIN,
+            CellType::Minimum,
+        )
     }
 
     fn search_key(
@@ -184,8 +196,21 @@ impl Cell {
         timestamp: Timestamp,
         cell_type: CellType,
     ) -> Cell {
-        let seq_id = if cell_type == CellType::Maximum { u64::MAX } else { 0 };
-        Cell { row, family, qualifier, timestamp, cell_type, seq_id, value: Bytes::new(), ttl_ms: None }
+        let seq_id = if cell_type == CellType::Maximum {
+            u64::MAX
+        } else {
+            0
+        };
+        Cell {
+            row,
+            family,
+            qualifier,
+            timestamp,
+            cell_type,
+            seq_id,
+            value: Bytes::new(),
+            ttl_ms: None,
+        }
     }
 
     /// Size counted against the cell-size limit: key components plus value, as HBase's
@@ -272,9 +297,16 @@ mod tests {
         cells.sort();
         let got: Vec<_> = cells
             .iter()
-            .map(|c| format!("{}/{}:{}@{}/{}", std::str::from_utf8(&c.row).unwrap(),
-                std::str::from_utf8(&c.family).unwrap(), std::str::from_utf8(&c.qualifier).unwrap(),
-                c.timestamp, c.cell_type.name()))
+            .map(|c| {
+                format!(
+                    "{}/{}:{}@{}/{}",
+                    std::str::from_utf8(&c.row).unwrap(),
+                    std::str::from_utf8(&c.family).unwrap(),
+                    std::str::from_utf8(&c.qualifier).unwrap(),
+                    c.timestamp,
+                    c.cell_type.name()
+                )
+            })
             .collect();
         assert_eq!(
             got,
@@ -298,7 +330,9 @@ mod tests {
         new.seq_id = 2;
         assert!(new < old);
         let row = Bytes::from_static(b"r");
-        assert!(Cell::first_on_row(&row) < Cell::marker("r", "", "", i64::MAX, CellType::DeleteFamily));
+        assert!(
+            Cell::first_on_row(&row) < Cell::marker("r", "", "", i64::MAX, CellType::DeleteFamily)
+        );
         let f = Bytes::from_static(b"f");
         let q = Bytes::from_static(b"q");
         assert!(Cell::last_on_column(&row, &f, &q) > Cell::put("r", "f", "q", 0, ""));

@@ -229,6 +229,7 @@ pub const DEFAULT_MEMSTORE_FLUSHSIZE_BYTES: u64 = 128 * 1024 * 1024;
 pub struct TableDescriptor {
     pub name: TableNameRepr,
     /// Families by name; a `BTreeMap` so that iteration is in family order (the key order).
+    #[serde(with = "families_as_list")]
     pub families: BTreeMap<Bytes, ColumnFamilyDescriptor>,
     pub max_filesize_bytes: u64,
     pub memstore_flushsize_bytes: u64,
@@ -278,7 +279,8 @@ impl TableDescriptor {
     /// Never for a descriptor built by [`TableDescriptor::new`]; the name was validated then.
     #[must_use]
     pub fn table_name(&self) -> TableName {
-        TableName::new(&self.name.0, &self.name.1).expect("descriptor names are validated on creation")
+        TableName::new(&self.name.0, &self.name.1)
+            .expect("descriptor names are validated on creation")
     }
 
     /// The family named `name`, if the table has it.
@@ -300,7 +302,10 @@ impl TableDescriptor {
         for f in self.families.values() {
             f.validate()?;
         }
-        let checks_on = self.configuration.get("hbase.table.sanity.checks").map(String::as_str)
+        let checks_on = self
+            .configuration
+            .get("hbase.table.sanity.checks")
+            .map(String::as_str)
             != Some("false");
         if checks_on && self.memstore_flushsize_bytes < 1024 * 1024 {
             // HBase refuses flush sizes under 1 MiB unless the table turns sanity checks off,
@@ -311,6 +316,30 @@ impl TableDescriptor {
             )));
         }
         Ok(())
+    }
+}
+
+/// Family names are bytes, which JSON cannot use as map keys: store the families as a list.
+mod families_as_list {
+    use std::collections::BTreeMap;
+
+    use bytes::Bytes;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use super::ColumnFamilyDescriptor;
+
+    pub fn serialize<S: Serializer>(
+        m: &BTreeMap<Bytes, ColumnFamilyDescriptor>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        m.values().collect::<Vec<_>>().serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<BTreeMap<Bytes, ColumnFamilyDescriptor>, D::Error> {
+        let v = Vec::<ColumnFamilyDescriptor>::deserialize(d)?;
+        Ok(v.into_iter().map(|f| (f.name.clone(), f)).collect())
     }
 }
 
@@ -337,20 +366,48 @@ mod tests {
     #[test]
     fn sanity_checks() {
         assert!(ColumnFamilyDescriptor::new("cf").validate().is_ok());
-        assert!(ColumnFamilyDescriptor::new("cf").with_max_versions(0).validate().is_err());
-        let e = ColumnFamilyDescriptor::new("cf").with_max_versions(2).with_min_versions(3);
-        assert!(e.validate().unwrap_err().to_string().contains("Minimum versions"));
-        assert!(ColumnFamilyDescriptor::new("cf").with_ttl_seconds(0).validate().is_err());
-        assert!(ColumnFamilyDescriptor::new("cf").with_block_size_bytes(512).validate().is_err());
+        assert!(ColumnFamilyDescriptor::new("cf")
+            .with_max_versions(0)
+            .validate()
+            .is_err());
+        let e = ColumnFamilyDescriptor::new("cf")
+            .with_max_versions(2)
+            .with_min_versions(3);
+        assert!(e
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("Minimum versions"));
+        assert!(ColumnFamilyDescriptor::new("cf")
+            .with_ttl_seconds(0)
+            .validate()
+            .is_err());
+        assert!(ColumnFamilyDescriptor::new("cf")
+            .with_block_size_bytes(512)
+            .validate()
+            .is_err());
         let t = TableName::parse("t").unwrap();
         assert!(TableDescriptor::new(&t, []).validate().is_err());
-        assert!(TableDescriptor::new(&t, [ColumnFamilyDescriptor::new("cf")]).validate().is_ok());
+        assert!(
+            TableDescriptor::new(&t, [ColumnFamilyDescriptor::new("cf")])
+                .validate()
+                .is_ok()
+        );
     }
 
     #[test]
     fn durability_resolution() {
-        assert_eq!(Durability::UseDefault.resolve(Durability::UseDefault), Durability::SyncWal);
-        assert_eq!(Durability::UseDefault.resolve(Durability::AsyncWal), Durability::AsyncWal);
-        assert_eq!(Durability::SkipWal.resolve(Durability::FsyncWal), Durability::SkipWal);
+        assert_eq!(
+            Durability::UseDefault.resolve(Durability::UseDefault),
+            Durability::SyncWal
+        );
+        assert_eq!(
+            Durability::UseDefault.resolve(Durability::AsyncWal),
+            Durability::AsyncWal
+        );
+        assert_eq!(
+            Durability::SkipWal.resolve(Durability::FsyncWal),
+            Durability::SkipWal
+        );
     }
 }

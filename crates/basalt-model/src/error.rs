@@ -51,7 +51,11 @@ pub enum Error {
     RegionTooBusy(String),
     /// Stored bytes failed a check: a bad checksum, a truncated block, an impossible length.
     #[error("corrupt {what} in {}: {detail}", path.display())]
-    Corruption { what: &'static str, path: PathBuf, detail: String },
+    Corruption {
+        what: &'static str,
+        path: PathBuf,
+        detail: String,
+    },
     /// An operating-system call failed.
     #[error("{context}: {source}")]
     Io {
@@ -99,7 +103,10 @@ impl Error {
 
     /// Wraps an I/O error with what was being done (a sentence fragment naming the file).
     pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
-        Error::Io { context: context.into(), source }
+        Error::Io {
+            context: context.into(),
+            source,
+        }
     }
 
     /// An `IllegalArgumentException` with HBase's message.
@@ -108,7 +115,15 @@ impl Error {
     }
 
     /// A corruption error for `what` (a block, record or file part) in `path`.
-    pub fn corruption(what: &'static str, path: impl Into<PathBuf>, detail: impl Into<String>) -> Self {
-        Error::Corruption { what, path: path.into(), detail: detail.into() }
+    pub fn corruption(
+        what: &'static str,
+        path: impl Into<PathBuf>,
+        detail: impl Into<String>,
+    ) -> Self {
+        Error::Corruption {
+            what,
+            path: path.into(),
+            detail: detail.into(),
+        }
     }
 }

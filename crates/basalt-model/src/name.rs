@@ -41,7 +41,10 @@ impl TableName {
     pub fn new(namespace: &str, qualifier: &str) -> Result<TableName> {
         validate_namespace(namespace)?;
         validate_table_qualifier(qualifier)?;
-        Ok(TableName { namespace: namespace.to_owned(), qualifier: qualifier.to_owned() })
+        Ok(TableName {
+            namespace: namespace.to_owned(),
+            qualifier: qualifier.to_owned(),
+        })
     }
 
     /// The namespace part (`default` when the name had no prefix).
@@ -101,7 +104,9 @@ pub fn validate_table_qualifier(q: &str) -> Result<()> {
         return Err(Error::illegal("Table qualifier must not be empty"));
     }
     if q == ".META." || q == "-ROOT-" {
-        return Err(Error::illegal(format!("{q} is no longer a valid table name")));
+        return Err(Error::illegal(format!(
+            "{q} is no longer a valid table name"
+        )));
     }
     if q.starts_with('.') || q.starts_with('-') {
         return Err(Error::illegal(format!(
@@ -150,7 +155,9 @@ pub fn validate_family(name: &[u8]) -> Result<()> {
         }
     }
     if name == b"recovered.edits" {
-        return Err(Error::illegal(format!("Column Family name cannot be: {shown}")));
+        return Err(Error::illegal(format!(
+            "Column Family name cannot be: {shown}"
+        )));
     }
     Ok(())
 }
@@ -176,8 +183,13 @@ mod tests {
         for ok in ["t", "a-b.c_d", "T9", "ns_1:x"] {
             assert!(TableName::parse(ok).is_ok(), "{ok}");
         }
-        for bad in ["", ".x", "-x", "a b", "a/b", "ns-1:t", ":t", "ns:", ".META.", "-ROOT-"] {
-            assert!(matches!(TableName::parse(bad), Err(Error::IllegalArgument(_))), "{bad}");
+        for bad in [
+            "", ".x", "-x", "a b", "a/b", "ns-1:t", ":t", "ns:", ".META.", "-ROOT-",
+        ] {
+            assert!(
+                matches!(TableName::parse(bad), Err(Error::IllegalArgument(_))),
+                "{bad}"
+            );
         }
         let msg = TableName::parse("a b").unwrap_err().to_string();
         assert!(msg.contains("Illegal character code:32, < > at 1"), "{msg}");
@@ -187,7 +199,15 @@ mod tests {
     fn family_names_follow_hbase_rules() {
         assert!(validate_family(b"cf").is_ok());
         assert!(validate_family(b"a.b-c").is_ok());
-        for bad in [&b""[..], b".cf", b"a:b", b"a/b", b"a\\b", b"a\nb", b"recovered.edits"] {
+        for bad in [
+            &b""[..],
+            b".cf",
+            b"a:b",
+            b"a/b",
+            b"a\\b",
+            b"a\nb",
+            b"recovered.edits",
+        ] {
             assert!(validate_family(bad).is_err(), "{bad:?}");
         }
         assert!(validate_family(&[b'a'; 127]).is_ok());

@@ -17,7 +17,11 @@ impl RowResult {
     /// A result for `row` with `cells` (already in key order).
     #[must_use]
     pub fn new(row: Bytes, cells: Vec<Cell>) -> RowResult {
-        RowResult { row, cells, partial: false }
+        RowResult {
+            row,
+            cells,
+            partial: false,
+        }
     }
 
     /// `Result.isEmpty()`.
@@ -49,6 +53,8 @@ impl RowResult {
     /// The timestamps of one column's versions, newest first.
     #[must_use]
     pub fn timestamps(&self, family: &[u8], qualifier: &[u8]) -> Vec<Timestamp> {
-        self.column_cells(family, qualifier).map(|c| c.timestamp).collect()
+        self.column_cells(family, qualifier)
+            .map(|c| c.timestamp)
+            .collect()
     }
 }

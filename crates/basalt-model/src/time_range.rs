@@ -24,7 +24,10 @@ impl TimeRange {
     /// Every timestamp.
     #[must_use]
     pub const fn all() -> TimeRange {
-        TimeRange { min: 0, max: i64::MAX }
+        TimeRange {
+            min: 0,
+            max: i64::MAX,
+        }
     }
 
     /// `[min, max)`.

@@ -29,7 +29,10 @@ impl Comparator {
     pub fn regex(pattern: &str) -> Result<Comparator> {
         let regex = Regex::new(pattern)
             .map_err(|e| Error::illegal(format!("Invalid regular expression {pattern}: {e}")))?;
-        Ok(Comparator::RegexString { pattern: pattern.to_owned(), regex })
+        Ok(Comparator::RegexString {
+            pattern: pattern.to_owned(),
+            regex,
+        })
     }
 
     /// A case-insensitive substring comparator.
@@ -66,7 +69,10 @@ impl Comparator {
     /// Whether the comparator only supports `=` and `!=`.
     #[must_use]
     pub fn equality_only(&self) -> bool {
-        matches!(self, Comparator::RegexString { .. } | Comparator::Substring(_))
+        matches!(
+            self,
+            Comparator::RegexString { .. } | Comparator::Substring(_)
+        )
     }
 }
 

@@ -28,7 +28,12 @@ pub struct FilterList {
 impl FilterList {
     pub(super) fn new(op: FilterListOp, filters: Vec<Filter>) -> FilterList {
         let n = filters.len();
-        FilterList { op, filters, prev: vec![None; n], included: vec![false; n] }
+        FilterList {
+            op,
+            filters,
+            prev: vec![None; n],
+            included: vec![false; n],
+        }
     }
 
     pub(super) fn reset(&mut self) {
@@ -87,7 +92,9 @@ impl FilterList {
         for (i, f) in self.filters.iter_mut().enumerate() {
             self.included[i] = false;
             let skip = f.filter_all_remaining()
-                || self.prev[i].as_ref().is_some_and(|(code, prev)| !should_pass(f, *code, prev, cell));
+                || self.prev[i]
+                    .as_ref()
+                    .is_some_and(|(code, prev)| !should_pass(f, *code, prev, cell));
             if skip {
                 every_hint = false;
                 continue;
@@ -216,7 +223,10 @@ mod tests {
         assert_eq!(merge_or(NextRow, NextCol), NextCol);
         assert_eq!(merge_or(NextRow, NextRow), NextRow);
         assert_eq!(merge_or(IncludeAndNextCol, NextRow), IncludeAndNextCol);
-        assert_eq!(merge_or(SeekNextUsingHint, SeekNextUsingHint), SeekNextUsingHint);
+        assert_eq!(
+            merge_or(SeekNextUsingHint, SeekNextUsingHint),
+            SeekNextUsingHint
+        );
         assert_eq!(merge_or(NextCol, SeekNextUsingHint), Skip);
     }
 }

@@ -60,7 +60,12 @@ pub enum Filter {
     /// `FirstKeyOnlyFilter()`: only the first cell of each row.
     FirstKeyOnly { found: bool },
     /// `PrefixFilter('p')`: only rows starting with `p`.
-    Prefix { prefix: Bytes, passed: bool, filter_row: bool, reversed: bool },
+    Prefix {
+        prefix: Bytes,
+        passed: bool,
+        filter_row: bool,
+        reversed: bool,
+    },
     /// `ColumnPrefixFilter('p')`.
     ColumnPrefix(Bytes),
     /// `MultipleColumnPrefixFilter('p1', ...)`.
@@ -72,11 +77,19 @@ pub enum Filter {
     /// `ColumnPaginationFilter(limit, offset)`.
     ColumnPagination { limit: u32, offset: u32, count: u32 },
     /// `InclusiveStopFilter('row')`.
-    InclusiveStop { stop_row: Bytes, done: bool, reversed: bool },
+    InclusiveStop {
+        stop_row: Bytes,
+        done: bool,
+        reversed: bool,
+    },
     /// `TimestampsFilter(ts, ...)`.
     Timestamps(BTreeSet<i64>),
     /// `RowFilter(op, 'cmp')`.
-    Row { op: CompareOp, cmp: Comparator, filter_out_row: bool },
+    Row {
+        op: CompareOp,
+        cmp: Comparator,
+        filter_out_row: bool,
+    },
     /// `FamilyFilter(op, 'cmp')`.
     Family { op: CompareOp, cmp: Comparator },
     /// `QualifierFilter(op, 'cmp')`.
@@ -94,13 +107,27 @@ pub enum Filter {
     /// `SingleColumnValueFilter` / `SingleColumnValueExcludeFilter`.
     SingleColumnValue(Box<simple::SingleColumnValue>),
     /// `ColumnRangeFilter('min', minInclusive, 'max', maxInclusive)`; empty bounds are open.
-    ColumnRange { min: Option<Bytes>, min_inclusive: bool, max: Option<Bytes>, max_inclusive: bool },
+    ColumnRange {
+        min: Option<Bytes>,
+        min_inclusive: bool,
+        max: Option<Bytes>,
+        max_inclusive: bool,
+    },
     /// `ColumnValueFilter('f', 'q', op, 'cmp')`: only the matching cell of that column.
-    ColumnValue { family: Bytes, qualifier: Bytes, op: CompareOp, cmp: Comparator, found: bool },
+    ColumnValue {
+        family: Bytes,
+        qualifier: Bytes,
+        op: CompareOp,
+        cmp: Comparator,
+        found: bool,
+    },
     /// `A AND B`, `A OR B` (`FilterList`).
     List(Box<list::FilterList>),
     /// `SKIP f` (`SkipFilter`): drops a row when any cell fails `f`.
-    Skip { inner: Box<Filter>, filter_row: bool },
+    Skip {
+        inner: Box<Filter>,
+        filter_row: bool,
+    },
     /// `WHILE f` (`WhileMatchFilter`): ends the scan at the first cell or row `f` rejects.
     WhileMatch { inner: Box<Filter>, done: bool },
 }
@@ -113,13 +140,21 @@ fn passes(op: CompareOp, cmp: &Comparator, bytes: &[u8]) -> bool {
 impl Filter {
     /// `PrefixFilter`.
     pub fn prefix(p: impl Into<Bytes>) -> Filter {
-        Filter::Prefix { prefix: p.into(), passed: false, filter_row: false, reversed: false }
+        Filter::Prefix {
+            prefix: p.into(),
+            passed: false,
+            filter_row: false,
+            reversed: false,
+        }
     }
 
     /// `PageFilter`.
     #[must_use]
     pub fn page(n: u64) -> Filter {
-        Filter::Page { page_size: n, rows_accepted: 0 }
+        Filter::Page {
+            page_size: n,
+            rows_accepted: 0,
+        }
     }
 
     /// `ValueFilter`.
@@ -164,7 +199,9 @@ impl Filter {
                 *reversed = rev;
             }
             Filter::List(l) => l.filters.iter_mut().for_each(|f| f.set_reversed(rev)),
-            Filter::Skip { inner, .. } | Filter::WhileMatch { inner, .. } => inner.set_reversed(rev),
+            Filter::Skip { inner, .. } | Filter::WhileMatch { inner, .. } => {
+                inner.set_reversed(rev)
+            }
             _ => {}
         }
     }
@@ -200,7 +237,10 @@ impl Filter {
         match self {
             Filter::Prefix { passed, .. } => *passed,
             Filter::ColumnCountGet { limit, count } => count > limit,
-            Filter::Page { page_size, rows_accepted } => rows_accepted >= page_size,
+            Filter::Page {
+                page_size,
+                rows_accepted,
+            } => rows_accepted >= page_size,
             Filter::InclusiveStop { done, .. } => *done,
             Filter::List(l) => l.filter_all_remaining(),
             Filter::Skip { inner, .. } => inner.filter_all_remaining(),
@@ -212,7 +252,12 @@ impl Filter {
     /// True drops the row before its cells are read.
     pub fn filter_row_key(&mut self, row: &[u8]) -> bool {
         match self {
-            Filter::Prefix { prefix, passed, filter_row, reversed } => {
+            Filter::Prefix {
+                prefix,
+                passed,
+                filter_row,
+                reversed,
+            } => {
                 if *passed {
                     return true;
                 }
@@ -225,12 +270,20 @@ impl Filter {
                 *filter_row
             }
             Filter::ColumnCountGet { .. } => self.filter_all_remaining(),
-            Filter::InclusiveStop { stop_row, done, reversed } => {
+            Filter::InclusiveStop {
+                stop_row,
+                done,
+                reversed,
+            } => {
                 let cmp = stop_row[..].cmp(row);
                 *done = if *reversed { cmp.is_gt() } else { cmp.is_lt() };
                 *done
             }
-            Filter::Row { op, cmp, filter_out_row } => {
+            Filter::Row {
+                op,
+                cmp,
+                filter_out_row,
+            } => {
                 if !passes(*op, cmp, row) {
                     *filter_out_row = true;
                 }
@@ -320,7 +373,10 @@ impl Filter {
     /// True drops the row after its cells were seen.
     pub fn filter_row(&mut self) -> bool {
         match self {
-            Filter::Page { page_size, rows_accepted } => {
+            Filter::Page {
+                page_size,
+                rows_accepted,
+            } => {
                 *rows_accepted += 1;
                 *rows_accepted > *page_size
             }

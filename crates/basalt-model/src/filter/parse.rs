@@ -47,7 +47,10 @@ pub const FILTER_NAMES: &[&str] = &[
 /// `IllegalArgument` with HBase's messages: "Filter Name X not supported", "Mismatched
 /// parenthesis", "Incorrect Filter String", "Invalid compare operator", ...
 pub fn parse_filter(s: &str) -> Result<Filter> {
-    let mut p = Parser { s: s.as_bytes(), pos: 0 };
+    let mut p = Parser {
+        s: s.as_bytes(),
+        pos: 0,
+    };
     p.skip_ws();
     if p.at_end() {
         return Err(Error::illegal("Incorrect Filter String"));
@@ -101,11 +104,21 @@ impl Parser<'_> {
     }
 
     fn or(&mut self) -> Result<Filter> {
-        self.binary("OR", FilterListOp::MustPassOne, "an OR needs two filters", Parser::and)
+        self.binary(
+            "OR",
+            FilterListOp::MustPassOne,
+            "an OR needs two filters",
+            Parser::and,
+        )
     }
 
     fn and(&mut self) -> Result<Filter> {
-        self.binary("AND", FilterListOp::MustPassAll, "an AND needs two filters", Parser::unary)
+        self.binary(
+            "AND",
+            FilterListOp::MustPassAll,
+            "an AND needs two filters",
+            Parser::unary,
+        )
     }
 
     fn binary(
@@ -136,7 +149,10 @@ impl Parser<'_> {
 
     fn unary(&mut self) -> Result<Filter> {
         self.skip_ws();
-        for (kw, msg) in [("SKIP", "a SKIP wraps a filter"), ("WHILE", "a WHILE wraps a filter")] {
+        for (kw, msg) in [
+            ("SKIP", "a SKIP wraps a filter"),
+            ("WHILE", "a WHILE wraps a filter"),
+        ] {
             if self.keyword(kw) {
                 self.skip_ws();
                 if self.at_end() || self.peek() == Some(b')') {
@@ -144,7 +160,10 @@ impl Parser<'_> {
                 }
                 let inner = Box::new(self.unary()?);
                 return Ok(if kw == "SKIP" {
-                    Filter::Skip { inner, filter_row: false }
+                    Filter::Skip {
+                        inner,
+                        filter_row: false,
+                    }
                 } else {
                     Filter::WhileMatch { inner, done: false }
                 });
@@ -219,7 +238,11 @@ impl Parser<'_> {
             let mut out = Vec::new();
             loop {
                 match self.peek() {
-                    None => return Err(Error::illegal("Incorrect Filter String: unterminated quote")),
+                    None => {
+                        return Err(Error::illegal(
+                            "Incorrect Filter String: unterminated quote",
+                        ))
+                    }
                     Some(b'\'') if self.s.get(self.pos + 1) == Some(&b'\'') => {
                         out.push(b'\'');
                         self.pos += 2;
@@ -245,7 +268,9 @@ impl Parser<'_> {
         if start == self.pos {
             return Err(Error::illegal("Incorrect Filter String"));
         }
-        Ok(Arg::Bare(String::from_utf8_lossy(&self.s[start..self.pos]).into_owned()))
+        Ok(Arg::Bare(
+            String::from_utf8_lossy(&self.s[start..self.pos]).into_owned(),
+        ))
     }
 }
 
@@ -259,7 +284,9 @@ impl Arg {
     fn bytes(&self) -> Result<Bytes> {
         match self {
             Arg::Quoted(b) => Ok(b.clone()),
-            Arg::Bare(s) => Err(Error::illegal(format!("Argument {s} should be a quoted string"))),
+            Arg::Bare(s) => Err(Error::illegal(format!(
+                "Argument {s} should be a quoted string"
+            ))),
         }
     }
 
@@ -273,13 +300,15 @@ impl Arg {
     fn long(&self) -> Result<i64> {
         let s = self.bare();
         check_number(s, "Long")?;
-        s.parse().map_err(|_| Error::illegal("Long Argument too large"))
+        s.parse()
+            .map_err(|_| Error::illegal("Long Argument too large"))
     }
 
     fn int(&self) -> Result<i32> {
         let s = self.bare();
         check_number(s, "Integer")?;
-        s.parse().map_err(|_| Error::illegal("Integer Argument too large"))
+        s.parse()
+            .map_err(|_| Error::illegal("Integer Argument too large"))
     }
 
     fn boolean(&self) -> Result<bool> {
@@ -340,7 +369,8 @@ fn expect_args(name: &str, args: &[Arg], allowed: &[usize]) -> Result<()> {
 }
 
 fn non_negative(n: i64, what: &str) -> Result<u32> {
-    u32::try_from(n).map_err(|_| Error::illegal(format!("{what} must be non-negative and fit an int")))
+    u32::try_from(n)
+        .map_err(|_| Error::illegal(format!("{what} must be non-negative and fit an int")))
 }
 
 fn compare_args(name: &str, args: &[Arg]) -> Result<(CompareOp, Comparator)> {
@@ -390,30 +420,44 @@ fn build(name: &str, args: &[Arg]) -> Result<Filter> {
         }
         "ColumnCountGetFilter" => {
             expect_args(name, args, &[1])?;
-            Filter::ColumnCountGet { limit: non_negative(args[0].int()?.into(), "limit")?, count: 0 }
+            Filter::ColumnCountGet {
+                limit: non_negative(args[0].int()?.into(), "limit")?,
+                count: 0,
+            }
         }
         "PageFilter" => {
             expect_args(name, args, &[1])?;
             let n = args[0].long()?;
-            let page_size = u64::try_from(n).map_err(|_| Error::illegal("page size must be >= 0"))?;
+            let page_size =
+                u64::try_from(n).map_err(|_| Error::illegal("page size must be >= 0"))?;
             Filter::page(page_size)
         }
         "ColumnPaginationFilter" => {
             expect_args(name, args, &[2])?;
             let limit = non_negative(args[0].int()?.into(), "limit")?;
             let offset = non_negative(args[1].int()?.into(), "offset")?;
-            Filter::ColumnPagination { limit, offset, count: 0 }
+            Filter::ColumnPagination {
+                limit,
+                offset,
+                count: 0,
+            }
         }
         "InclusiveStopFilter" => {
             expect_args(name, args, &[1])?;
-            Filter::InclusiveStop { stop_row: args[0].bytes()?, done: false, reversed: false }
+            Filter::InclusiveStop {
+                stop_row: args[0].bytes()?,
+                done: false,
+                reversed: false,
+            }
         }
         "TimestampsFilter" => {
             let mut set = BTreeSet::new();
             for a in args {
                 let ts = a.long()?;
                 if ts < 0 {
-                    return Err(Error::illegal(format!("Timestamps must not be negative: {ts}")));
+                    return Err(Error::illegal(format!(
+                        "Timestamps must not be negative: {ts}"
+                    )));
                 }
                 set.insert(ts);
             }
@@ -421,7 +465,11 @@ fn build(name: &str, args: &[Arg]) -> Result<Filter> {
         }
         "RowFilter" => {
             let (op, cmp) = compare_args(name, args)?;
-            Filter::Row { op, cmp, filter_out_row: false }
+            Filter::Row {
+                op,
+                cmp,
+                filter_out_row: false,
+            }
         }
         "FamilyFilter" => {
             let (op, cmp) = compare_args(name, args)?;
@@ -461,7 +509,15 @@ fn build(name: &str, args: &[Arg]) -> Result<Filter> {
                 (false, true)
             };
             let exclude = name == "SingleColumnValueExcludeFilter";
-            Filter::single_column_value(args[0].bytes()?, args[1].bytes()?, op, cmp, missing, latest, exclude)
+            Filter::single_column_value(
+                args[0].bytes()?,
+                args[1].bytes()?,
+                op,
+                cmp,
+                missing,
+                latest,
+                exclude,
+            )
         }
         "ColumnRangeFilter" => {
             expect_args(name, args, &[4])?;
@@ -475,7 +531,13 @@ fn build(name: &str, args: &[Arg]) -> Result<Filter> {
         "ColumnValueFilter" => {
             expect_args(name, args, &[4])?;
             let (op, cmp) = compare_args(name, &args[2..4])?;
-            Filter::ColumnValue { family: args[0].bytes()?, qualifier: args[1].bytes()?, op, cmp, found: false }
+            Filter::ColumnValue {
+                family: args[0].bytes()?,
+                qualifier: args[1].bytes()?,
+                op,
+                cmp,
+                found: false,
+            }
         }
         _ => return Err(Error::illegal(format!("Filter Name {name} not supported"))),
     })

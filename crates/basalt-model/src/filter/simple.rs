@@ -36,7 +36,11 @@ pub(super) fn filter_cell(f: &mut Filter, cell: &Cell) -> ReturnCode {
             *found = true;
             Include
         }
-        Filter::Prefix { filter_row, .. } | Filter::Row { filter_out_row: filter_row, .. } => {
+        Filter::Prefix { filter_row, .. }
+        | Filter::Row {
+            filter_out_row: filter_row,
+            ..
+        } => {
             if *filter_row {
                 NextRow
             } else {
@@ -62,11 +66,19 @@ pub(super) fn filter_cell(f: &mut Filter, cell: &Cell) -> ReturnCode {
             }
         }
         Filter::Page { .. } => Include,
-        Filter::ColumnPagination { limit, offset, count } => {
+        Filter::ColumnPagination {
+            limit,
+            offset,
+            count,
+        } => {
             if *count >= offset.saturating_add(*limit) {
                 return NextRow;
             }
-            let rc = if count < offset { NextCol } else { IncludeAndNextCol };
+            let rc = if count < offset {
+                NextCol
+            } else {
+                IncludeAndNextCol
+            };
             *count += 1;
             rc
         }
@@ -95,7 +107,13 @@ pub(super) fn filter_cell(f: &mut Filter, cell: &Cell) -> ReturnCode {
         }
         Filter::Qualifier { op, cmp } => pass_or_skip(passes(*op, cmp, &cell.qualifier)),
         Filter::Value { op, cmp } => pass_or_skip(passes(*op, cmp, &cell.value)),
-        Filter::DependentColumn { family, qualifier, drop_dependent, condition, stamps } => {
+        Filter::DependentColumn {
+            family,
+            qualifier,
+            drop_dependent,
+            condition,
+            stamps,
+        } => {
             if !is_column(cell, family, qualifier) {
                 return Include;
             }
@@ -112,10 +130,25 @@ pub(super) fn filter_cell(f: &mut Filter, cell: &Cell) -> ReturnCode {
             }
         }
         Filter::SingleColumnValue(s) => single_column_value(s, cell),
-        Filter::ColumnRange { min, min_inclusive, max, max_inclusive } => {
-            column_range(&cell.qualifier, min.as_ref(), *min_inclusive, max.as_ref(), *max_inclusive)
-        }
-        Filter::ColumnValue { family, qualifier, op, cmp, found } => {
+        Filter::ColumnRange {
+            min,
+            min_inclusive,
+            max,
+            max_inclusive,
+        } => column_range(
+            &cell.qualifier,
+            min.as_ref(),
+            *min_inclusive,
+            max.as_ref(),
+            *max_inclusive,
+        ),
+        Filter::ColumnValue {
+            family,
+            qualifier,
+            op,
+            cmp,
+            found,
+        } => {
             if !is_column(cell, family, qualifier) {
                 return if *found { NextRow } else { NextCol };
             }
@@ -142,7 +175,11 @@ fn column_prefix(qualifier: &[u8], prefix: &[u8]) -> ReturnCode {
     if qualifier.len() < prefix.len() {
         // A qualifier shorter than the prefix sorts before the prefix's columns when it is a
         // prefix of the prefix (or smaller); jump ahead to the first column with the prefix.
-        return if cmp.is_le() { ReturnCode::SeekNextUsingHint } else { ReturnCode::NextRow };
+        return if cmp.is_le() {
+            ReturnCode::SeekNextUsingHint
+        } else {
+            ReturnCode::NextRow
+        };
     }
     match cmp {
         std::cmp::Ordering::Less => ReturnCode::SeekNextUsingHint,
@@ -167,7 +204,9 @@ fn column_range(
             return ReturnCode::NextCol;
         }
     }
-    let Some(max) = max else { return ReturnCode::Include };
+    let Some(max) = max else {
+        return ReturnCode::Include;
+    };
     let c = q.cmp(max);
     if c.is_lt() || (c.is_eq() && max_inclusive) {
         ReturnCode::Include
@@ -188,7 +227,11 @@ fn single_column_value(s: &mut SingleColumnValue, cell: &Cell) -> ReturnCode {
     }
     s.found_column = true;
     if !passes(s.op, &s.cmp, &cell.value) {
-        return if s.latest_version_only { ReturnCode::NextRow } else { ReturnCode::Include };
+        return if s.latest_version_only {
+            ReturnCode::NextRow
+        } else {
+            ReturnCode::Include
+        };
     }
     s.matched_column = true;
     ReturnCode::Include
@@ -199,9 +242,10 @@ pub(super) fn next_cell_hint(f: &Filter, cell: &Cell) -> Option<Cell> {
     let on_column = |q: &Bytes| Some(Cell::first_on_column(&cell.row, &cell.family, q));
     match f {
         Filter::ColumnPrefix(prefix) => on_column(prefix),
-        Filter::MultipleColumnPrefix(prefixes) => {
-            prefixes.range(cell.qualifier.clone()..).next().and_then(on_column)
-        }
+        Filter::MultipleColumnPrefix(prefixes) => prefixes
+            .range(cell.qualifier.clone()..)
+            .next()
+            .and_then(on_column),
         Filter::ColumnRange { min: Some(min), .. } => on_column(min),
         _ => None,
     }

@@ -50,7 +50,10 @@ fn every_registered_name_parses_with_a_valid_argument_list() {
     }
     assert_eq!(FILTER_NAMES.len(), 19);
     for name in FILTER_NAMES {
-        assert!(cases.iter().any(|c| c.starts_with(&format!("{name}("))), "{name} untested");
+        assert!(
+            cases.iter().any(|c| c.starts_with(&format!("{name}("))),
+            "{name} untested"
+        );
     }
 }
 
@@ -69,7 +72,9 @@ fn precedence_and_flattening() {
         .unwrap();
     let Filter::List(l) = &f else { unreachable!() };
     assert_eq!(l.op, FilterListOp::MustPassOne);
-    let Filter::List(inner) = &l.filters[0] else { unreachable!() };
+    let Filter::List(inner) = &l.filters[0] else {
+        unreachable!()
+    };
     assert!(matches!(inner.filters[1], Filter::Skip { .. }));
     // parentheses override
     let f = parse_filter(
@@ -80,7 +85,10 @@ fn precedence_and_flattening() {
     // whitespace between name and parenthesis, tabs between tokens, WHILE after '('
     assert!(parse_filter("PrefixFilter ('a')").is_ok());
     assert!(parse_filter("(WHILE\tPrefixFilter('a'))").is_ok());
-    assert!(parse_filter("(QualifierFilter (>=, 'binary:xyz')) AND (TimestampsFilter ( 123, 456))").is_ok());
+    assert!(parse_filter(
+        "(QualifierFilter (>=, 'binary:xyz')) AND (TimestampsFilter ( 123, 456))"
+    )
+    .is_ok());
 }
 
 #[test]
@@ -98,15 +106,27 @@ fn quotes_and_comparator_values() {
 fn hbase_error_messages() {
     assert_eq!(err("FooFilter()"), "Filter Name FooFilter not supported");
     // The book's spelling is not a registered name.
-    assert_eq!(err("TimeStampsFilter(1)"), "Filter Name TimeStampsFilter not supported");
+    assert_eq!(
+        err("TimeStampsFilter(1)"),
+        "Filter Name TimeStampsFilter not supported"
+    );
     assert_eq!(err("(PrefixFilter('a')"), "Mismatched parenthesis");
     assert_eq!(err("PrefixFilter('a'))"), "Mismatched parenthesis");
     assert_eq!(err(""), "Incorrect Filter String");
-    assert_eq!(err("ValueFilter(=<, 'binary:a')"), "Invalid compare operator");
+    assert_eq!(
+        err("ValueFilter(=<, 'binary:a')"),
+        "Invalid compare operator"
+    );
     assert_eq!(err("ValueFilter(=, 'bin:a')"), "Incorrect comparatorType");
     assert_eq!(err("ValueFilter(=, 'binary')"), "Incorrect comparator");
-    assert_eq!(err("PageFilter(99999999999999999999)"), "Long Argument too large");
-    assert_eq!(err("ColumnCountGetFilter(99999999999)"), "Integer Argument too large");
+    assert_eq!(
+        err("PageFilter(99999999999999999999)"),
+        "Long Argument too large"
+    );
+    assert_eq!(
+        err("ColumnCountGetFilter(99999999999)"),
+        "Integer Argument too large"
+    );
     assert_eq!(err("KeyOnlyFilter(yes)"), "Incorrect Boolean Expression");
     assert_eq!(err("PrefixFilter('a') OR"), "an OR needs two filters");
     assert_eq!(err("PrefixFilter('a') AND "), "an AND needs two filters");
@@ -116,7 +136,10 @@ fn hbase_error_messages() {
     assert!(err("ValueFilter(>, 'regexstring:a')").contains("EQUAL and NOT_EQUAL"));
     assert!(err("ValueFilter(<, 'substring:a')").contains("EQUAL and NOT_EQUAL"));
     // keywords are upper case only
-    assert_eq!(err("PrefixFilter('a') and PageFilter(1)"), "Incorrect Filter String");
+    assert_eq!(
+        err("PrefixFilter('a') and PageFilter(1)"),
+        "Incorrect Filter String"
+    );
     // booleans are case-insensitive
     assert!(parse_filter("KeyOnlyFilter(TRUE)").is_ok());
 }
@@ -154,7 +177,10 @@ fn key_only_transforms_values() {
     let c = f.transform_cell(cell("r", "q", 1, "hello"));
     assert_eq!(&c.value[..], &5u32.to_be_bytes());
     let f = parse_filter("KeyOnlyFilter()").unwrap();
-    assert!(f.transform_cell(cell("r", "q", 1, "hello")).value.is_empty());
+    assert!(f
+        .transform_cell(cell("r", "q", 1, "hello"))
+        .value
+        .is_empty());
 }
 
 #[test]
@@ -184,11 +210,15 @@ fn single_column_value_filter_row_decision() {
     assert_eq!(f.filter_cell(&cell("r", "q", 1, "no")), ReturnCode::NextRow);
     assert!(f.filter_row());
     f.reset();
-    assert_eq!(f.filter_cell(&cell("r", "q", 1, "yes")), ReturnCode::Include);
+    assert_eq!(
+        f.filter_cell(&cell("r", "q", 1, "yes")),
+        ReturnCode::Include
+    );
     assert!(!f.filter_row());
     f.reset();
     // missing column: the row passes unless filterIfMissing
     assert!(!f.filter_row());
-    let mut g = parse_filter("SingleColumnValueFilter('f', 'q', =, 'binary:yes', true, true)").unwrap();
+    let mut g =
+        parse_filter("SingleColumnValueFilter('f', 'q', =, 'binary:yes', true, true)").unwrap();
     assert!(g.filter_row());
 }

@@ -28,11 +28,17 @@ impl Delete {
     /// Deletes the whole row at or before `ts` unless columns are added; added markers without
     /// their own timestamp use `ts`.
     pub fn at(row: impl Into<Bytes>, ts: Timestamp) -> Delete {
-        Delete { row: row.into(), timestamp: ts, markers: Vec::new(), durability: Durability::UseDefault }
+        Delete {
+            row: row.into(),
+            timestamp: ts,
+            markers: Vec::new(),
+            durability: Durability::UseDefault,
+        }
     }
 
     fn push(mut self, family: Bytes, qualifier: Bytes, ts: Timestamp, t: CellType) -> Delete {
-        self.markers.push(Cell::marker(self.row.clone(), family, qualifier, ts, t));
+        self.markers
+            .push(Cell::marker(self.row.clone(), family, qualifier, ts, t));
         self
     }
 
@@ -88,7 +94,12 @@ impl Delete {
     /// `addFamilyVersion(f, ts)`: every column of the family at exactly `ts`.
     #[must_use]
     pub fn add_family_version(self, family: impl Into<Bytes>, ts: Timestamp) -> Delete {
-        self.push(family.into(), Bytes::new(), ts, CellType::DeleteFamilyVersion)
+        self.push(
+            family.into(),
+            Bytes::new(),
+            ts,
+            CellType::DeleteFamilyVersion,
+        )
     }
 
     /// Sets the durability of this write.
@@ -111,6 +122,8 @@ impl Delete {
     pub fn validate(&self) -> Result<()> {
         validate_row(&self.row)?;
         validate_timestamp(self.timestamp)?;
-        self.markers.iter().try_for_each(|m| validate_timestamp(m.timestamp))
+        self.markers
+            .iter()
+            .try_for_each(|m| validate_timestamp(m.timestamp))
     }
 }

@@ -85,7 +85,9 @@ pub fn validate_row(row: &[u8]) -> Result<()> {
 /// `IllegalArgument` "Timestamp cannot be negative" for a negative value.
 pub fn validate_timestamp(ts: i64) -> Result<()> {
     if ts < 0 {
-        return Err(Error::illegal(format!("Timestamp cannot be negative. ts={ts}")));
+        return Err(Error::illegal(format!(
+            "Timestamp cannot be negative. ts={ts}"
+        )));
     }
     Ok(())
 }
@@ -170,7 +172,10 @@ pub struct RowMutations {
 impl RowMutations {
     /// An empty set of mutations for `row`.
     pub fn new(row: impl Into<Bytes>) -> RowMutations {
-        RowMutations { row: row.into(), mutations: Vec::new() }
+        RowMutations {
+            row: row.into(),
+            mutations: Vec::new(),
+        }
     }
 
     /// Adds a mutation; it must be for the same row.

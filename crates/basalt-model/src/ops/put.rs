@@ -43,7 +43,8 @@ impl Put {
         value: impl Into<Bytes>,
     ) -> Put {
         let ts = self.timestamp;
-        self.cells.push(Cell::put(self.row.clone(), family, qualifier, ts, value));
+        self.cells
+            .push(Cell::put(self.row.clone(), family, qualifier, ts, value));
         self
     }
 
@@ -56,7 +57,8 @@ impl Put {
         ts: Timestamp,
         value: impl Into<Bytes>,
     ) -> Put {
-        self.cells.push(Cell::put(self.row.clone(), family, qualifier, ts, value));
+        self.cells
+            .push(Cell::put(self.row.clone(), family, qualifier, ts, value));
         self
     }
 
@@ -87,7 +89,9 @@ impl Put {
         for c in &self.cells {
             validate_timestamp(c.timestamp)?;
             if c.row != self.row {
-                return Err(Error::illegal("The row of a cell does not match the row of the Put"));
+                return Err(Error::illegal(
+                    "The row of a cell does not match the row of the Put",
+                ));
             }
         }
         Ok(())

@@ -23,7 +23,8 @@ impl Columns {
     /// narrows the family to the columns named.
     pub fn add_column(&mut self, family: impl Into<Bytes>, qualifier: impl Into<Bytes>) {
         let set = self.0.entry(family.into()).or_insert(None);
-        set.get_or_insert_with(BTreeSet::new).insert(qualifier.into());
+        set.get_or_insert_with(BTreeSet::new)
+            .insert(qualifier.into());
     }
 
     /// True when no family was named: the read covers every family.
@@ -336,7 +337,10 @@ impl Scan {
     /// The time range that applies to `family`.
     #[must_use]
     pub fn time_range_for(&self, family: &[u8]) -> TimeRange {
-        self.family_time_ranges.get(family).copied().unwrap_or(self.time_range)
+        self.family_time_ranges
+            .get(family)
+            .copied()
+            .unwrap_or(self.time_range)
     }
 
     /// Checks the scan's options against each other, as the region server does.
@@ -403,8 +407,15 @@ mod tests {
 
     #[test]
     fn raw_scan_with_columns_is_refused() {
-        let e = Scan::new().raw().add_column("f", "q").validate().unwrap_err();
-        assert_eq!(e.exception_name(), "org.apache.hadoop.hbase.DoNotRetryIOException");
+        let e = Scan::new()
+            .raw()
+            .add_column("f", "q")
+            .validate()
+            .unwrap_err();
+        assert_eq!(
+            e.exception_name(),
+            "org.apache.hadoop.hbase.DoNotRetryIOException"
+        );
         assert!(Scan::new().raw().add_family("f").validate().is_ok());
     }
 }

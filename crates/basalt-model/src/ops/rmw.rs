@@ -38,7 +38,12 @@ impl Increment {
 
     /// `addColumn(f, q, amount)`.
     #[must_use]
-    pub fn add(mut self, family: impl Into<Bytes>, qualifier: impl Into<Bytes>, amount: i64) -> Self {
+    pub fn add(
+        mut self,
+        family: impl Into<Bytes>,
+        qualifier: impl Into<Bytes>,
+        amount: i64,
+    ) -> Self {
         let (f, q) = (family.into(), qualifier.into());
         self.columns.retain(|(ef, eq, _)| !(ef == &f && eq == &q));
         self.columns.push((f, q, amount));
@@ -100,7 +105,8 @@ impl Append {
         qualifier: impl Into<Bytes>,
         value: impl Into<Bytes>,
     ) -> Self {
-        self.columns.push((family.into(), qualifier.into(), value.into()));
+        self.columns
+            .push((family.into(), qualifier.into(), value.into()));
         self
     }
 
@@ -138,7 +144,10 @@ pub enum Condition {
         time_range: TimeRange,
     },
     /// `ifMatches(filter)`: the row, read with the filter, is not empty.
-    Filter { filter: Filter, time_range: TimeRange },
+    Filter {
+        filter: Filter,
+        time_range: TimeRange,
+    },
 }
 
 /// An atomic test-and-set on one row (`CheckAndMutate`).
@@ -193,7 +202,10 @@ impl CheckAndMutate {
     pub fn if_filter_matches(row: impl Into<Bytes>, filter: Filter) -> CheckAndMutateBuilder {
         CheckAndMutateBuilder {
             row: row.into(),
-            condition: Condition::Filter { filter, time_range: TimeRange::all() },
+            condition: Condition::Filter {
+                filter,
+                time_range: TimeRange::all(),
+            },
         }
     }
 
@@ -244,11 +256,18 @@ impl CheckAndMutateBuilder {
     /// `build(rowMutations)`.
     #[must_use]
     pub fn then_mutate(self, action: RowMutations) -> CheckAndMutate {
-        CheckAndMutate { row: self.row, condition: self.condition, action }
+        CheckAndMutate {
+            row: self.row,
+            condition: self.condition,
+            action,
+        }
     }
 
     fn then(self, m: Mutation) -> CheckAndMutate {
-        let action = RowMutations { row: m.row().clone(), mutations: vec![m] };
+        let action = RowMutations {
+            row: m.row().clone(),
+            mutations: vec![m],
+        };
         self.then_mutate(action)
     }
 }

@@ -1,0 +1,173 @@
+//! The catalog: namespaces, tables (schema, enabled state) and their regions, durable in a
+//! versioned metadata file (docs/formats/manifest.md). It plays the part of `hbase:meta` and
+//! `hbase:namespace`.
+
+use std::collections::BTreeMap;
+
+use basalt_model::name::{validate_namespace, DEFAULT_NAMESPACE, SYSTEM_NAMESPACE};
+use basalt_model::{Error, Result, TableDescriptor, TableName};
+use serde::{Deserialize, Serialize};
+
+use crate::region::RegionInfo;
+
+/// A table's catalog entry.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TableEntry {
+    pub descriptor: TableDescriptor,
+    pub enabled: bool,
+    /// Regions in key order; together they cover the whole key space.
+    pub regions: Vec<RegionInfo>,
+}
+
+/// The catalog document.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Catalog {
+    pub namespaces: BTreeMap<String, BTreeMap<String, String>>,
+    /// Tables by full name (`ns:qualifier`, always with the namespace).
+    pub tables: BTreeMap<String, TableEntry>,
+    pub next_region_id: u64,
+}
+
+impl Default for Catalog {
+    fn default() -> Self {
+        let mut namespaces = BTreeMap::new();
+        namespaces.insert(DEFAULT_NAMESPACE.to_owned(), BTreeMap::new());
+        namespaces.insert(SYSTEM_NAMESPACE.to_owned(), BTreeMap::new());
+        Catalog {
+            namespaces,
+            tables: BTreeMap::new(),
+            next_region_id: 1,
+        }
+    }
+}
+
+/// The catalog key of a table.
+#[must_use]
+pub fn table_key(t: &TableName) -> String {
+    format!("{}:{}", t.namespace(), t.qualifier())
+}
+
+impl Catalog {
+    /// Adds a namespace.
+    ///
+    /// # Errors
+    /// `IllegalArgument` for a bad name, `NamespaceExists`.
+    pub fn create_namespace(&mut self, name: &str, props: BTreeMap<String, String>) -> Result<()> {
+        validate_namespace(name)?;
+        if self.namespaces.contains_key(name) {
+            return Err(Error::NamespaceExists(name.to_owned()));
+        }
+        self.namespaces.insert(name.to_owned(), props);
+        Ok(())
+    }
+
+    /// Removes an empty, non-reserved namespace.
+    ///
+    /// # Errors
+    /// `NamespaceNotFound`, or `Constraint` for a reserved or non-empty namespace.
+    pub fn drop_namespace(&mut self, name: &str) -> Result<()> {
+        if name == DEFAULT_NAMESPACE || name == SYSTEM_NAMESPACE {
+            return Err(Error::Constraint(format!(
+                "Reserved namespace {name} cannot be removed."
+            )));
+        }
+        self.namespace(name)?;
+        let n = self
+            .tables
+            .keys()
+            .filter(|k| k.split_once(':').is_some_and(|(ns, _)| ns == name))
+            .count();
+        if n > 0 {
+            return Err(Error::Constraint(format!(
+                "Only empty namespaces can be removed. Namespace {name} has {n} tables"
+            )));
+        }
+        self.namespaces.remove(name);
+        Ok(())
+    }
+
+    /// A namespace's properties.
+    ///
+    /// # Errors
+    /// `NamespaceNotFound`.
+    pub fn namespace(&self, name: &str) -> Result<&BTreeMap<String, String>> {
+        self.namespaces
+            .get(name)
+            .ok_or_else(|| Error::NamespaceNotFound(name.to_owned()))
+    }
+
+    /// Sets and unsets namespace properties.
+    ///
+    /// # Errors
+    /// `NamespaceNotFound`.
+    pub fn alter_namespace(
+        &mut self,
+        name: &str,
+        set: BTreeMap<String, String>,
+        unset: &[String],
+    ) -> Result<()> {
+        let props = self
+            .namespaces
+            .get_mut(name)
+            .ok_or_else(|| Error::NamespaceNotFound(name.to_owned()))?;
+        props.extend(set);
+        for k in unset {
+            props.remove(k);
+        }
+        Ok(())
+    }
+
+    /// A table's entry.
+    ///
+    /// # Errors
+    /// `TableNotFound`.
+    pub fn table(&self, t: &TableName) -> Result<&TableEntry> {
+        self.tables
+            .get(&table_key(t))
+            .ok_or_else(|| Error::TableNotFound(t.to_string()))
+    }
+
+    /// A table's entry, mutable.
+    ///
+    /// # Errors
+    /// `TableNotFound`.
+    pub fn table_mut(&mut self, t: &TableName) -> Result<&mut TableEntry> {
+        self.tables
+            .get_mut(&table_key(t))
+            .ok_or_else(|| Error::TableNotFound(t.to_string()))
+    }
+
+    /// Region boundaries for a new table with `split_keys`: sorted, unique, non-empty keys.
+    ///
+    /// # Errors
+    /// `IllegalArgument` for an empty or repeated split key.
+    pub fn new_regions(&mut self, split_keys: &[bytes::Bytes]) -> Result<Vec<RegionInfo>> {
+        let mut keys = split_keys.to_vec();
+        keys.sort();
+        if keys.iter().any(bytes::Bytes::is_empty) {
+            return Err(Error::illegal(
+                "Empty split key must not be passed in the split keys.",
+            ));
+        }
+        if keys.windows(2).any(|w| w[0] == w[1]) {
+            return Err(Error::illegal(
+                "All split keys must be unique, found duplicate",
+            ));
+        }
+        let mut bounds = vec![bytes::Bytes::new()];
+        bounds.extend(keys);
+        bounds.push(bytes::Bytes::new());
+        let regions = bounds
+            .windows(2)
+            .map(|w| {
+                self.next_region_id += 1;
+                RegionInfo {
+                    id: self.next_region_id,
+                    start_key: w[0].clone(),
+                    end_key: w[1].clone(),
+                }
+            })
+            .collect();
+        Ok(regions)
+    }
+}

@@ -1,0 +1,337 @@
+//! Namespace and table administration (HBase's Admin).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use basalt_model::{ColumnFamilyDescriptor, Error, Result, TableDescriptor, TableName};
+use bytes::Bytes;
+
+use super::{Database, TableState};
+use crate::catalog::{table_key, TableEntry};
+use crate::region::RegionInfo;
+
+impl Database {
+    /// `create_namespace`.
+    ///
+    /// # Errors
+    /// `NamespaceExists`, `IllegalArgument` for a bad name.
+    pub fn create_namespace(&self, name: &str, props: BTreeMap<String, String>) -> Result<()> {
+        let mut g = self.inner.catalog.lock();
+        g.1.create_namespace(name, props)?;
+        self.inner.commit_catalog(&mut g)
+    }
+
+    /// `drop_namespace`: only empty, non-reserved namespaces.
+    ///
+    /// # Errors
+    /// `NamespaceNotFound`, `Constraint`.
+    pub fn drop_namespace(&self, name: &str) -> Result<()> {
+        let mut g = self.inner.catalog.lock();
+        g.1.drop_namespace(name)?;
+        self.inner.commit_catalog(&mut g)
+    }
+
+    /// `alter_namespace`: sets `set` and removes `unset` properties.
+    ///
+    /// # Errors
+    /// `NamespaceNotFound`.
+    pub fn alter_namespace(
+        &self,
+        name: &str,
+        set: BTreeMap<String, String>,
+        unset: &[String],
+    ) -> Result<()> {
+        let mut g = self.inner.catalog.lock();
+        g.1.alter_namespace(name, set, unset)?;
+        self.inner.commit_catalog(&mut g)
+    }
+
+    /// `describe_namespace`: the namespace's properties.
+    ///
+    /// # Errors
+    /// `NamespaceNotFound`.
+    pub fn namespace_properties(&self, name: &str) -> Result<BTreeMap<String, String>> {
+        self.inner.catalog.lock().1.namespace(name).cloned()
+    }
+
+    /// `list_namespace`, sorted.
+    #[must_use]
+    pub fn list_namespaces(&self) -> Vec<String> {
+        self.inner
+            .catalog
+            .lock()
+            .1
+            .namespaces
+            .keys()
+            .cloned()
+            .collect()
+    }
+
+    /// `create`: a table with one region, or one region per gap between `split_keys`.
+    ///
+    /// # Errors
+    /// `TableExists`, `NamespaceNotFound`, `DoNotRetry` for a schema failing sanity checks,
+    /// `IllegalArgument` for bad split keys.
+    pub fn create_table(&self, desc: TableDescriptor, split_keys: &[Bytes]) -> Result<()> {
+        desc.validate()?;
+        let name = desc.table_name();
+        let mut g = self.inner.catalog.lock();
+        g.1.namespace(name.namespace())?;
+        if g.1.tables.contains_key(&table_key(&name)) {
+            return Err(Error::TableExists(name.to_string()));
+        }
+        let regions = g.1.new_regions(split_keys)?;
+        let entry = TableEntry {
+            descriptor: desc,
+            enabled: true,
+            regions,
+        };
+        // Regions (their directories and manifests) exist before the catalog names them.
+        self.inner.open_table(&entry)?;
+        g.1.tables.insert(table_key(&name), entry);
+        self.inner.commit_catalog(&mut g)
+    }
+
+    /// `exists`.
+    #[must_use]
+    pub fn table_exists(&self, name: &TableName) -> bool {
+        self.inner.tables.read().contains_key(name)
+    }
+
+    /// `list`: table names (as HBase prints them) matching a Java-style regex, sorted.
+    ///
+    /// # Errors
+    /// `IllegalArgument` for a bad pattern.
+    pub fn list_tables(&self, pattern: Option<&str>) -> Result<Vec<String>> {
+        let re = pattern
+            .map(|p| {
+                regex::Regex::new(&format!("^(?:{p})$"))
+                    .map_err(|e| Error::illegal(format!("Invalid regex {p}: {e}")))
+            })
+            .transpose()?;
+        let mut names: Vec<String> = self
+            .inner
+            .tables
+            .read()
+            .keys()
+            .filter(|t| !t.is_system())
+            .map(ToString::to_string)
+            .filter(|n| re.as_ref().is_none_or(|re| re.is_match(n)))
+            .collect();
+        names.sort();
+        Ok(names)
+    }
+
+    /// `list_namespace_tables`.
+    #[must_use]
+    pub fn list_namespace_tables(&self, ns: &str) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .inner
+            .tables
+            .read()
+            .keys()
+            .filter(|t| t.namespace() == ns)
+            .map(|t| t.qualifier().to_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// `describe`: the table's schema.
+    ///
+    /// # Errors
+    /// `TableNotFound`.
+    pub fn describe(&self, name: &TableName) -> Result<TableDescriptor> {
+        Ok(self.inner.catalog.lock().1.table(name)?.descriptor.clone())
+    }
+
+    /// `is_enabled`.
+    ///
+    /// # Errors
+    /// `TableNotFound`.
+    pub fn is_enabled(&self, name: &TableName) -> Result<bool> {
+        Ok(self.inner.catalog.lock().1.table(name)?.enabled)
+    }
+
+    /// The table's regions in key order.
+    ///
+    /// # Errors
+    /// `TableNotFound`.
+    pub fn regions(&self, name: &TableName) -> Result<Vec<RegionInfo>> {
+        Ok(self.inner.catalog.lock().1.table(name)?.regions.clone())
+    }
+
+    fn state(&self, name: &TableName) -> Result<Arc<TableState>> {
+        self.inner
+            .tables
+            .read()
+            .get(name)
+            .cloned()
+            .ok_or_else(|| Error::TableNotFound(name.to_string()))
+    }
+
+    fn set_enabled(&self, name: &TableName, enabled: bool) -> Result<()> {
+        let mut g = self.inner.catalog.lock();
+        let entry = g.1.table_mut(name)?;
+        match (entry.enabled, enabled) {
+            (false, false) => return Err(Error::TableNotEnabled(name.to_string())),
+            (true, true) => return Err(Error::TableNotDisabled(name.to_string())),
+            _ => {}
+        }
+        if !enabled {
+            // HBase flushes a table's regions as it closes them.
+            for r in self.state(name)?.regions.read().iter() {
+                r.flush()?;
+            }
+        }
+        g.1.table_mut(name)?.enabled = enabled;
+        self.inner.commit_catalog(&mut g)?;
+        *self.state(name)?.enabled.write() = enabled;
+        Ok(())
+    }
+
+    /// `disable`.
+    ///
+    /// # Errors
+    /// `TableNotFound`, `TableNotEnabled` when already disabled.
+    pub fn disable_table(&self, name: &TableName) -> Result<()> {
+        self.set_enabled(name, false)
+    }
+
+    /// `enable`.
+    ///
+    /// # Errors
+    /// `TableNotFound`, `TableNotDisabled` when already enabled.
+    pub fn enable_table(&self, name: &TableName) -> Result<()> {
+        self.set_enabled(name, true)
+    }
+
+    /// `drop`: only a disabled table.
+    ///
+    /// # Errors
+    /// `TableNotFound`, `TableNotDisabled`.
+    pub fn delete_table(&self, name: &TableName) -> Result<()> {
+        let mut g = self.inner.catalog.lock();
+        if g.1.table(name)?.enabled {
+            return Err(Error::TableNotDisabled(name.to_string()));
+        }
+        g.1.tables.remove(&table_key(name));
+        self.inner.commit_catalog(&mut g)?;
+        self.inner.tables.write().remove(name);
+        self.inner
+            .options
+            .env
+            .remove_dir_all(&self.inner.table_dir(name))
+    }
+
+    /// `truncate` / `truncate_preserve`: a disabled table is emptied and left enabled, with
+    /// its old region boundaries when `preserve_splits`.
+    ///
+    /// # Errors
+    /// `TableNotFound`, `TableNotDisabled`.
+    pub fn truncate_table(&self, name: &TableName, preserve_splits: bool) -> Result<()> {
+        let entry = self.inner.catalog.lock().1.table(name)?.clone();
+        let splits: Vec<Bytes> = if preserve_splits {
+            entry
+                .regions
+                .iter()
+                .skip(1)
+                .map(|r| r.start_key.clone())
+                .collect()
+        } else {
+            Vec::new()
+        };
+        self.delete_table(name)?;
+        self.create_table(entry.descriptor, &splits)
+    }
+
+    /// `alter`: replaces the table's schema online (families added, modified or removed;
+    /// table attributes changed).
+    ///
+    /// # Errors
+    /// `TableNotFound`, `DoNotRetry` for a schema failing sanity checks.
+    pub fn modify_table(&self, desc: TableDescriptor) -> Result<()> {
+        desc.validate()?;
+        let name = desc.table_name();
+        let mut g = self.inner.catalog.lock();
+        g.1.table(&name)?;
+        let desc = Arc::new(desc);
+        for r in self.state(&name)?.regions.read().iter() {
+            r.alter(Arc::clone(&desc))?;
+        }
+        g.1.table_mut(&name)?.descriptor = (*desc).clone();
+        self.inner.commit_catalog(&mut g)
+    }
+
+    /// `alter 't', NAME => 'f', ...`: adds the family or replaces its settings.
+    ///
+    /// # Errors
+    /// As [`Database::modify_table`].
+    pub fn put_family(&self, name: &TableName, family: ColumnFamilyDescriptor) -> Result<()> {
+        let mut desc = self.describe(name)?;
+        desc.families.insert(family.name.clone(), family);
+        self.modify_table(desc)
+    }
+
+    /// `alter 't', 'delete' => 'f'`: removes a family and its data.
+    ///
+    /// # Errors
+    /// `NoSuchColumnFamily`, or as [`Database::modify_table`].
+    pub fn delete_family(&self, name: &TableName, family: &[u8]) -> Result<()> {
+        let mut desc = self.describe(name)?;
+        if desc.families.remove(family).is_none() {
+            return Err(Error::NoSuchColumnFamily {
+                table: name.to_string(),
+                family: basalt_model::bytes_fmt::to_string_binary(family),
+            });
+        }
+        self.modify_table(desc)
+    }
+
+    /// `flush`: writes every memstore of the table to store files.
+    ///
+    /// # Errors
+    /// `TableNotFound`; `Io`.
+    pub fn flush(&self, name: &TableName) -> Result<()> {
+        for r in self.state(name)?.regions.read().iter() {
+            r.flush()?;
+        }
+        self.inner.retire_wal()
+    }
+
+    /// `compact`: merges each store's files (markers kept).
+    ///
+    /// # Errors
+    /// `TableNotFound`; `Io`; corruption.
+    pub fn compact(&self, name: &TableName) -> Result<()> {
+        for r in self.state(name)?.regions.read().iter() {
+            r.compact(false)?;
+        }
+        Ok(())
+    }
+
+    /// `major_compact`: rewrites each store into one file, dropping what HBase drops.
+    ///
+    /// # Errors
+    /// `TableNotFound`; `Io`; corruption.
+    pub fn major_compact(&self, name: &TableName) -> Result<()> {
+        for r in self.state(name)?.regions.read().iter() {
+            r.compact(true)?;
+        }
+        Ok(())
+    }
+
+    /// Store file count of each family of the table (diagnostics and tests).
+    ///
+    /// # Errors
+    /// `TableNotFound`.
+    pub fn store_file_counts(&self, name: &TableName) -> Result<BTreeMap<Bytes, usize>> {
+        let mut out = BTreeMap::new();
+        for r in self.state(name)?.regions.read().iter() {
+            for s in r.stores() {
+                *out.entry(s.name().clone()).or_insert(0) += s.files().len();
+            }
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,278 @@
+//! The embedded database: open a directory, manage namespaces and tables, read and write.
+//!
+//! # Layout of the data directory
+//! ```text
+//! LOCK                                   held (flock) while a process has the database open
+//! catalog/CATALOG-<n>                    namespaces, tables, regions
+//! wal/<id>.wal                           the write-ahead log
+//! data/<ns>/<table>/<region id>/MANIFEST-<n>, <family hex>/<file id>.sf
+//! ```
+
+mod admin;
+mod table;
+
+pub use table::{Table, TableScanner};
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use basalt_model::limits::DEFAULT_MAX_CELL_SIZE_BYTES;
+use basalt_model::{Error, Result, TableName};
+use parking_lot::{Mutex, RwLock};
+
+use crate::catalog::{Catalog, TableEntry};
+use crate::env::Env;
+use crate::manifest::VersionedFile;
+use crate::region::{Region, RegionConfig};
+use crate::wal::{Wal, DEFAULT_ROLL_SIZE_BYTES};
+
+/// Settings of an embedded database. Every field has HBase's default.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub env: Env,
+    /// `hbase.server.keyvalue.maxsize` (10 MiB); 0 disables the check.
+    pub max_cell_size_bytes: usize,
+    /// `hbase.hstore.time.to.purge.deletes` (0).
+    pub time_to_purge_deletes_ms: i64,
+    /// WAL segment roll size (64 MiB).
+    pub wal_roll_size_bytes: u64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            env: Env::default(),
+            max_cell_size_bytes: DEFAULT_MAX_CELL_SIZE_BYTES,
+            time_to_purge_deletes_ms: 0,
+            wal_roll_size_bytes: DEFAULT_ROLL_SIZE_BYTES,
+        }
+    }
+}
+
+/// An open database. Cheap to clone; every clone is the same database.
+#[derive(Clone, Debug)]
+pub struct Database {
+    inner: Arc<DbInner>,
+}
+
+#[derive(Debug)]
+pub(crate) struct DbInner {
+    dir: PathBuf,
+    options: Options,
+    wal: Arc<Wal>,
+    seq: Arc<AtomicU64>,
+    /// Serializes catalog changes (DDL).
+    catalog: Mutex<(VersionedFile, Catalog)>,
+    tables: RwLock<HashMap<TableName, Arc<TableState>>>,
+    _lock: File,
+}
+
+/// A table's open regions and state.
+#[derive(Debug)]
+pub(crate) struct TableState {
+    name: TableName,
+    enabled: RwLock<bool>,
+    regions: RwLock<Vec<Arc<Region>>>,
+}
+
+impl Database {
+    /// Opens (creating if needed) the database in `dir` with default options.
+    ///
+    /// # Errors
+    /// The directory is held by another process, or its files are corrupt.
+    ///
+    /// ```
+    /// use basalt_storage::Database;
+    /// let dir = tempfile::tempdir()?;
+    /// let db = Database::open(dir.path())?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn open(dir: impl AsRef<Path>) -> Result<Database> {
+        Database::open_with(dir, Options::default())
+    }
+
+    /// Opens the database in `dir` with `options`: loads the catalog, opens every region and
+    /// replays the WAL.
+    ///
+    /// # Errors
+    /// The directory is held by another process, or its files are corrupt.
+    pub fn open_with(dir: impl AsRef<Path>, options: Options) -> Result<Database> {
+        let dir = dir.as_ref().to_owned();
+        let env = options.env.clone();
+        env.create_dir_all(&dir)?;
+        let lock = acquire_lock(&dir)?;
+        let (vf, catalog) = VersionedFile::load::<Catalog>(&env, &dir.join("catalog"), "CATALOG")?;
+        let fresh = catalog.is_none();
+        let catalog = catalog.unwrap_or_default();
+        let seq = Arc::new(AtomicU64::new(0));
+        let wal = Wal::open(&env, &dir.join("wal"), options.wal_roll_size_bytes)?;
+        let inner = DbInner {
+            dir,
+            wal: Arc::clone(&wal),
+            seq: Arc::clone(&seq),
+            catalog: Mutex::new((vf, catalog.clone())),
+            tables: RwLock::new(HashMap::new()),
+            options,
+            _lock: lock,
+        };
+        for entry in catalog.tables.values() {
+            inner.open_table(entry)?;
+        }
+        let regions: HashMap<u64, Arc<Region>> = inner
+            .all_regions()
+            .into_iter()
+            .map(|r| (r.info().id, r))
+            .collect();
+        let wal_max = wal.recover(|edit| {
+            if let Some(r) = regions.get(&edit.region_id) {
+                r.replay(edit.seq_id, edit.cells);
+            }
+            Ok(())
+        })?;
+        let stored_max = regions
+            .values()
+            .map(|r| r.max_stored_seq_id())
+            .max()
+            .unwrap_or(0);
+        seq.fetch_max(wal_max.max(stored_max), Ordering::SeqCst);
+        wal.start_background_sync();
+        if fresh {
+            inner.commit_catalog(&mut inner.catalog.lock())?;
+        }
+        Ok(Database {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// The data directory.
+    #[must_use]
+    pub fn dir(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    /// A handle to read and write `table`.
+    ///
+    /// # Errors
+    /// `IllegalArgument` for a bad name, `TableNotFound`.
+    pub fn table(&self, name: &str) -> Result<Table> {
+        let name = TableName::parse(name)?;
+        let state = self
+            .inner
+            .tables
+            .read()
+            .get(&name)
+            .cloned()
+            .ok_or_else(|| Error::TableNotFound(name.to_string()))?;
+        Ok(Table::new(Arc::clone(&self.inner), state))
+    }
+
+    /// Makes every acknowledged write durable (ASYNC_WAL ones included) and stops background
+    /// work. Dropping the database without closing loses nothing acknowledged under SYNC_WAL.
+    ///
+    /// # Errors
+    /// The final WAL sync failed.
+    pub fn close(self) -> Result<()> {
+        self.inner.wal.shutdown()
+    }
+
+    /// Number of WAL segment files kept (tests and diagnostics).
+    #[must_use]
+    pub fn wal_segment_count(&self) -> usize {
+        self.inner.wal.segment_count()
+    }
+}
+
+fn acquire_lock(dir: &Path) -> Result<File> {
+    let path = dir.join("LOCK");
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
+    match f.try_lock() {
+        Ok(()) => Ok(f),
+        Err(std::fs::TryLockError::WouldBlock) => Err(Error::DoNotRetry(format!(
+            "the data directory {} is in use by another process",
+            dir.display()
+        ))),
+        Err(std::fs::TryLockError::Error(e)) => {
+            Err(Error::io(format!("locking {}", path.display()), e))
+        }
+    }
+}
+
+impl DbInner {
+    fn region_config(&self) -> RegionConfig {
+        RegionConfig {
+            time_to_purge_deletes_ms: self.options.time_to_purge_deletes_ms,
+            max_cell_size_bytes: self.options.max_cell_size_bytes,
+        }
+    }
+
+    fn table_dir(&self, t: &TableName) -> PathBuf {
+        self.dir
+            .join("data")
+            .join(t.namespace())
+            .join(t.qualifier())
+    }
+
+    fn open_table(&self, entry: &TableEntry) -> Result<Arc<TableState>> {
+        let name = entry.descriptor.table_name();
+        let desc = Arc::new(entry.descriptor.clone());
+        let tdir = self.table_dir(&name);
+        let mut regions = Vec::with_capacity(entry.regions.len());
+        for info in &entry.regions {
+            let rdir = tdir.join(info.id.to_string());
+            let r = Region::open(
+                &self.options.env,
+                &rdir,
+                info.clone(),
+                Arc::clone(&desc),
+                self.region_config(),
+                Arc::clone(&self.wal),
+                Arc::clone(&self.seq),
+            )?;
+            regions.push(Arc::new(r));
+        }
+        let state = Arc::new(TableState {
+            name: name.clone(),
+            enabled: RwLock::new(entry.enabled),
+            regions: RwLock::new(regions),
+        });
+        self.tables.write().insert(name, Arc::clone(&state));
+        Ok(state)
+    }
+
+    fn all_regions(&self) -> Vec<Arc<Region>> {
+        self.tables
+            .read()
+            .values()
+            .flat_map(|t| t.regions.read().clone())
+            .collect()
+    }
+
+    fn commit_catalog(&self, g: &mut (VersionedFile, Catalog)) -> Result<()> {
+        let (vf, doc) = g;
+        vf.commit(&self.options.env, doc)
+    }
+
+    /// Deletes WAL segments every region has flushed past.
+    fn retire_wal(&self) -> Result<()> {
+        let min = self
+            .all_regions()
+            .iter()
+            .map(|r| r.min_unflushed_seq_id())
+            .min()
+            .unwrap_or(u64::MAX);
+        let through = if min == u64::MAX {
+            self.seq.load(Ordering::SeqCst)
+        } else {
+            min - 1
+        };
+        self.wal.retire_segments(through)
+    }
+}

@@ -1,0 +1,174 @@
+//! The in-memory sorted buffer of one store's recent writes (HBase's MemStore segment).
+//!
+//! # Thread safety
+//! Writers insert concurrently (the skip list is lock-free); readers iterate concurrently with
+//! writers and see only cells whose sequence id is at or below their read point.
+//!
+//! # Invariants
+//! 1. Cells are kept in key order (cell.rs, invariant 1); identical keys (same sequence id)
+//!    replace each other, so the last cell of a mutation naming a column twice wins.
+//! 2. `size_bytes` is the sum of `Cell::heap_size` of every cell inserted and never decreases:
+//!    a memstore is only ever emptied by being replaced whole at flush.
+
+use std::collections::VecDeque;
+use std::ops::Bound;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use basalt_model::{Cell, Result};
+use bytes::Bytes;
+use crossbeam_skiplist::SkipSet;
+
+use crate::store::scanner::CellSource;
+
+/// One memstore segment.
+#[derive(Debug, Default)]
+pub struct MemStore {
+    cells: SkipSet<Cell>,
+    size_bytes: AtomicUsize,
+    min_seq_id: AtomicU64,
+}
+
+impl MemStore {
+    /// An empty memstore.
+    #[must_use]
+    pub fn new() -> MemStore {
+        MemStore {
+            cells: SkipSet::new(),
+            size_bytes: AtomicUsize::new(0),
+            min_seq_id: AtomicU64::new(u64::MAX),
+        }
+    }
+
+    /// Adds a cell.
+    pub fn insert(&self, cell: Cell) {
+        self.size_bytes
+            .fetch_add(cell.heap_size(), Ordering::Relaxed);
+        self.min_seq_id.fetch_min(cell.seq_id, Ordering::Relaxed);
+        self.cells.insert(cell);
+    }
+
+    /// Bytes held (invariant 2).
+    #[must_use]
+    pub fn size_bytes(&self) -> usize {
+        self.size_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Number of cells.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.cells.len()
+    }
+
+    /// Whether nothing was inserted.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.cells.is_empty()
+    }
+
+    /// Lowest sequence id held; `u64::MAX` when empty. The WAL must keep every edit from here.
+    #[must_use]
+    pub fn min_seq_id(&self) -> u64 {
+        self.min_seq_id.load(Ordering::Relaxed)
+    }
+
+    /// A scanner over cells visible at `read_point`.
+    #[must_use]
+    pub fn scanner(self: &Arc<Self>, read_point: u64) -> MemStoreScanner {
+        let mut s = MemStoreScanner {
+            mem: Arc::clone(self),
+            read_point,
+            buf: VecDeque::new(),
+            resume: Resume::Start,
+        };
+        s.refill(Bound::Unbounded);
+        s
+    }
+}
+
+#[derive(Debug)]
+enum Resume {
+    Start,
+    After(Cell),
+    End,
+}
+
+/// Iterates a memstore in key order. Refills a small buffer with one skip-list search per
+/// batch, so the scanner owns no borrow of the skip list.
+#[derive(Debug)]
+pub struct MemStoreScanner {
+    mem: Arc<MemStore>,
+    read_point: u64,
+    buf: VecDeque<Cell>,
+    resume: Resume,
+}
+
+const BATCH: usize = 64;
+
+impl MemStoreScanner {
+    fn refill(&mut self, from: Bound<&Cell>) {
+        self.buf.clear();
+        let mut entry = match from {
+            Bound::Unbounded => self.mem.cells.front(),
+            b => self.mem.cells.lower_bound(b),
+        };
+        let mut last = None;
+        while let Some(e) = entry {
+            let c = e.value();
+            if c.seq_id <= self.read_point {
+                self.buf.push_back(c.clone());
+            }
+            if self.buf.len() >= BATCH {
+                last = Some(c.clone());
+                break;
+            }
+            entry = e.next();
+        }
+        self.resume = last.map_or(Resume::End, Resume::After);
+    }
+}
+
+impl CellSource for MemStoreScanner {
+    fn peek(&self) -> Option<&Cell> {
+        self.buf.front()
+    }
+
+    fn advance(&mut self) -> Result<()> {
+        self.buf.pop_front();
+        while self.buf.is_empty() {
+            match std::mem::replace(&mut self.resume, Resume::End) {
+                Resume::After(c) => self.refill(Bound::Excluded(&c)),
+                Resume::Start => self.refill(Bound::Unbounded),
+                Resume::End => break,
+            }
+        }
+        Ok(())
+    }
+
+    fn seek(&mut self, key: &Cell) -> Result<()> {
+        self.refill(Bound::Included(key));
+        if self.buf.is_empty() {
+            self.advance()?;
+        }
+        Ok(())
+    }
+
+    fn last_row_before(&mut self, key: Option<&Cell>) -> Result<Option<Bytes>> {
+        let mut entry = match key {
+            Some(k) => self.mem.cells.upper_bound(Bound::Excluded(k)),
+            None => self.mem.cells.back(),
+        };
+        while let Some(e) = entry {
+            if e.value().seq_id <= self.read_point {
+                return Ok(Some(e.value().row.clone()));
+            }
+            entry = e.prev();
+        }
+        Ok(None)
+    }
+}
+
+/// Every cell of a memstore in key order, for a flush (no writer touches a snapshot).
+pub fn snapshot_cells(mem: &MemStore) -> impl Iterator<Item = Cell> + '_ {
+    mem.cells.iter().map(|e| e.value().clone())
+}

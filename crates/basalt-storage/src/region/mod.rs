@@ -1,0 +1,401 @@
+//! A region: a row-key range `[start, end)` of one table, with one store per family, its own
+//! MVCC, row locks, flushes and compactions (HBase's HRegion, split into `mutate` for writes
+//! and `scanner` for reads).
+//!
+//! # Thread safety
+//! Writers of one row serialize on a striped row lock. `updates` is read-locked by every writer
+//! from sequence id to memstore insert and write-locked by a flush while it swaps memstores, so
+//! a flush's sequence id covers exactly what it snapshots. `flush_lock` serializes flushes and
+//! compactions of the region, and with them manifest commits.
+
+mod mutate;
+mod mvcc;
+mod scanner;
+
+pub use scanner::RegionScanner;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use basalt_model::{ColumnFamilyDescriptor, Error, Result, TableDescriptor};
+use bytes::Bytes;
+use parking_lot::{Mutex, RwLock};
+use serde::{Deserialize, Serialize};
+
+use crate::env::Env;
+use crate::manifest::VersionedFile;
+use crate::store::{family_dir_name, file_name, Store};
+use crate::wal::Wal;
+use mvcc::Mvcc;
+
+/// Row lock stripes: two rows share a lock only when their hashes collide.
+const ROW_LOCK_STRIPES: usize = 4096;
+
+/// Where a region sits: its table and key range. Empty keys mean the start or end of the table.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RegionInfo {
+    pub id: u64,
+    pub start_key: Bytes,
+    pub end_key: Bytes,
+}
+
+impl RegionInfo {
+    /// Whether `row` falls in `[start_key, end_key)`.
+    #[must_use]
+    pub fn contains(&self, row: &[u8]) -> bool {
+        row >= &self.start_key[..] && (self.end_key.is_empty() || row < &self.end_key[..])
+    }
+}
+
+/// Engine settings a region needs.
+#[derive(Clone, Debug)]
+pub struct RegionConfig {
+    /// `hbase.hstore.time.to.purge.deletes`.
+    pub time_to_purge_deletes_ms: i64,
+    /// `hbase.server.keyvalue.maxsize`.
+    pub max_cell_size_bytes: usize,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct StoreManifest {
+    flushed_seq_id: u64,
+    files: Vec<u64>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct RegionManifest {
+    next_file_id: u64,
+    stores: BTreeMap<String, StoreManifest>,
+}
+
+/// One region of a table.
+#[derive(Debug)]
+pub struct Region {
+    info: RegionInfo,
+    dir: PathBuf,
+    env: Env,
+    config: RegionConfig,
+    wal: Arc<Wal>,
+    seq: Arc<AtomicU64>,
+    table: RwLock<Arc<TableDescriptor>>,
+    stores: RwLock<BTreeMap<Bytes, Arc<Store>>>,
+    mvcc: Mvcc,
+    row_locks: Vec<Mutex<()>>,
+    updates: RwLock<()>,
+    flush_lock: Mutex<()>,
+    manifest: Mutex<(VersionedFile, RegionManifest)>,
+}
+
+impl Region {
+    /// Opens (or creates) the region in `dir` for `table`, removing files no manifest lists.
+    ///
+    /// # Errors
+    /// A corrupt manifest or store file; `Io`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn open(
+        env: &Env,
+        dir: &Path,
+        info: RegionInfo,
+        table: Arc<TableDescriptor>,
+        config: RegionConfig,
+        wal: Arc<Wal>,
+        seq: Arc<AtomicU64>,
+    ) -> Result<Region> {
+        let (vf, doc) = VersionedFile::load::<RegionManifest>(env, dir, "MANIFEST")?;
+        let mut manifest = doc.unwrap_or_default();
+        let mut stores = BTreeMap::new();
+        let current_seq = seq.load(Ordering::SeqCst);
+        for f in table.families.values() {
+            let key = family_dir_name(&f.name);
+            let sm = manifest.stores.entry(key).or_insert_with(|| StoreManifest {
+                flushed_seq_id: current_seq,
+                files: Vec::new(),
+            });
+            let store = Store::open(env, dir, f.clone(), &sm.files)?;
+            stores.insert(f.name.clone(), Arc::new(store));
+        }
+        manifest
+            .stores
+            .retain(|k, _| table.families.keys().any(|f| family_dir_name(f) == *k));
+        let region = Region {
+            info,
+            dir: dir.to_owned(),
+            env: env.clone(),
+            config,
+            wal,
+            mvcc: Mvcc::new(Arc::clone(&seq)),
+            seq,
+            table: RwLock::new(table),
+            stores: RwLock::new(stores),
+            row_locks: (0..ROW_LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
+            updates: RwLock::new(()),
+            flush_lock: Mutex::new(()),
+            manifest: Mutex::new((vf, manifest)),
+        };
+        region.commit_manifest()?;
+        region.remove_unlisted_files()?;
+        Ok(region)
+    }
+
+    /// The region's id and key range.
+    #[must_use]
+    pub fn info(&self) -> &RegionInfo {
+        &self.info
+    }
+
+    /// The table's schema as this region knows it.
+    #[must_use]
+    pub fn table(&self) -> Arc<TableDescriptor> {
+        Arc::clone(&self.table.read())
+    }
+
+    /// The store of `family`, if the table has it.
+    #[must_use]
+    pub fn store(&self, family: &[u8]) -> Option<Arc<Store>> {
+        self.stores.read().get(family).cloned()
+    }
+
+    /// Every store, in family order.
+    #[must_use]
+    pub fn stores(&self) -> Vec<Arc<Store>> {
+        self.stores.read().values().cloned().collect()
+    }
+
+    /// The highest sequence id any store file of the region holds.
+    #[must_use]
+    pub fn max_stored_seq_id(&self) -> u64 {
+        let m = &self.manifest.lock().1;
+        let flushed = m
+            .stores
+            .values()
+            .map(|s| s.flushed_seq_id)
+            .max()
+            .unwrap_or(0);
+        let in_files = self
+            .stores()
+            .iter()
+            .flat_map(|s| s.files())
+            .map(|f| f.info().max_seq_id)
+            .max()
+            .unwrap_or(0);
+        flushed.max(in_files)
+    }
+
+    /// Replays one WAL edit's cells into the stores that have not flushed them yet.
+    pub fn replay(&self, seq_id: u64, cells: Vec<basalt_model::Cell>) {
+        let m = &self.manifest.lock().1;
+        let stores = self.stores.read();
+        for c in cells {
+            let flushed = m
+                .stores
+                .get(&family_dir_name(&c.family))
+                .map_or(u64::MAX, |s| s.flushed_seq_id);
+            if seq_id > flushed {
+                if let Some(store) = stores.get(&c.family) {
+                    store.insert(c);
+                }
+            }
+        }
+    }
+
+    /// Bytes held in the region's memstores.
+    #[must_use]
+    pub fn memstore_size_bytes(&self) -> usize {
+        self.stores().iter().map(|s| s.memstore_size_bytes()).sum()
+    }
+
+    /// Lowest sequence id still only in memory (`u64::MAX` when all is flushed).
+    #[must_use]
+    pub fn min_unflushed_seq_id(&self) -> u64 {
+        self.stores()
+            .iter()
+            .map(|s| s.min_unflushed_seq_id())
+            .min()
+            .unwrap_or(u64::MAX)
+    }
+
+    fn commit_manifest(&self) -> Result<()> {
+        let mut guard = self.manifest.lock();
+        let (vf, doc) = &mut *guard;
+        vf.commit(&self.env, doc)
+    }
+
+    fn next_file_id(&self) -> u64 {
+        let mut m = self.manifest.lock();
+        m.1.next_file_id += 1;
+        m.1.next_file_id
+    }
+
+    /// Deletes store files and family directories the manifest does not list: leftovers of a
+    /// flush or compaction that crashed before its commit, or of a dropped family.
+    fn remove_unlisted_files(&self) -> Result<()> {
+        let m = self.manifest.lock().1.clone();
+        for entry in self.env.list(&self.dir)? {
+            if entry.starts_with("MANIFEST-") {
+                continue;
+            }
+            let path = self.dir.join(&entry);
+            let Some(sm) = m.stores.get(&entry) else {
+                self.env.remove_dir_all(&path)?;
+                continue;
+            };
+            for f in self.env.list(&path)? {
+                if !sm.files.iter().any(|id| file_name(*id) == f) {
+                    self.env.remove_file(&path.join(f))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes every memstore to new store files and commits them in the manifest.
+    ///
+    /// # Errors
+    /// `Io` writing files or the manifest; the data stays in memory and in the WAL.
+    pub fn flush(&self) -> Result<()> {
+        let _f = self.flush_lock.lock();
+        let (snaps, flush_seq) = {
+            let _w = self.updates.write();
+            let snaps: Vec<_> = self
+                .stores()
+                .into_iter()
+                .map(|s| (s.take_snapshot(), s))
+                .collect();
+            (snaps, self.seq.load(Ordering::SeqCst))
+        };
+        self.mvcc.wait_for(flush_seq);
+        let now = self.env.now_ms();
+        let purge = self.config.time_to_purge_deletes_ms;
+        let mut written = Vec::new();
+        for (snap, store) in &snaps {
+            let file = match snap {
+                Some(snap) => {
+                    store.write_flush(snap, self.next_file_id(), now, purge, flush_seq)?
+                }
+                None => None,
+            };
+            written.push(file);
+        }
+        {
+            let mut g = self.manifest.lock();
+            for ((_, store), file) in snaps.iter().zip(&written) {
+                let sm = g.1.stores.entry(family_dir_name(store.name())).or_default();
+                sm.files.extend(file.as_ref().map(|f| f.id()));
+                // Everything at or below flush_seq is in files now, except what a retried
+                // snapshot left in the active memstore.
+                let active_min = store.min_unflushed_seq_id_excluding_snapshot();
+                sm.flushed_seq_id = sm
+                    .flushed_seq_id
+                    .max(flush_seq.min(active_min.saturating_sub(1)));
+            }
+            let (vf, doc) = &mut *g;
+            vf.commit(&self.env, doc)?;
+        }
+        for ((_, store), file) in snaps.iter().zip(written) {
+            store.finish_flush(file);
+        }
+        Ok(())
+    }
+
+    /// Compacts every store: all files into one. A major compaction drops delete markers,
+    /// masked and expired cells and versions beyond VERSIONS.
+    ///
+    /// # Errors
+    /// A corrupt input file or `Io`; the old files stay in use.
+    pub fn compact(&self, major: bool) -> Result<()> {
+        let _f = self.flush_lock.lock();
+        let now = self.env.now_ms();
+        for store in self.stores() {
+            let inputs = store.files();
+            if inputs.is_empty() || (!major && inputs.len() < 2) {
+                continue;
+            }
+            let out = store.write_compaction(
+                &inputs,
+                self.next_file_id(),
+                major,
+                now,
+                self.config.time_to_purge_deletes_ms,
+            )?;
+            {
+                let mut g = self.manifest.lock();
+                let sm = g.1.stores.entry(family_dir_name(store.name())).or_default();
+                sm.files.retain(|id| !inputs.iter().any(|f| f.id() == *id));
+                sm.files.extend(out.as_ref().map(|f| f.id()));
+                let (vf, doc) = &mut *g;
+                vf.commit(&self.env, doc)?;
+            }
+            store.finish_compaction(&inputs, out);
+            for f in &inputs {
+                self.env.remove_file(f.path())?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies a new table schema online: adds, modifies and removes stores (SEMANTICS.md §L).
+    ///
+    /// # Errors
+    /// `Io` creating a store or committing the manifest.
+    pub fn alter(&self, table: Arc<TableDescriptor>) -> Result<()> {
+        let _f = self.flush_lock.lock();
+        let _w = self.updates.write();
+        let mut stores = self.stores.write();
+        let current_seq = self.seq.load(Ordering::SeqCst);
+        let mut removed = Vec::new();
+        stores.retain(|name, s| {
+            let keep = table.families.contains_key(name);
+            if !keep {
+                removed.push(Arc::clone(s));
+            }
+            keep
+        });
+        for f in table.families.values() {
+            match stores.get(&f.name) {
+                Some(s) => s.set_family(f.clone()),
+                None => {
+                    let store = Store::open(&self.env, &self.dir, f.clone(), &[])?;
+                    stores.insert(f.name.clone(), Arc::new(store));
+                    let mut g = self.manifest.lock();
+                    let sm = StoreManifest {
+                        flushed_seq_id: current_seq,
+                        files: Vec::new(),
+                    };
+                    g.1.stores.insert(family_dir_name(&f.name), sm);
+                }
+            }
+        }
+        {
+            let mut g = self.manifest.lock();
+            g.1.stores
+                .retain(|k, _| table.families.keys().any(|f| family_dir_name(f) == *k));
+            let (vf, doc) = &mut *g;
+            vf.commit(&self.env, doc)?;
+        }
+        *self.table.write() = table;
+        drop(stores);
+        for s in removed {
+            self.env.remove_dir_all(s.dir())?;
+        }
+        Ok(())
+    }
+
+    fn family_error(&self, family: &[u8]) -> Error {
+        Error::NoSuchColumnFamily {
+            table: self.table().table_name().to_string(),
+            family: basalt_model::bytes_fmt::to_string_binary(family),
+        }
+    }
+
+    /// The family descriptor, or `NoSuchColumnFamily`.
+    ///
+    /// # Errors
+    /// `NoSuchColumnFamily` when the table lacks the family.
+    pub fn family(&self, family: &[u8]) -> Result<ColumnFamilyDescriptor> {
+        self.store(family)
+            .map(|s| s.family())
+            .ok_or_else(|| self.family_error(family))
+    }
+}

@@ -1,0 +1,286 @@
+//! The region scanner: assembles rows across the region's stores, applies the scan's bounds,
+//! row-level filter steps, limit and batch (HBase's RegionScannerImpl).
+
+use std::collections::VecDeque;
+
+use basalt_model::filter::Filter;
+use basalt_model::ops::{Get, Scan};
+use basalt_model::{Cell, Result, RowResult};
+use bytes::Bytes;
+
+use super::Region;
+use crate::store::query_matcher::Mode;
+use crate::store::scanner::{first_on_next_row, StoreScanner};
+use crate::store::ReadHint;
+
+/// Iterates the rows of one region that a scan selects.
+#[derive(Debug)]
+pub struct RegionScanner {
+    stores: Vec<StoreScanner>,
+    filter: Option<Filter>,
+    start: Bytes,
+    include_start: bool,
+    stop: Bytes,
+    include_stop: bool,
+    reversed: bool,
+    /// Reversed scans: the next row must sort below this key (`None`: no bound yet).
+    cursor: Option<Cell>,
+    limit: u64,
+    batch: usize,
+    rows: u64,
+    done: bool,
+    pending: VecDeque<RowResult>,
+}
+
+impl Region {
+    /// Reads one row.
+    ///
+    /// # Errors
+    /// Invalid Get, unknown family, corrupt file.
+    pub fn get(&self, get: Get) -> Result<RowResult> {
+        get.validate()?;
+        let row = get.row.clone();
+        let mut s = self.scanner(&get.into_scan())?;
+        Ok(s.next_row()?
+            .unwrap_or_else(|| RowResult::new(row, Vec::new())))
+    }
+
+    /// Opens a scanner over this region for `scan` (bounds already clipped to the region by
+    /// the caller, or not: rows outside the region simply do not exist here).
+    ///
+    /// # Errors
+    /// Invalid scan, unknown family, corrupt file.
+    pub fn scanner(&self, scan: &Scan) -> Result<RegionScanner> {
+        scan.validate()?;
+        for f in scan.columns.families() {
+            self.family(f)?;
+        }
+        let read_point = self.mvcc.read_point();
+        let now = self.env.now_ms();
+        let purge = self.config.time_to_purge_deletes_ms;
+        let mut stores = Vec::new();
+        for store in self.stores() {
+            let name = store.name().clone();
+            if !scan.columns.includes_family(&name) {
+                continue;
+            }
+            let family = store.family();
+            let explicit: Option<Vec<Bytes>> = scan
+                .columns
+                .qualifiers(&name)
+                .map(|s| s.iter().cloned().collect());
+            let tr = scan.time_range_for(&name);
+            let max_versions = if scan.raw {
+                scan.max_versions
+            } else {
+                scan.max_versions.min(family.max_versions)
+            };
+            let single_col: Option<Bytes> = explicit
+                .as_ref()
+                .filter(|c| c.len() == 1)
+                .map(|c| c[0].clone());
+            let hint = ReadHint {
+                get: scan
+                    .is_get
+                    .then_some((&scan.start_row[..], single_col.as_deref())),
+                time_range: tr,
+            };
+            let mode = Mode::User {
+                raw: scan.raw,
+                time_range: tr,
+                max_versions,
+                has_filter: scan.filter.is_some(),
+                explicit_columns: explicit,
+            };
+            stores.push(store.scanner(mode, read_point, now, purge, &hint)?);
+        }
+        let mut filter = scan.filter.clone();
+        if let Some(f) = &mut filter {
+            f.set_reversed(scan.reversed);
+        }
+        let mut s = RegionScanner {
+            stores,
+            filter,
+            start: scan.start_row.clone(),
+            include_start: scan.include_start_row,
+            stop: scan.stop_row.clone(),
+            include_stop: scan.include_stop_row,
+            reversed: scan.reversed,
+            cursor: None,
+            limit: scan.limit,
+            batch: scan.batch as usize,
+            rows: 0,
+            done: false,
+            pending: VecDeque::new(),
+        };
+        s.position()?;
+        Ok(s)
+    }
+}
+
+impl RegionScanner {
+    fn position(&mut self) -> Result<()> {
+        if self.start.is_empty() {
+            return Ok(());
+        }
+        let key = if self.include_start {
+            Cell::first_on_row(&self.start)
+        } else {
+            first_on_next_row(&self.start)
+        };
+        if self.reversed {
+            // Rows up to the start row (inclusive or not) qualify: the bound is the first key
+            // after them.
+            self.cursor = Some(if self.include_start {
+                first_on_next_row(&self.start)
+            } else {
+                Cell::first_on_row(&self.start)
+            });
+        } else {
+            for s in &mut self.stores {
+                s.seek(&key)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether `row` is past the scan's stop row.
+    fn past_stop(&self, row: &[u8]) -> bool {
+        if self.stop.is_empty() {
+            return false;
+        }
+        let ord = row.cmp(&self.stop[..]);
+        if self.reversed {
+            ord.is_lt() || (ord.is_eq() && !self.include_stop)
+        } else {
+            ord.is_gt() || (ord.is_eq() && !self.include_stop)
+        }
+    }
+
+    fn next_candidate(&mut self) -> Result<Option<Bytes>> {
+        if !self.reversed {
+            return Ok(self.stores.iter().filter_map(StoreScanner::peek_row).min());
+        }
+        let mut best: Option<Bytes> = None;
+        for s in &mut self.stores {
+            if let Some(r) = s.last_row_before(self.cursor.as_ref())? {
+                if best.as_ref().is_none_or(|b| r > *b) {
+                    best = Some(r);
+                }
+            }
+        }
+        if let Some(row) = &best {
+            self.cursor = Some(Cell::first_on_row(row));
+            let key = Cell::first_on_row(row);
+            for s in &mut self.stores {
+                s.seek(&key)?;
+            }
+        }
+        Ok(best)
+    }
+
+    fn skip_row(&mut self, row: &Bytes) -> Result<()> {
+        if !self.reversed {
+            let key = first_on_next_row(row);
+            for s in &mut self.stores {
+                s.seek(&key)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The next result: a whole row, or with a batch size a part of one.
+    ///
+    /// # Errors
+    /// A corrupt store file.
+    pub fn next_row(&mut self) -> Result<Option<RowResult>> {
+        if let Some(r) = self.pending.pop_front() {
+            return Ok(Some(r));
+        }
+        loop {
+            if self.done || (self.limit > 0 && self.rows >= self.limit) {
+                return Ok(None);
+            }
+            if self
+                .filter
+                .as_ref()
+                .is_some_and(Filter::filter_all_remaining)
+            {
+                self.done = true;
+                return Ok(None);
+            }
+            let Some(row) = self.next_candidate()? else {
+                self.done = true;
+                return Ok(None);
+            };
+            if self.past_stop(&row) {
+                self.done = true;
+                return Ok(None);
+            }
+            if let Some(f) = &mut self.filter {
+                if f.filter_row_key(&row) {
+                    f.reset();
+                    self.skip_row(&row)?;
+                    continue;
+                }
+            }
+            let mut cells = Vec::new();
+            let mut done_scan = false;
+            for s in &mut self.stores {
+                done_scan |= s.read_row(&row, &mut cells, self.filter.as_mut())?;
+                if done_scan {
+                    break;
+                }
+            }
+            self.done |= done_scan;
+            if !self.keep_row(&mut cells) {
+                continue;
+            }
+            self.rows += 1;
+            return Ok(Some(self.emit(row, cells)));
+        }
+    }
+
+    /// Row-level filter steps: filterRowCells, then filterRow (SEMANTICS.md §H).
+    fn keep_row(&mut self, cells: &mut Vec<Cell>) -> bool {
+        let empty_before = cells.is_empty();
+        let Some(f) = &mut self.filter else {
+            return !empty_before;
+        };
+        let mut exclude = false;
+        if f.has_filter_row() {
+            f.filter_row_cells(cells);
+            if !cells.is_empty() {
+                exclude = f.filter_row();
+            }
+        } else if !empty_before {
+            exclude = f.filter_row();
+        }
+        f.reset();
+        !(empty_before || exclude || cells.is_empty())
+    }
+
+    fn emit(&mut self, row: Bytes, cells: Vec<Cell>) -> RowResult {
+        if self.batch == 0 || cells.len() <= self.batch {
+            return RowResult::new(row, cells);
+        }
+        let mut chunks: Vec<Vec<Cell>> = cells.chunks(self.batch).map(<[Cell]>::to_vec).collect();
+        let last = chunks.len() - 1;
+        for (i, c) in chunks.drain(..).enumerate() {
+            self.pending.push_back(RowResult {
+                row: row.clone(),
+                cells: c,
+                partial: i != last,
+            });
+        }
+        self.pending.pop_front().unwrap_or_default()
+    }
+}
+
+impl Iterator for RegionScanner {
+    type Item = Result<RowResult>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_row().transpose()
+    }
+}

@@ -1,0 +1,357 @@
+//! A store: one column family of one region — its memstore, its snapshot being flushed and
+//! its store files (HBase's HStore).
+//!
+//! # Thread safety
+//! `state` is read-locked to build scanners and insert cells, write-locked only to swap
+//! memstores or file lists. Scanners hold `Arc`s to what they read, so a flush or compaction
+//! never pulls data out from under a reader.
+
+pub mod query_matcher;
+pub mod scanner;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use basalt_model::{Cell, ColumnFamilyDescriptor, Result, TimeRange};
+use bytes::Bytes;
+use parking_lot::RwLock;
+
+use crate::env::Env;
+use crate::memstore::{snapshot_cells, MemStore};
+use crate::storefile::{StoreFile, StoreFileWriter};
+use query_matcher::{Mode, QueryMatcher, ScanInfo};
+use scanner::{CellSource, StoreScanner};
+
+/// What a read asks of one store, so it can skip files.
+#[derive(Clone, Debug)]
+pub struct ReadHint<'a> {
+    /// For a Get: the row, and the one column asked for when there is exactly one.
+    pub get: Option<(&'a [u8], Option<&'a [u8]>)>,
+    pub time_range: TimeRange,
+}
+
+#[derive(Debug)]
+struct StoreState {
+    active: Arc<MemStore>,
+    snapshot: Option<Arc<MemStore>>,
+    files: Vec<Arc<StoreFile>>,
+}
+
+/// One column family of one region.
+#[derive(Debug)]
+pub struct Store {
+    family: RwLock<ColumnFamilyDescriptor>,
+    name: Bytes,
+    dir: PathBuf,
+    env: Env,
+    state: RwLock<StoreState>,
+}
+
+/// The directory name of a family: hex, because family names are bytes.
+#[must_use]
+pub fn family_dir_name(family: &[u8]) -> String {
+    family.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A store file's name from its id.
+#[must_use]
+pub fn file_name(id: u64) -> String {
+    format!("{id:016x}.sf")
+}
+
+impl Store {
+    /// Opens a store whose files are `file_ids` (from the region manifest).
+    ///
+    /// # Errors
+    /// A listed file is missing or corrupt.
+    pub fn open(
+        env: &Env,
+        region_dir: &Path,
+        family: ColumnFamilyDescriptor,
+        file_ids: &[u64],
+    ) -> Result<Store> {
+        let dir = region_dir.join(family_dir_name(&family.name));
+        env.create_dir_all(&dir)?;
+        let name = family.name.clone();
+        let files = file_ids
+            .iter()
+            .map(|&id| StoreFile::open(env, &dir.join(file_name(id)), id, &name).map(Arc::new))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Store {
+            family: RwLock::new(family),
+            name,
+            dir,
+            env: env.clone(),
+            state: RwLock::new(StoreState {
+                active: Arc::new(MemStore::new()),
+                snapshot: None,
+                files,
+            }),
+        })
+    }
+
+    /// The family's name.
+    #[must_use]
+    pub fn name(&self) -> &Bytes {
+        &self.name
+    }
+
+    /// The family's current schema.
+    #[must_use]
+    pub fn family(&self) -> ColumnFamilyDescriptor {
+        self.family.read().clone()
+    }
+
+    /// Replaces the schema (online alter): reads use it at once, files at their next rewrite.
+    pub fn set_family(&self, f: ColumnFamilyDescriptor) {
+        *self.family.write() = f;
+    }
+
+    /// The directory of the store's files.
+    #[must_use]
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The retention settings as the matcher needs them.
+    #[must_use]
+    pub fn scan_info(&self, time_to_purge_deletes_ms: i64) -> ScanInfo {
+        let f = self.family.read();
+        ScanInfo {
+            max_versions: f.max_versions,
+            min_versions: f.min_versions,
+            ttl_ms: f.ttl_ms(),
+            keep_deleted_cells: f.keep_deleted_cells,
+            time_to_purge_deletes_ms,
+        }
+    }
+
+    /// Adds a committed-to-be cell to the active memstore.
+    pub fn insert(&self, cell: Cell) {
+        self.state.read().active.insert(cell);
+    }
+
+    /// Bytes in the active memstore and the snapshot.
+    #[must_use]
+    pub fn memstore_size_bytes(&self) -> usize {
+        let st = self.state.read();
+        st.active.size_bytes() + st.snapshot.as_ref().map_or(0, |s| s.size_bytes())
+    }
+
+    /// Lowest sequence id not yet in a file (`u64::MAX` if none).
+    #[must_use]
+    pub fn min_unflushed_seq_id(&self) -> u64 {
+        let st = self.state.read();
+        st.active
+            .min_seq_id()
+            .min(st.snapshot.as_ref().map_or(u64::MAX, |s| s.min_seq_id()))
+    }
+
+    /// The store's files, oldest first.
+    #[must_use]
+    pub fn files(&self) -> Vec<Arc<StoreFile>> {
+        self.state.read().files.clone()
+    }
+
+    /// Builds a scanner for a read at `read_point`, skipping files the hint rules out.
+    ///
+    /// # Errors
+    /// A corrupt store file.
+    pub fn scanner(
+        &self,
+        mode: Mode,
+        read_point: u64,
+        now_ms: i64,
+        purge_ms: i64,
+        hint: &ReadHint<'_>,
+    ) -> Result<StoreScanner> {
+        let matcher = QueryMatcher::new(mode, self.scan_info(purge_ms), now_ms, u64::MAX);
+        let st = self.state.read();
+        let mut sources: Vec<Box<dyn CellSource>> = Vec::with_capacity(st.files.len() + 2);
+        sources.push(Box::new(st.active.scanner(read_point)));
+        if let Some(s) = &st.snapshot {
+            sources.push(Box::new(s.scanner(read_point)));
+        }
+        for f in st.files.iter().rev() {
+            if file_may_match(f, hint) {
+                sources.push(Box::new(f.scanner(read_point)?));
+            }
+        }
+        Ok(StoreScanner::new(sources, matcher))
+    }
+
+    /// Lowest sequence id in the active memstore (`u64::MAX` when empty).
+    #[must_use]
+    pub fn min_unflushed_seq_id_excluding_snapshot(&self) -> u64 {
+        self.state.read().active.min_seq_id()
+    }
+
+    /// Moves the active memstore aside for a flush; `None` when it is empty. A snapshot left
+    /// by a failed flush is returned again, so it is retried before newer data.
+    pub fn take_snapshot(&self) -> Option<Arc<MemStore>> {
+        let mut st = self.state.write();
+        if let Some(s) = &st.snapshot {
+            return Some(Arc::clone(s));
+        }
+        if st.active.is_empty() {
+            return None;
+        }
+        let snap = std::mem::replace(&mut st.active, Arc::new(MemStore::new()));
+        st.snapshot = Some(Arc::clone(&snap));
+        Some(snap)
+    }
+
+    /// Writes a snapshot to a new store file through the flush matcher (drops masked and
+    /// expired cells and versions beyond VERSIONS, keeps markers). `None` when nothing is left.
+    ///
+    /// # Errors
+    /// `Io` writing the file.
+    pub fn write_flush(
+        &self,
+        snap: &MemStore,
+        file_id: u64,
+        now_ms: i64,
+        purge_ms: i64,
+        read_point: u64,
+    ) -> Result<Option<Arc<StoreFile>>> {
+        let matcher = QueryMatcher::new(
+            Mode::RetainDeletes,
+            self.scan_info(purge_ms),
+            now_ms,
+            read_point,
+        );
+        let source = VecSource::new(snapshot_cells(snap).collect());
+        let scanner = StoreScanner::new(vec![Box::new(source)], matcher);
+        self.write_file(scanner, file_id, now_ms, false)
+    }
+
+    /// Installs the result of a flush and drops the snapshot.
+    pub fn finish_flush(&self, file: Option<Arc<StoreFile>>) {
+        let mut st = self.state.write();
+        st.files.extend(file);
+        st.snapshot = None;
+    }
+
+    /// Rewrites `inputs` into one file (`major` drops delete markers); `None` when nothing is
+    /// left.
+    ///
+    /// # Errors
+    /// A corrupt input file or `Io` writing the output.
+    pub fn write_compaction(
+        &self,
+        inputs: &[Arc<StoreFile>],
+        file_id: u64,
+        major: bool,
+        now_ms: i64,
+        purge_ms: i64,
+    ) -> Result<Option<Arc<StoreFile>>> {
+        let mode = if major {
+            let earliest_put_ts = inputs
+                .iter()
+                .map(|f| f.info().min_ts)
+                .min()
+                .unwrap_or(i64::MIN);
+            Mode::DropDeletes { earliest_put_ts }
+        } else {
+            Mode::RetainDeletes
+        };
+        let matcher = QueryMatcher::new(mode, self.scan_info(purge_ms), now_ms, u64::MAX);
+        let sources = inputs
+            .iter()
+            .rev()
+            .map(|f| {
+                f.scanner(u64::MAX)
+                    .map(|s| Box::new(s) as Box<dyn CellSource>)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        self.write_file(StoreScanner::new(sources, matcher), file_id, now_ms, major)
+    }
+
+    fn write_file(
+        &self,
+        mut scanner: StoreScanner,
+        file_id: u64,
+        now_ms: i64,
+        major: bool,
+    ) -> Result<Option<Arc<StoreFile>>> {
+        let path = self.dir.join(file_name(file_id));
+        let family = self.family();
+        let mut w = StoreFileWriter::create(&self.env, &path, &family, now_ms)?;
+        scanner.compact_into(|c| w.add(&c))?;
+        if w.cell_count() == 0 {
+            drop(w);
+            self.env.remove_file(&path)?;
+            return Ok(None);
+        }
+        w.finish(major)?;
+        Ok(Some(Arc::new(StoreFile::open(
+            &self.env, &path, file_id, &self.name,
+        )?)))
+    }
+
+    /// Replaces compacted inputs by their output in the file list.
+    pub fn finish_compaction(&self, inputs: &[Arc<StoreFile>], output: Option<Arc<StoreFile>>) {
+        let mut st = self.state.write();
+        let gone: Vec<u64> = inputs.iter().map(|f| f.id()).collect();
+        let at = st
+            .files
+            .iter()
+            .position(|f| gone.contains(&f.id()))
+            .unwrap_or(st.files.len());
+        st.files.retain(|f| !gone.contains(&f.id()));
+        // The output takes the place of the oldest input, keeping files ordered by age.
+        if let Some(o) = output {
+            let at = at.min(st.files.len());
+            st.files.insert(at, o);
+        }
+    }
+}
+
+fn file_may_match(f: &StoreFile, hint: &ReadHint<'_>) -> bool {
+    let info = f.info();
+    if info.max_ts < hint.time_range.min() {
+        return false;
+    }
+    if let Some((row, col)) = hint.get {
+        let outside = info.first_key.as_ref().is_some_and(|k| &k.row[..] > row)
+            || info.last_key.as_ref().is_some_and(|k| &k.row[..] < row);
+        if outside || !f.may_contain(row, col) {
+            return false;
+        }
+    }
+    true
+}
+
+/// Cells already in memory, in key order, as a source (a flush snapshot).
+#[derive(Debug)]
+struct VecSource {
+    cells: Vec<Cell>,
+    pos: usize,
+}
+
+impl VecSource {
+    fn new(cells: Vec<Cell>) -> VecSource {
+        VecSource { cells, pos: 0 }
+    }
+}
+
+impl CellSource for VecSource {
+    fn peek(&self) -> Option<&Cell> {
+        self.cells.get(self.pos)
+    }
+
+    fn advance(&mut self) -> Result<()> {
+        self.pos += 1;
+        Ok(())
+    }
+
+    fn seek(&mut self, key: &Cell) -> Result<()> {
+        self.pos = self.cells.partition_point(|c| c < key);
+        Ok(())
+    }
+
+    fn last_row_before(&mut self, key: Option<&Cell>) -> Result<Option<Bytes>> {
+        let p = key.map_or(self.cells.len(), |k| self.cells.partition_point(|c| c < k));
+        Ok(p.checked_sub(1).map(|i| self.cells[i].row.clone()))
+    }
+}

@@ -1,0 +1,504 @@
+//! The pure decision logic of the read path (HBase's ScanQueryMatcher family).
+//!
+//! For each cell of one store, in key order, [`QueryMatcher::matches`] returns a [`MatchCode`]
+//! that the store scanner turns into "keep", "step" or "seek". The same matcher, in compaction
+//! mode, decides what a flush or compaction writes out. It does no I/O.
+//!
+//! # Invariants
+//! 1. Cells are fed in key order within one row; `set_row` starts a row and resets the
+//!    trackers.
+//! 2. Delete markers are tracked before any column or version check, so a marker of any column
+//!    masks what follows it even when that column is not part of the result.
+//! 3. Markers never count toward VERSIONS (default, non-NEW_VERSION_BEHAVIOR semantics).
+
+use basalt_model::filter::{Filter, ReturnCode};
+use basalt_model::{Cell, CellType, KeepDeletedCells, TimeRange, Timestamp};
+use bytes::Bytes;
+
+/// What the scanner should do with the current cell.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MatchCode {
+    Include,
+    IncludeAndSeekNextCol,
+    IncludeAndSeekNextRow,
+    Skip,
+    SeekNextCol,
+    SeekNextRow,
+    /// Seek to this key (from an explicit column list or a filter hint).
+    SeekTo(Cell),
+    /// The cell belongs to another row: this row is done.
+    Done,
+    /// The filter rules out every remaining row.
+    DoneScan,
+}
+
+/// A family's retention settings as the matcher needs them (HBase's ScanInfo).
+#[derive(Clone, Copy, Debug)]
+pub struct ScanInfo {
+    pub max_versions: u32,
+    pub min_versions: u32,
+    pub ttl_ms: Option<i64>,
+    pub keep_deleted_cells: KeepDeletedCells,
+    /// `hbase.hstore.time.to.purge.deletes`: markers younger than this survive major compaction.
+    pub time_to_purge_deletes_ms: i64,
+}
+
+/// How the matcher is used.
+#[derive(Clone, Debug)]
+pub enum Mode {
+    /// A Get or Scan.
+    User {
+        raw: bool,
+        time_range: TimeRange,
+        /// The caller's version limit (already capped by VERSIONS unless raw).
+        max_versions: u32,
+        has_filter: bool,
+        explicit_columns: Option<Vec<Bytes>>,
+    },
+    /// A flush or minor compaction: markers are kept.
+    RetainDeletes,
+    /// A major compaction: markers may be dropped. `earliest_put_ts` is the oldest Put in all
+    /// files compacted.
+    DropDeletes { earliest_put_ts: Timestamp },
+}
+
+/// The decision engine for one store and one scan or compaction.
+#[derive(Debug)]
+pub struct QueryMatcher {
+    mode: Mode,
+    info: ScanInfo,
+    columns: ColumnTracker,
+    deletes: DeleteTracker,
+    now_ms: i64,
+    oldest_unexpired_ts: Timestamp,
+    /// Cells newer than this are not version-counted or used to mask (compaction only).
+    max_read_point_to_track: u64,
+    row: Option<Bytes>,
+    versions_after_filter: u32,
+    filter_count: u32,
+    filter_col: Option<Bytes>,
+}
+
+impl QueryMatcher {
+    /// A matcher for `mode` over a store with `info`, at time `now_ms`.
+    #[must_use]
+    pub fn new(
+        mode: Mode,
+        info: ScanInfo,
+        now_ms: i64,
+        max_read_point_to_track: u64,
+    ) -> QueryMatcher {
+        let oldest_unexpired_ts = info
+            .ttl_ms
+            .map_or(i64::MIN, |ttl| now_ms.saturating_sub(ttl));
+        let (max_to_check, versions_after_filter, explicit) = match &mode {
+            Mode::User {
+                raw,
+                max_versions,
+                has_filter,
+                explicit_columns,
+                ..
+            } => {
+                let result_max = *max_versions;
+                let check = match (*has_filter, *raw) {
+                    (true, true) => u32::MAX,
+                    (true, false) => info.max_versions,
+                    (false, _) => result_max,
+                };
+                (check, result_max, explicit_columns.clone())
+            }
+            Mode::RetainDeletes | Mode::DropDeletes { .. } => (info.max_versions, 0, None),
+        };
+        QueryMatcher {
+            columns: ColumnTracker::new(
+                explicit,
+                info.min_versions,
+                max_to_check,
+                oldest_unexpired_ts,
+            ),
+            deletes: DeleteTracker::default(),
+            mode,
+            info,
+            now_ms,
+            oldest_unexpired_ts,
+            max_read_point_to_track,
+            row: None,
+            versions_after_filter,
+            filter_count: 0,
+            filter_col: None,
+        }
+    }
+
+    /// Starts a new row.
+    pub fn set_row(&mut self, row: &Bytes) {
+        self.row = Some(row.clone());
+        self.columns.reset();
+        self.deletes.reset();
+        self.filter_col = None;
+        self.filter_count = 0;
+    }
+
+    /// Decides about `cell`, consulting `filter` for user scans.
+    pub fn matches(&mut self, cell: &Cell, filter: Option<&mut Filter>) -> MatchCode {
+        let is_user = matches!(self.mode, Mode::User { .. });
+        if is_user && filter.as_ref().is_some_and(|f| f.filter_all_remaining()) {
+            return MatchCode::DoneScan;
+        }
+        if let Some(code) = self.pre_check(cell) {
+            return code;
+        }
+        match self.mode.clone() {
+            Mode::User {
+                raw: true,
+                time_range,
+                ..
+            } => self.match_column(cell, time_range, filter),
+            Mode::User { time_range, .. } => {
+                if cell.cell_type.is_delete() {
+                    let see_past = self.info.keep_deleted_cells != KeepDeletedCells::False;
+                    let include = if see_past {
+                        time_range.contains(cell.timestamp)
+                    } else {
+                        time_range.within_or_after(cell.timestamp)
+                    };
+                    if include {
+                        self.deletes.add(cell);
+                    }
+                    return MatchCode::Skip;
+                }
+                if let Some(code) = self.check_deleted(cell) {
+                    return code;
+                }
+                self.match_column(cell, time_range, filter)
+            }
+            Mode::RetainDeletes => self.match_compaction(cell, None),
+            Mode::DropDeletes { earliest_put_ts } => {
+                self.match_compaction(cell, Some(earliest_put_ts))
+            }
+        }
+    }
+
+    fn pre_check(&mut self, cell: &Cell) -> Option<MatchCode> {
+        if self.row.as_ref() != Some(&cell.row) {
+            return Some(MatchCode::Done);
+        }
+        if self.columns.done() {
+            return Some(MatchCode::SeekNextRow);
+        }
+        if self.columns.is_done(cell.timestamp) {
+            return Some(MatchCode::SeekNextCol);
+        }
+        if let Some(ttl) = cell.ttl_ms {
+            let ttl = i64::try_from(ttl).unwrap_or(i64::MAX);
+            if cell.timestamp.saturating_add(ttl) < self.now_ms {
+                return Some(MatchCode::Skip);
+            }
+        }
+        None
+    }
+
+    fn check_deleted(&mut self, cell: &Cell) -> Option<MatchCode> {
+        match self.deletes.is_deleted(cell) {
+            DeleteResult::FamilyDeleted | DeleteResult::ColumnDeleted => {
+                Some(MatchCode::SeekNextCol)
+            }
+            DeleteResult::VersionDeleted | DeleteResult::FamilyVersionDeleted => {
+                Some(MatchCode::Skip)
+            }
+            DeleteResult::NotDeleted => None,
+        }
+    }
+
+    fn match_column(
+        &mut self,
+        cell: &Cell,
+        tr: TimeRange,
+        filter: Option<&mut Filter>,
+    ) -> MatchCode {
+        match tr.compare(cell.timestamp) {
+            std::cmp::Ordering::Greater => return MatchCode::Skip,
+            std::cmp::Ordering::Less => return MatchCode::SeekNextCol,
+            std::cmp::Ordering::Equal => {}
+        }
+        let code = self.columns.check_column(cell);
+        if code != MatchCode::Include {
+            return code;
+        }
+        let code = self.columns.check_versions(cell, false);
+        match (&code, filter) {
+            (MatchCode::Skip | MatchCode::SeekNextCol, _) => code,
+            (_, None) => code,
+            (_, Some(f)) => {
+                let rc = f.filter_cell(cell);
+                self.merge_filter_response(cell, code, rc, f)
+            }
+        }
+    }
+
+    /// UserScanQueryMatcher.mergeFilterResponse: combines the version decision with the
+    /// filter's, then re-counts versions among the cells the filter kept.
+    fn merge_filter_response(
+        &mut self,
+        cell: &Cell,
+        code: MatchCode,
+        rc: ReturnCode,
+        f: &Filter,
+    ) -> MatchCode {
+        use MatchCode as M;
+        let code = match rc {
+            ReturnCode::Skip => match code {
+                M::Include => return M::Skip,
+                M::IncludeAndSeekNextCol => return M::SeekNextCol,
+                _ => return M::SeekNextRow,
+            },
+            ReturnCode::NextCol => match code {
+                M::IncludeAndSeekNextRow => return M::SeekNextRow,
+                _ => return M::SeekNextCol,
+            },
+            ReturnCode::NextRow => return M::SeekNextRow,
+            ReturnCode::SeekNextUsingHint => {
+                return f
+                    .next_cell_hint(cell)
+                    .filter(|h| h > cell)
+                    .map_or(M::Skip, M::SeekTo);
+            }
+            ReturnCode::Include | ReturnCode::IncludeAndSeekNextRow => code,
+            ReturnCode::IncludeAndNextCol => {
+                if code == M::Include {
+                    M::IncludeAndSeekNextCol
+                } else {
+                    code
+                }
+            }
+        };
+        if code != M::Include {
+            return code;
+        }
+        if self.filter_col.as_ref() != Some(&cell.qualifier) {
+            self.filter_col = Some(cell.qualifier.clone());
+            self.filter_count = 0;
+        }
+        self.filter_count += 1;
+        if self.filter_count > self.versions_after_filter {
+            M::SeekNextCol
+        } else {
+            M::Include
+        }
+    }
+
+    fn match_compaction(&mut self, cell: &Cell, drop_deletes: Option<Timestamp>) -> MatchCode {
+        let untracked = cell.seq_id > self.max_read_point_to_track;
+        if cell.cell_type.is_delete() {
+            if untracked {
+                return MatchCode::Include;
+            }
+            self.track_delete(cell);
+            if let Some(earliest_put_ts) = drop_deletes {
+                if let Some(code) = self.try_drop_delete(cell, earliest_put_ts) {
+                    return code;
+                }
+            } else {
+                return MatchCode::Include;
+            }
+        } else if let Some(code) = self.check_deleted(cell) {
+            return code;
+        }
+        self.columns.check_versions(cell, untracked)
+    }
+
+    fn track_delete(&mut self, cell: &Cell) {
+        let kdc = self.info.keep_deleted_cells;
+        if kdc == KeepDeletedCells::False
+            || (kdc == KeepDeletedCells::Ttl && cell.timestamp < self.oldest_unexpired_ts)
+        {
+            self.deletes.add(cell);
+        }
+    }
+
+    fn try_drop_delete(&mut self, cell: &Cell, earliest_put_ts: Timestamp) -> Option<MatchCode> {
+        let purge = self.info.time_to_purge_deletes_ms;
+        if purge > 0 && self.now_ms.saturating_sub(cell.timestamp) <= purge {
+            return None;
+        }
+        let kdc = self.info.keep_deleted_cells;
+        if kdc == KeepDeletedCells::False
+            || (kdc == KeepDeletedCells::Ttl && cell.timestamp < self.oldest_unexpired_ts)
+        {
+            return Some(MatchCode::Skip);
+        }
+        if cell.timestamp < earliest_put_ts {
+            // Nothing older than the marker exists in the files compacted: it masks nothing.
+            return Some(MatchCode::SeekNextCol);
+        }
+        None
+    }
+}
+
+/// Counts versions per column and, for explicit column lists, steers to wanted columns
+/// (ScanWildcardColumnTracker and ExplicitColumnTracker in one).
+#[derive(Debug)]
+struct ColumnTracker {
+    explicit: Option<Vec<Bytes>>,
+    idx: usize,
+    column: Option<Bytes>,
+    count: u32,
+    last_ts_type: Option<(Timestamp, CellType)>,
+    min_versions: u32,
+    max_versions: u32,
+    oldest_unexpired_ts: Timestamp,
+}
+
+impl ColumnTracker {
+    fn new(
+        explicit: Option<Vec<Bytes>>,
+        min_versions: u32,
+        max_versions: u32,
+        oldest: Timestamp,
+    ) -> Self {
+        ColumnTracker {
+            explicit,
+            idx: 0,
+            column: None,
+            count: 0,
+            last_ts_type: None,
+            min_versions,
+            max_versions,
+            oldest_unexpired_ts: oldest,
+        }
+    }
+
+    fn reset(&mut self) {
+        self.idx = 0;
+        self.column = None;
+        self.count = 0;
+        self.last_ts_type = None;
+    }
+
+    fn done(&self) -> bool {
+        self.explicit
+            .as_ref()
+            .is_some_and(|cols| self.idx >= cols.len())
+    }
+
+    fn is_expired(&self, ts: Timestamp) -> bool {
+        ts < self.oldest_unexpired_ts
+    }
+
+    /// Expired and no minimum to keep: this cell and the older ones of its column are gone.
+    fn is_done(&self, ts: Timestamp) -> bool {
+        self.min_versions == 0 && self.is_expired(ts)
+    }
+
+    fn check_column(&mut self, cell: &Cell) -> MatchCode {
+        let Some(cols) = &self.explicit else {
+            return MatchCode::Include;
+        };
+        while self.idx < cols.len() && cols[self.idx] < cell.qualifier {
+            self.idx += 1;
+        }
+        match cols.get(self.idx) {
+            None => MatchCode::SeekNextRow,
+            Some(want) if *want == cell.qualifier => MatchCode::Include,
+            Some(want) => MatchCode::SeekTo(Cell::first_on_column(&cell.row, &cell.family, want)),
+        }
+    }
+
+    fn check_versions(&mut self, cell: &Cell, ignore_count: bool) -> MatchCode {
+        if self.column.as_ref() == Some(&cell.qualifier) {
+            if ignore_count {
+                return MatchCode::Include;
+            }
+            if self.last_ts_type == Some((cell.timestamp, cell.cell_type)) {
+                return MatchCode::Skip;
+            }
+        } else {
+            self.column = Some(cell.qualifier.clone());
+            self.count = 0;
+            self.last_ts_type = None;
+            if ignore_count {
+                return MatchCode::Include;
+            }
+        }
+        if !cell.cell_type.is_delete() {
+            self.count += 1;
+        }
+        if self.count > self.max_versions {
+            return MatchCode::SeekNextCol;
+        }
+        if self.count <= self.min_versions || !self.is_expired(cell.timestamp) {
+            self.last_ts_type = Some((cell.timestamp, cell.cell_type));
+            MatchCode::Include
+        } else {
+            MatchCode::SeekNextCol
+        }
+    }
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum DeleteResult {
+    FamilyDeleted,
+    FamilyVersionDeleted,
+    ColumnDeleted,
+    VersionDeleted,
+    NotDeleted,
+}
+
+/// Remembers the markers seen in the current row (ScanDeleteTracker).
+#[derive(Debug, Default)]
+struct DeleteTracker {
+    family_ts: Option<Timestamp>,
+    family_versions: Vec<Timestamp>,
+    column: Option<Bytes>,
+    column_ts: Option<Timestamp>,
+    versions: Vec<Timestamp>,
+}
+
+impl DeleteTracker {
+    fn reset(&mut self) {
+        *self = DeleteTracker::default();
+    }
+
+    fn add(&mut self, m: &Cell) {
+        match m.cell_type {
+            CellType::DeleteFamily => {
+                self.family_ts = Some(self.family_ts.map_or(m.timestamp, |t| t.max(m.timestamp)));
+            }
+            CellType::DeleteFamilyVersion => self.family_versions.push(m.timestamp),
+            CellType::DeleteColumn | CellType::Delete => {
+                if self.column.as_ref() != Some(&m.qualifier) {
+                    self.column = Some(m.qualifier.clone());
+                    self.column_ts = None;
+                    self.versions.clear();
+                }
+                if m.cell_type == CellType::DeleteColumn {
+                    self.column_ts =
+                        Some(self.column_ts.map_or(m.timestamp, |t| t.max(m.timestamp)));
+                } else {
+                    self.versions.push(m.timestamp);
+                }
+            }
+            CellType::Put | CellType::Minimum | CellType::Maximum => {}
+        }
+    }
+
+    fn is_deleted(&self, c: &Cell) -> DeleteResult {
+        if self.family_ts.is_some_and(|t| c.timestamp <= t) {
+            return DeleteResult::FamilyDeleted;
+        }
+        if self.family_versions.contains(&c.timestamp) {
+            return DeleteResult::FamilyVersionDeleted;
+        }
+        if self.column.as_ref() == Some(&c.qualifier) {
+            if self.column_ts.is_some_and(|t| c.timestamp <= t) {
+                return DeleteResult::ColumnDeleted;
+            }
+            if self.versions.contains(&c.timestamp) {
+                return DeleteResult::VersionDeleted;
+            }
+        }
+        DeleteResult::NotDeleted
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,187 @@
+//! The store scanner: merges a store's memstores and files and turns the query matcher's
+//! decisions into steps and seeks (HBase's StoreScanner and KeyValueHeap).
+
+use basalt_model::filter::Filter;
+use basalt_model::{Cell, Result};
+use bytes::Bytes;
+
+use super::query_matcher::{MatchCode, QueryMatcher};
+
+/// A sorted source of cells: a memstore or a store file (HBase's KeyValueScanner).
+pub trait CellSource: Send + std::fmt::Debug {
+    /// The current cell, `None` when exhausted.
+    fn peek(&self) -> Option<&Cell>;
+    /// Moves to the next visible cell.
+    ///
+    /// # Errors
+    /// A corrupt block.
+    fn advance(&mut self) -> Result<()>;
+    /// Moves to the first visible cell at or after `key` (never backwards past the current).
+    ///
+    /// # Errors
+    /// A corrupt block.
+    fn seek(&mut self, key: &Cell) -> Result<()>;
+    /// The row of the greatest visible cell below `key` (below nothing: the last cell), for
+    /// reversed scans. Does not move.
+    ///
+    /// # Errors
+    /// A corrupt block.
+    fn last_row_before(&mut self, key: Option<&Cell>) -> Result<Option<Bytes>>;
+}
+
+/// The smallest key of the row after `row`.
+#[must_use]
+pub fn first_on_next_row(row: &Bytes) -> Cell {
+    let mut next = row.to_vec();
+    next.push(0);
+    Cell::first_on_row(&Bytes::from(next))
+}
+
+/// Scans one store for one query.
+#[derive(Debug)]
+pub struct StoreScanner {
+    sources: Vec<Box<dyn CellSource>>,
+    matcher: QueryMatcher,
+}
+
+impl StoreScanner {
+    /// A scanner over `sources` deciding with `matcher`.
+    #[must_use]
+    pub fn new(sources: Vec<Box<dyn CellSource>>, matcher: QueryMatcher) -> StoreScanner {
+        StoreScanner { sources, matcher }
+    }
+
+    fn min(&self) -> Option<(usize, &Cell)> {
+        min_source(&self.sources)
+    }
+
+    /// The row of the next cell, `None` when the store is exhausted.
+    #[must_use]
+    pub fn peek_row(&self) -> Option<Bytes> {
+        self.min().map(|(_, c)| c.row.clone())
+    }
+
+    /// Positions every source at the first cell at or after `key`.
+    ///
+    /// # Errors
+    /// A corrupt block.
+    pub fn seek(&mut self, key: &Cell) -> Result<()> {
+        self.sources.iter_mut().try_for_each(|s| s.seek(key))
+    }
+
+    /// The greatest row below `key` in any source (reversed scans).
+    ///
+    /// # Errors
+    /// A corrupt block.
+    pub fn last_row_before(&mut self, key: Option<&Cell>) -> Result<Option<Bytes>> {
+        let mut best: Option<Bytes> = None;
+        for s in &mut self.sources {
+            if let Some(r) = s.last_row_before(key)? {
+                if best.as_ref().is_none_or(|b| r > *b) {
+                    best = Some(r);
+                }
+            }
+        }
+        Ok(best)
+    }
+
+    /// Reads the cells of `row` that the query keeps into `out`. On return the sources are
+    /// past the row, unless the filter ended the scan. Returns true when it did (DONE_SCAN).
+    ///
+    /// # Errors
+    /// A corrupt block.
+    pub fn read_row(
+        &mut self,
+        row: &Bytes,
+        out: &mut Vec<Cell>,
+        mut filter: Option<&mut Filter>,
+    ) -> Result<bool> {
+        self.matcher.set_row(row);
+        while let Some((i, cell)) = min_source(&self.sources) {
+            let cell = cell.clone();
+            let cell = &cell;
+            let code = self.matcher.matches(cell, filter.as_deref_mut());
+            let code = protect_family_markers(cell, code);
+            match code {
+                MatchCode::Include
+                | MatchCode::IncludeAndSeekNextCol
+                | MatchCode::IncludeAndSeekNextRow => {
+                    let kept = match filter.as_deref() {
+                        Some(f) => f.transform_cell(cell.clone()),
+                        None => cell.clone(),
+                    };
+                    let col = Cell::last_on_column(&kept.row, &kept.family, &cell.qualifier);
+                    out.push(kept);
+                    match code {
+                        MatchCode::Include => self.sources[i].advance()?,
+                        MatchCode::IncludeAndSeekNextCol => self.seek(&col)?,
+                        _ => {
+                            self.seek(&first_on_next_row(row))?;
+                            return Ok(false);
+                        }
+                    }
+                }
+                MatchCode::Skip => self.sources[i].advance()?,
+                MatchCode::SeekNextCol => {
+                    let key = Cell::last_on_column(&cell.row, &cell.family, &cell.qualifier);
+                    self.seek(&key)?;
+                }
+                MatchCode::SeekTo(key) => {
+                    if &key > cell {
+                        self.seek(&key)?;
+                    } else {
+                        self.sources[i].advance()?;
+                    }
+                }
+                MatchCode::SeekNextRow => {
+                    self.seek(&first_on_next_row(row))?;
+                    return Ok(false);
+                }
+                MatchCode::Done => return Ok(false),
+                MatchCode::DoneScan => return Ok(true),
+            }
+        }
+        Ok(false)
+    }
+
+    /// Feeds every cell of every row through the matcher (compaction mode) into `sink`.
+    ///
+    /// # Errors
+    /// A corrupt block, or an error from `sink`.
+    pub fn compact_into(&mut self, mut sink: impl FnMut(Cell) -> Result<()>) -> Result<()> {
+        let mut row_cells = Vec::new();
+        while let Some(row) = self.peek_row() {
+            self.read_row(&row, &mut row_cells, None)?;
+            row_cells.drain(..).try_for_each(&mut sink)?;
+        }
+        Ok(())
+    }
+}
+
+/// The source whose current cell sorts first (a linear pick: stores have few sources).
+fn min_source(sources: &[Box<dyn CellSource>]) -> Option<(usize, &Cell)> {
+    let mut best: Option<(usize, &Cell)> = None;
+    for (i, s) in sources.iter().enumerate() {
+        if let Some(c) = s.peek() {
+            if best.is_none_or(|(_, b)| c < b) {
+                best = Some((i, c));
+            }
+        }
+    }
+    best
+}
+
+/// Family-level markers sit under the empty qualifier and may follow newer empty-qualifier
+/// puts; a seek past that column would skip them and let them mask nothing. Within the empty
+/// qualifier, seeks become steps so every marker reaches the delete tracker.
+fn protect_family_markers(cell: &Cell, code: MatchCode) -> MatchCode {
+    if !cell.qualifier.is_empty() {
+        return code;
+    }
+    match code {
+        MatchCode::SeekNextCol => MatchCode::Skip,
+        MatchCode::SeekTo(key) if key.row == cell.row => MatchCode::Skip,
+        MatchCode::IncludeAndSeekNextCol => MatchCode::Include,
+        other => other,
+    }
+}

@@ -1,0 +1,147 @@
+//! Bloom filters of store files (docs/formats/storefile.md, "Bloom block").
+
+use basalt_model::BloomType;
+use xxhash_rust::xxh3::xxh3_64;
+
+use crate::codec::Reader;
+
+const BITS_PER_KEY: u64 = 10;
+const HASH_COUNT: u32 = 7;
+
+/// Kind codes on disk: never renumber.
+fn kind_code(t: BloomType) -> u8 {
+    match t {
+        BloomType::Row => 1,
+        BloomType::RowCol | BloomType::None => 2,
+    }
+}
+
+/// The bloom key of a row and, for ROWCOL, a qualifier.
+pub fn bloom_key(kind: BloomType, row: &[u8], qualifier: &[u8]) -> Vec<u8> {
+    match kind {
+        BloomType::Row | BloomType::None => row.to_vec(),
+        BloomType::RowCol => {
+            let mut k = Vec::with_capacity(row.len() + qualifier.len() + 2);
+            let len = u16::try_from(row.len()).unwrap_or(u16::MAX);
+            k.extend_from_slice(&len.to_be_bytes());
+            k.extend_from_slice(row);
+            k.extend_from_slice(qualifier);
+            k
+        }
+    }
+}
+
+/// Collects key hashes while a file is written.
+#[derive(Debug)]
+pub struct BloomBuilder {
+    kind: BloomType,
+    hashes: Vec<u64>,
+    last: Option<u64>,
+}
+
+impl BloomBuilder {
+    /// A builder for `kind` (ROW or ROWCOL).
+    #[must_use]
+    pub fn new(kind: BloomType) -> BloomBuilder {
+        BloomBuilder {
+            kind,
+            hashes: Vec::new(),
+            last: None,
+        }
+    }
+
+    /// Adds a key (consecutive duplicates are folded).
+    pub fn add(&mut self, key: &[u8]) {
+        let h = xxh3_64(key);
+        if self.last != Some(h) {
+            self.hashes.push(h);
+            self.last = Some(h);
+        }
+    }
+
+    /// The encoded bloom block body.
+    #[must_use]
+    pub fn finish(&self) -> Vec<u8> {
+        let bits = (self.hashes.len() as u64 * BITS_PER_KEY).max(64);
+        let mut data = vec![0u8; usize::try_from(bits.div_ceil(8)).unwrap_or(0)];
+        for &h in &self.hashes {
+            for bit in probes(h, bits) {
+                data[usize::try_from(bit / 8).unwrap_or(0)] |= 1 << (bit % 8);
+            }
+        }
+        let mut out = vec![kind_code(self.kind)];
+        out.extend_from_slice(&HASH_COUNT.to_le_bytes());
+        out.extend_from_slice(&bits.to_le_bytes());
+        out.extend_from_slice(&data);
+        out
+    }
+}
+
+fn probes(h: u64, bits: u64) -> impl Iterator<Item = u64> {
+    let h1 = h & 0xffff_ffff;
+    let h2 = h >> 32;
+    (0..u64::from(HASH_COUNT)).map(move |i| h1.wrapping_add(i.wrapping_mul(h2)) % bits)
+}
+
+/// A loaded bloom filter.
+#[derive(Debug)]
+pub struct Bloom {
+    pub kind: BloomType,
+    bits: u64,
+    data: Vec<u8>,
+}
+
+impl Bloom {
+    /// Decodes a bloom block body; `None` when malformed.
+    #[must_use]
+    pub fn decode(body: &[u8]) -> Option<Bloom> {
+        let mut r = Reader::new(body);
+        let kind = match r.u8()? {
+            1 => BloomType::Row,
+            2 => BloomType::RowCol,
+            _ => return None,
+        };
+        if r.u32_le()? != HASH_COUNT {
+            return None;
+        }
+        let bits = r.u64_le()?;
+        let data = r.take(usize::try_from(bits.div_ceil(8)).ok()?)?.to_vec();
+        if bits == 0 || !r.is_empty() {
+            return None;
+        }
+        Some(Bloom { kind, bits, data })
+    }
+
+    /// False when the key is certainly absent.
+    #[must_use]
+    pub fn may_contain(&self, key: &[u8]) -> bool {
+        let h = xxh3_64(key);
+        probes(h, self.bits).all(|bit| {
+            let byte = self
+                .data
+                .get(usize::try_from(bit / 8).unwrap_or(usize::MAX))
+                .copied()
+                .unwrap_or(0);
+            byte & (1 << (bit % 8)) != 0
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_false_negatives_and_few_false_positives() {
+        let mut b = BloomBuilder::new(BloomType::Row);
+        for i in 0..10_000u32 {
+            b.add(&i.to_be_bytes());
+        }
+        let bloom = Bloom::decode(&b.finish()).unwrap();
+        assert!((0..10_000u32).all(|i| bloom.may_contain(&i.to_be_bytes())));
+        let fp = (10_000..20_000u32)
+            .filter(|i| bloom.may_contain(&i.to_be_bytes()))
+            .count();
+        assert!(fp < 300, "false positive rate too high: {fp}/10000");
+    }
+}

@@ -1,0 +1,36 @@
+//! Store files: immutable sorted runs of one store's cells (docs/formats/storefile.md).
+
+mod block;
+mod bloom;
+mod reader;
+mod writer;
+
+pub use reader::{StoreFile, StoreFileScanner};
+pub use writer::StoreFileWriter;
+
+use basalt_model::{Cell, Timestamp};
+
+/// What a store file says about itself (its file-info block).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileInfo {
+    pub first_key: Option<Cell>,
+    pub last_key: Option<Cell>,
+    pub max_seq_id: u64,
+    pub min_ts: Timestamp,
+    pub max_ts: Timestamp,
+    pub cell_count: u64,
+    pub delete_count: u64,
+    pub delete_family_count: u64,
+    pub major_compacted: bool,
+    pub created_ms: i64,
+}
+
+/// Trailer magic: never change.
+pub const MAGIC: &[u8; 8] = b"BSLTSF01";
+/// Store file format version.
+pub const FORMAT_VERSION: u32 = 1;
+/// Fixed trailer length.
+pub const TRAILER_LEN: usize = 52;
+
+#[cfg(test)]
+mod tests;

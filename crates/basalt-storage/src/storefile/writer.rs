@@ -1,0 +1,209 @@
+//! Writes a store file from cells in key order.
+
+use std::path::{Path, PathBuf};
+
+use basalt_model::{BloomType, Cell, CellType, ColumnFamilyDescriptor, Compression, Result};
+
+use super::block::{self, DataBlockBuilder};
+use super::bloom::{bloom_key, BloomBuilder};
+use super::{FileInfo, FORMAT_VERSION, MAGIC};
+use crate::codec::{put_bytes, put_varint};
+use crate::env::{Env, WritableFile};
+
+/// Writes one store file. Call [`StoreFileWriter::add`] with cells in key order, then
+/// [`StoreFileWriter::finish`], which syncs the file.
+#[derive(Debug)]
+pub struct StoreFileWriter {
+    file: WritableFile,
+    path: PathBuf,
+    codec: Compression,
+    block_size_bytes: usize,
+    block: DataBlockBuilder,
+    bloom: Option<BloomBuilder>,
+    bloom_kind: BloomType,
+    index: Vec<(Vec<u8>, u64, u32)>,
+    offset: u64,
+    info: FileInfo,
+    last: Option<Cell>,
+}
+
+impl StoreFileWriter {
+    /// Creates `path` for a store of `family`.
+    ///
+    /// # Errors
+    /// `Io` creating the file.
+    pub fn create(
+        env: &Env,
+        path: &Path,
+        family: &ColumnFamilyDescriptor,
+        now_ms: i64,
+    ) -> Result<Self> {
+        let bloom_kind = family.bloom_filter;
+        Ok(StoreFileWriter {
+            file: env.create(path)?,
+            path: path.to_owned(),
+            codec: family.compression,
+            block_size_bytes: family.block_size_bytes as usize,
+            block: DataBlockBuilder::default(),
+            bloom: (bloom_kind != BloomType::None).then(|| BloomBuilder::new(bloom_kind)),
+            bloom_kind,
+            index: Vec::new(),
+            offset: 0,
+            info: FileInfo {
+                first_key: None,
+                last_key: None,
+                max_seq_id: 0,
+                min_ts: i64::MAX,
+                max_ts: i64::MIN,
+                cell_count: 0,
+                delete_count: 0,
+                delete_family_count: 0,
+                major_compacted: false,
+                created_ms: now_ms,
+            },
+            last: None,
+        })
+    }
+
+    /// Appends a cell.
+    ///
+    /// # Errors
+    /// `Io` writing a full block.
+    ///
+    /// # Panics
+    /// If cells arrive out of key order (a bug in the caller, never bad input).
+    pub fn add(&mut self, c: &Cell) -> Result<()> {
+        if let Some(last) = &self.last {
+            assert!(
+                last < c,
+                "store file cells must be added in strictly increasing key order"
+            );
+        }
+        if let Some(bloom) = &mut self.bloom {
+            let q: &[u8] = if c.cell_type.is_family_delete() {
+                b""
+            } else {
+                &c.qualifier
+            };
+            bloom.add(&bloom_key(self.bloom_kind, &c.row, q));
+        }
+        let i = &mut self.info;
+        if i.first_key.is_none() {
+            i.first_key = Some(key_of(c));
+        }
+        i.max_seq_id = i.max_seq_id.max(c.seq_id);
+        i.min_ts = i.min_ts.min(c.timestamp);
+        i.max_ts = i.max_ts.max(c.timestamp);
+        i.cell_count += 1;
+        if c.cell_type.is_delete() {
+            i.delete_count += 1;
+        }
+        if c.cell_type == CellType::DeleteFamily || c.cell_type == CellType::DeleteFamilyVersion {
+            i.delete_family_count += 1;
+        }
+        self.block.add(c);
+        self.last = Some(key_of(c));
+        if self.block.size_bytes() >= self.block_size_bytes {
+            self.flush_block()?;
+        }
+        Ok(())
+    }
+
+    /// Number of cells added.
+    #[must_use]
+    pub fn cell_count(&self) -> u64 {
+        self.info.cell_count
+    }
+
+    fn flush_block(&mut self) -> Result<()> {
+        if self.block.is_empty() {
+            return Ok(());
+        }
+        let last_key = self.block.last_key().to_vec();
+        let body = self.block.finish();
+        let stored = block::frame(&body, self.codec)?;
+        self.file.write_all(&stored)?;
+        let len = u32::try_from(stored.len()).expect("a block is far below 4 GiB");
+        self.index.push((last_key, self.offset, len));
+        self.offset += u64::from(len);
+        Ok(())
+    }
+
+    fn write_section(&mut self, body: &[u8]) -> Result<(u64, u32)> {
+        let stored = block::frame(body, Compression::None)?;
+        let at = self.offset;
+        self.file.write_all(&stored)?;
+        let len = u32::try_from(stored.len()).expect("metadata blocks are far below 4 GiB");
+        self.offset += u64::from(len);
+        Ok((at, len))
+    }
+
+    /// Writes the bloom, index, file info and trailer, syncs the file and returns its info.
+    ///
+    /// # Errors
+    /// `Io` writing or syncing.
+    pub fn finish(mut self, major_compacted: bool) -> Result<(PathBuf, FileInfo)> {
+        self.flush_block()?;
+        self.info.last_key = self.last.take();
+        self.info.major_compacted = major_compacted;
+        let (bloom_off, bloom_len) = match self.bloom.take() {
+            Some(b) if self.info.cell_count > 0 => self.write_section(&b.finish())?,
+            _ => (0, 0),
+        };
+        let mut index = Vec::new();
+        put_varint(&mut index, self.index.len() as u64);
+        for (k, off, len) in &self.index {
+            put_bytes(&mut index, k);
+            index.extend_from_slice(&off.to_le_bytes());
+            index.extend_from_slice(&len.to_le_bytes());
+        }
+        let (index_off, index_len) = self.write_section(&index)?;
+        let info = encode_info(&self.info);
+        let (info_off, info_len) = self.write_section(&info)?;
+        let mut t = Vec::with_capacity(super::TRAILER_LEN);
+        for (off, len) in [
+            (index_off, index_len),
+            (bloom_off, bloom_len),
+            (info_off, info_len),
+        ] {
+            t.extend_from_slice(&off.to_le_bytes());
+            t.extend_from_slice(&len.to_le_bytes());
+        }
+        t.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        let crc = crc32c::crc32c(&t);
+        t.extend_from_slice(&crc.to_le_bytes());
+        t.extend_from_slice(MAGIC);
+        self.file.write_all(&t)?;
+        self.file.sync_data()?;
+        Ok((self.path, self.info))
+    }
+}
+
+/// The cell's key alone (no value), as file info keeps it.
+fn key_of(c: &Cell) -> Cell {
+    Cell {
+        value: bytes::Bytes::new(),
+        ttl_ms: None,
+        ..c.clone()
+    }
+}
+
+fn encode_info(i: &FileInfo) -> Vec<u8> {
+    let mut out = Vec::new();
+    for k in [&i.first_key, &i.last_key] {
+        let mut kb = Vec::new();
+        if let Some(c) = k {
+            block::encode_key(&mut kb, c);
+        }
+        put_bytes(&mut out, &kb);
+    }
+    put_varint(&mut out, i.max_seq_id);
+    out.extend_from_slice(&i.min_ts.to_be_bytes());
+    out.extend_from_slice(&i.max_ts.to_be_bytes());
+    put_varint(&mut out, i.cell_count);
+    put_varint(&mut out, i.delete_count);
+    put_varint(&mut out, i.delete_family_count);
+    out.push(u8::from(i.major_compacted));
+    out.extend_from_slice(&i.created_ms.to_be_bytes());
+    out
+}

@@ -1,0 +1,330 @@
+//! The write-ahead log: one per database, shared by all regions (docs/formats/wal.md).
+//!
+//! # Thread safety
+//! Any number of threads append and sync concurrently. `state` (buffer and current segment) and
+//! `sync` (what is durable) are separate locks; the lock order is `state` before `sync`, and the
+//! sync leader never holds `sync` while it takes `state`.
+//!
+//! # Invariants
+//! 1. `SyncState::synced <= WalState::appended`: positions count bytes ever appended, so a
+//!    writer's ticket is covered once `synced >= ticket`.
+//! 2. Bytes reach the file in append order: only the holder of `state` writes the buffer.
+//! 3. After a failed write or sync the log refuses all further writes (like an HBase region
+//!    server aborting): an acknowledged write is never followed by a silent gap.
+
+mod record;
+mod replay;
+
+pub use record::WalEdit;
+pub use replay::SegmentInfo;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use basalt_model::{Cell, Durability, Error, Result};
+use parking_lot::{Condvar, Mutex};
+
+use crate::env::{Env, WritableFile};
+
+/// Default size at which a segment is rolled.
+pub const DEFAULT_ROLL_SIZE_BYTES: u64 = 64 << 20;
+/// How long an ASYNC_WAL edit may wait for its sync at most.
+pub const ASYNC_SYNC_INTERVAL: Duration = Duration::from_millis(100);
+/// Buffered bytes beyond which an appender writes the buffer out itself.
+const MAX_BUFFER_BYTES: usize = 1 << 20;
+
+/// A position in the log that a writer waits on.
+pub type Ticket = u64;
+
+/// The write-ahead log.
+#[derive(Debug)]
+pub struct Wal {
+    dir: PathBuf,
+    env: Env,
+    roll_size_bytes: u64,
+    state: Mutex<WalState>,
+    sync: Mutex<SyncState>,
+    synced_cond: Condvar,
+    shutdown: Mutex<bool>,
+    shutdown_cond: Condvar,
+}
+
+#[derive(Debug)]
+struct WalState {
+    buffer: Vec<u8>,
+    appended: u64,
+    segment: WritableFile,
+    segment_id: u64,
+    segment_bytes: u64,
+    segment_max_seq: u64,
+    /// Segments no longer written, oldest first: `(max seq id, path)`.
+    closed: Vec<(u64, PathBuf)>,
+    failed: Option<String>,
+}
+
+#[derive(Debug, Default)]
+struct SyncState {
+    synced: u64,
+    syncing: bool,
+    fsync_wanted: bool,
+    failed: Option<String>,
+}
+
+impl Wal {
+    /// Opens the log in `dir` and starts a new segment after the existing ones, which stay
+    /// for [`Wal::recover`] to read.
+    ///
+    /// # Errors
+    /// `Io` listing the directory or creating the segment.
+    pub fn open(env: &Env, dir: &Path, roll_size_bytes: u64) -> Result<Arc<Wal>> {
+        env.create_dir_all(dir)?;
+        let existing = replay::list_segments(env, dir)?;
+        let next_id = existing.last().map_or(1, |id| id + 1);
+        let segment = new_segment(env, dir, next_id)?;
+        // Until recovery reads them, old segments must be kept whatever is flushed.
+        let closed = existing
+            .iter()
+            .map(|id| (u64::MAX, dir.join(replay::segment_name(*id))))
+            .collect();
+        Ok(Arc::new(Wal {
+            dir: dir.to_owned(),
+            env: env.clone(),
+            roll_size_bytes,
+            state: Mutex::new(WalState {
+                buffer: Vec::with_capacity(64 << 10),
+                appended: 0,
+                segment,
+                segment_id: next_id,
+                segment_bytes: record::HEADER_LEN as u64,
+                segment_max_seq: 0,
+                closed,
+                failed: None,
+            }),
+            sync: Mutex::new(SyncState::default()),
+            synced_cond: Condvar::new(),
+            shutdown: Mutex::new(false),
+            shutdown_cond: Condvar::new(),
+        }))
+    }
+
+    /// Replays the segments that existed at open through `apply`, in order; a torn tail of
+    /// the newest of them is truncated. Returns the highest sequence id seen.
+    ///
+    /// # Errors
+    /// Corruption of a segment, `Io`, or an error from `apply`.
+    pub fn recover(&self, apply: impl FnMut(WalEdit) -> Result<()>) -> Result<u64> {
+        let paths: Vec<PathBuf> = self
+            .state
+            .lock()
+            .closed
+            .iter()
+            .map(|(_, p)| p.clone())
+            .collect();
+        let infos = replay::replay_paths(&self.env, &paths, apply)?;
+        let mut st = self.state.lock();
+        for (slot, info) in st.closed.iter_mut().zip(&infos) {
+            slot.0 = info.max_seq_id;
+        }
+        Ok(infos.iter().map(|s| s.max_seq_id).max().unwrap_or(0))
+    }
+
+    /// Starts the background thread that syncs ASYNC_WAL edits. It holds only a weak
+    /// reference, so it ends when the log is dropped or [`Wal::shutdown`] is called.
+    pub fn start_background_sync(self: &Arc<Self>) {
+        let weak = Arc::downgrade(self);
+        std::thread::Builder::new()
+            .name("basalt-wal-sync".into())
+            .spawn(move || loop {
+                let Some(wal) = weak.upgrade() else { return };
+                {
+                    let mut stop = wal.shutdown.lock();
+                    if *stop {
+                        return;
+                    }
+                    wal.shutdown_cond.wait_for(&mut stop, ASYNC_SYNC_INTERVAL);
+                    if *stop {
+                        return;
+                    }
+                }
+                let target = wal.state.lock().appended;
+                // A failure is sticky in the log's state; writers see it on their next call.
+                let _ = wal.sync(target, false);
+            })
+            .map(drop)
+            .unwrap_or_else(|_| ());
+    }
+
+    /// Appends one edit (a row mutation's cells, all with `seq_id`) and returns the ticket to
+    /// wait on for durability. Nothing is written for `SkipWal`.
+    ///
+    /// # Errors
+    /// The log's sticky failure, or an I/O error writing a full buffer or rolling a segment.
+    pub fn append(&self, region_id: u64, seq_id: u64, cells: &[Cell]) -> Result<Ticket> {
+        let mut st = self.state.lock();
+        if let Some(why) = &st.failed {
+            return Err(Error::DoNotRetry(format!(
+                "the WAL failed earlier and refuses writes: {why}"
+            )));
+        }
+        let before = st.buffer.len();
+        record::encode_record(&mut st.buffer, region_id, seq_id, cells);
+        let len = (st.buffer.len() - before) as u64;
+        st.appended += len;
+        st.segment_bytes += len;
+        st.segment_max_seq = st.segment_max_seq.max(seq_id);
+        let ticket = st.appended;
+        if st.segment_bytes >= self.roll_size_bytes {
+            self.roll(&mut st)?;
+        } else if st.buffer.len() >= MAX_BUFFER_BYTES {
+            write_buffer(&mut st)?;
+        }
+        Ok(ticket)
+    }
+
+    /// Waits until `ticket` is durable as `durability` requires: returns at once for
+    /// `AsyncWal` and `SkipWal`.
+    ///
+    /// # Errors
+    /// The write or sync failed; the log refuses further writes.
+    pub fn sync_for(&self, ticket: Ticket, durability: Durability) -> Result<()> {
+        match durability {
+            Durability::SyncWal | Durability::UseDefault => self.sync(ticket, false),
+            Durability::FsyncWal => self.sync(ticket, true),
+            Durability::AsyncWal | Durability::SkipWal => Ok(()),
+        }
+    }
+
+    /// Waits until every byte up to `ticket` is written and synced (group commit: one waiter
+    /// syncs for all).
+    ///
+    /// # Errors
+    /// The write or sync failed.
+    pub fn sync(&self, ticket: Ticket, fsync: bool) -> Result<()> {
+        let mut s = self.sync.lock();
+        s.fsync_wanted |= fsync;
+        loop {
+            if let Some(why) = &s.failed {
+                return Err(Error::DoNotRetry(format!("WAL sync failed: {why}")));
+            }
+            if s.synced >= ticket {
+                return Ok(());
+            }
+            if s.syncing {
+                self.synced_cond.wait(&mut s);
+                continue;
+            }
+            s.syncing = true;
+            let full = std::mem::take(&mut s.fsync_wanted);
+            drop(s);
+            let result = self.write_and_sync(full);
+            s = self.sync.lock();
+            s.syncing = false;
+            match result {
+                Ok(target) => s.synced = s.synced.max(target),
+                Err(e) => s.failed = Some(e.to_string()),
+            }
+            self.synced_cond.notify_all();
+        }
+    }
+
+    /// Leader's work: write the buffer, then sync without holding the state lock.
+    fn write_and_sync(&self, full: bool) -> Result<u64> {
+        let (target, file) = {
+            let mut st = self.state.lock();
+            if let Err(e) = write_buffer(&mut st) {
+                st.failed = Some(e.to_string());
+                return Err(e);
+            }
+            (st.appended, st.segment.try_clone()?)
+        };
+        let r = if full {
+            file.sync_all()
+        } else {
+            file.sync_data()
+        };
+        if let Err(e) = &r {
+            self.state.lock().failed = Some(e.to_string());
+        }
+        r.map(|()| target)
+    }
+
+    /// Closes the current segment (written and synced) and starts the next.
+    fn roll(&self, st: &mut WalState) -> Result<()> {
+        let res = write_buffer(st).and_then(|()| st.segment.sync_data());
+        if let Err(e) = res {
+            st.failed = Some(e.to_string());
+            return Err(e);
+        }
+        let next = st.segment_id + 1;
+        let segment = new_segment(&self.env, &self.dir, next)?;
+        let old = std::mem::replace(&mut st.segment, segment);
+        st.closed.push((st.segment_max_seq, old.path().to_owned()));
+        st.segment_id = next;
+        st.segment_bytes = record::HEADER_LEN as u64;
+        st.segment_max_seq = 0;
+        let appended = st.appended;
+        let mut s = self.sync.lock();
+        s.synced = s.synced.max(appended);
+        self.synced_cond.notify_all();
+        Ok(())
+    }
+
+    /// Deletes closed segments whose every edit is at or below `flushed_through`: no region
+    /// needs them for recovery any more.
+    ///
+    /// # Errors
+    /// `Io` removing a segment.
+    pub fn retire_segments(&self, flushed_through: u64) -> Result<()> {
+        let doomed: Vec<PathBuf> = {
+            let mut st = self.state.lock();
+            let keep_from = st.closed.iter().position(|(max, _)| *max > flushed_through);
+            let n = keep_from.unwrap_or(st.closed.len());
+            st.closed.drain(..n).map(|(_, p)| p).collect()
+        };
+        for p in &doomed {
+            self.env.remove_file(p)?;
+        }
+        if !doomed.is_empty() {
+            self.env.sync_dir(&self.dir)?;
+        }
+        Ok(())
+    }
+
+    /// Number of segment files the log currently keeps (closed plus current).
+    #[must_use]
+    pub fn segment_count(&self) -> usize {
+        self.state.lock().closed.len() + 1
+    }
+
+    /// Writes and syncs everything appended, then stops the background thread.
+    ///
+    /// # Errors
+    /// The final sync failed.
+    pub fn shutdown(&self) -> Result<()> {
+        *self.shutdown.lock() = true;
+        self.shutdown_cond.notify_all();
+        let target = self.state.lock().appended;
+        self.sync(target, false)
+    }
+}
+
+fn write_buffer(st: &mut WalState) -> Result<()> {
+    if st.buffer.is_empty() {
+        return Ok(());
+    }
+    st.segment.write_all(&st.buffer)?;
+    st.buffer.clear();
+    Ok(())
+}
+
+fn new_segment(env: &Env, dir: &Path, id: u64) -> Result<WritableFile> {
+    let mut f = env.create(&dir.join(replay::segment_name(id)))?;
+    f.write_all(&record::header())?;
+    f.sync_data()?;
+    env.sync_dir(dir)?;
+    Ok(f)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,163 @@
+//! Reading WAL segments back on open (docs/formats/wal.md, "Recovery").
+
+use std::path::{Path, PathBuf};
+
+use basalt_model::{Error, Result};
+
+use super::record::{
+    decode_edit, WalEdit, HEADER_LEN, MAGIC, MAX_PAYLOAD_LEN, RECORD_HEADER_LEN, VERSION,
+};
+use crate::env::Env;
+
+/// A segment found on disk, with what recovery learnt about it.
+#[derive(Clone, Debug)]
+pub struct SegmentInfo {
+    pub path: PathBuf,
+    /// Highest sequence id of any edit in the segment (0 when empty).
+    pub max_seq_id: u64,
+}
+
+/// The file name of segment `id`.
+#[must_use]
+pub fn segment_name(id: u64) -> String {
+    format!("{id:020}.wal")
+}
+
+/// Segment ids found in `dir`, ascending.
+///
+/// # Errors
+/// `Io` when the directory cannot be listed.
+pub fn list_segments(env: &Env, dir: &Path) -> Result<Vec<u64>> {
+    let mut ids: Vec<u64> = env
+        .list(dir)?
+        .iter()
+        .filter_map(|n| n.strip_suffix(".wal").and_then(|s| s.parse().ok()))
+        .collect();
+    ids.sort_unstable();
+    Ok(ids)
+}
+
+/// Reads the given segments in order, calling `apply` for each edit. A torn tail of the last
+/// one is truncated away; any other damage is an error.
+///
+/// # Errors
+/// `Corruption` naming the segment and offset; `Io`; or whatever `apply` returns.
+pub fn replay_paths(
+    env: &Env,
+    paths: &[PathBuf],
+    mut apply: impl FnMut(WalEdit) -> Result<()>,
+) -> Result<Vec<SegmentInfo>> {
+    let mut infos = Vec::with_capacity(paths.len());
+    // A crash can leave empty segments (header only) after the torn one: it is still the last
+    // segment that holds records.
+    let mut sizes = Vec::with_capacity(paths.len());
+    for p in paths {
+        sizes.push(
+            std::fs::metadata(p)
+                .map_err(|e| Error::io(format!("reading the size of {}", p.display()), e))?
+                .len(),
+        );
+    }
+    for (i, path) in paths.iter().enumerate() {
+        let is_last = sizes[i + 1..].iter().all(|&n| n <= HEADER_LEN as u64);
+        let max_seq_id = replay_segment(env, path, is_last, &mut apply)?;
+        infos.push(SegmentInfo {
+            path: path.clone(),
+            max_seq_id,
+        });
+    }
+    Ok(infos)
+}
+
+fn replay_segment(
+    env: &Env,
+    path: &Path,
+    is_last: bool,
+    apply: &mut impl FnMut(WalEdit) -> Result<()>,
+) -> Result<u64> {
+    let data = env.read_all(path)?;
+    if data.len() < HEADER_LEN {
+        // A crash right after creating the segment leaves it short; only the last may be.
+        if is_last && MAGIC.starts_with(&data[..data.len().min(MAGIC.len())]) {
+            env.truncate(path, 0)?;
+            return Ok(0);
+        }
+        return Err(Error::corruption(
+            "WAL segment header",
+            path,
+            "segment is shorter than its header",
+        ));
+    }
+    if &data[..8] != MAGIC || data[8..12] != VERSION.to_le_bytes() {
+        return Err(Error::corruption(
+            "WAL segment header",
+            path,
+            "bad magic or unsupported version",
+        ));
+    }
+    let mut pos = HEADER_LEN;
+    let mut max_seq = 0;
+    while pos < data.len() {
+        match next_record(&data, pos) {
+            Step::Record { payload, end } => {
+                let edit = decode_edit(payload, path, pos as u64)?;
+                max_seq = max_seq.max(edit.seq_id);
+                apply(edit)?;
+                pos = end;
+            }
+            Step::Torn(why) if is_last => {
+                env.truncate(path, pos as u64)?;
+                let _ = why;
+                break;
+            }
+            Step::Torn(why) | Step::Corrupt(why) => {
+                return Err(Error::corruption(
+                    "WAL record",
+                    path,
+                    format!("{why} at offset {pos}"),
+                ));
+            }
+        }
+    }
+    Ok(max_seq)
+}
+
+enum Step<'a> {
+    Record {
+        payload: &'a [u8],
+        end: usize,
+    },
+    /// Damage that a crash during the last write explains.
+    Torn(&'static str),
+    /// Damage a crash cannot explain.
+    Corrupt(&'static str),
+}
+
+fn next_record(data: &[u8], pos: usize) -> Step<'_> {
+    let rest = &data[pos..];
+    if rest.iter().all(|&b| b == 0) {
+        return Step::Torn("zero-filled tail");
+    }
+    if rest.len() < RECORD_HEADER_LEN {
+        return Step::Torn("truncated record header");
+    }
+    let len = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
+    let crc = u32::from_le_bytes([rest[4], rest[5], rest[6], rest[7]]);
+    if len > MAX_PAYLOAD_LEN {
+        return Step::Corrupt("impossible record length");
+    }
+    let end = pos + RECORD_HEADER_LEN + len;
+    if end > data.len() {
+        return Step::Torn("record runs past the end of the segment");
+    }
+    let payload = &data[pos + RECORD_HEADER_LEN..end];
+    if crc32c::crc32c(payload) != crc {
+        let after = &data[end..];
+        return if after.iter().all(|&b| b == 0) {
+            Step::Torn("checksum mismatch in the last record")
+        } else {
+            Step::Corrupt("checksum mismatch")
+        };
+    }
+    Step::Record { payload, end }
+}

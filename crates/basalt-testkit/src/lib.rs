@@ -1,0 +1,1 @@
+//! Test-only support: the oracle of HBase semantics (see `oracle`).
