@@ -285,7 +285,7 @@ mod tests {
     fn key_order_matches_hbase() {
         let put = |q: &'static str, ts| Cell::put("r", "f", q, ts, "v");
         let mk = |q: &'static str, ts, t| Cell::marker("r", "f", q, ts, t);
-        let mut cells = vec![
+        let mut cells = [
             put("a", 1),
             mk("", 5, CellType::DeleteFamily),
             put("a", 2),

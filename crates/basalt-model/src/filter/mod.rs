@@ -200,7 +200,7 @@ impl Filter {
             }
             Filter::List(l) => l.filters.iter_mut().for_each(|f| f.set_reversed(rev)),
             Filter::Skip { inner, .. } | Filter::WhileMatch { inner, .. } => {
-                inner.set_reversed(rev)
+                inner.set_reversed(rev);
             }
             _ => {}
         }

@@ -98,6 +98,14 @@ pub(super) fn filter_cell(f: &mut Filter, cell: &Cell) -> ReturnCode {
                 Skip
             }
         }
+        other => column_filter_cell(other, cell),
+    }
+}
+
+/// `filterCell` of the filters that test a cell's family, qualifier or value.
+fn column_filter_cell(f: &mut Filter, cell: &Cell) -> ReturnCode {
+    use ReturnCode::{Include, NextCol, NextRow, Skip};
+    match f {
         Filter::Family { op, cmp } => {
             if passes(*op, cmp, &cell.family) {
                 Include
@@ -155,9 +163,7 @@ pub(super) fn filter_cell(f: &mut Filter, cell: &Cell) -> ReturnCode {
             *found = true;
             pass_or_skip(passes(*op, cmp, &cell.value))
         }
-        Filter::List(_) | Filter::Skip { .. } | Filter::WhileMatch { .. } => {
-            unreachable!("combinators are evaluated by Filter::filter_cell")
-        }
+        _ => unreachable!("row and combinator filters are evaluated by filter_cell"),
     }
 }
 

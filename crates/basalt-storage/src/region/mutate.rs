@@ -295,7 +295,7 @@ impl Region {
             let old = writes
                 .iter()
                 .rev()
-                .find(|c| &c.family == f && &c.qualifier == q)
+                .find(|c| c.family == f && c.qualifier == q)
                 .or_else(|| current.column_cells(f, q).next());
             let mut value = old.map_or_else(Vec::new, |c| c.value.to_vec());
             value.extend_from_slice(v);
@@ -309,7 +309,7 @@ impl Region {
                 app.ttl_ms,
                 now,
             )?;
-            writes.retain(|c| !(&c.family == f && &c.qualifier == q));
+            writes.retain(|c| !(c.family == f && c.qualifier == q));
             writes.push(cell);
         }
         writes.sort();

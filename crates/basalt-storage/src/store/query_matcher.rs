@@ -435,6 +435,7 @@ impl ColumnTracker {
 }
 
 #[derive(Debug, PartialEq, Eq)]
+#[allow(clippy::enum_variant_names)] // HBase's DeleteResult names
 enum DeleteResult {
     FamilyDeleted,
     FamilyVersionDeleted,

@@ -77,7 +77,7 @@ impl DataBlockBuilder {
     pub fn add(&mut self, c: &Cell) {
         self.key_scratch.clear();
         encode_key(&mut self.key_scratch, c);
-        let shared = if self.count % RESTART_INTERVAL == 0 {
+        let shared = if self.count.is_multiple_of(RESTART_INTERVAL) {
             self.restarts
                 .push(u32::try_from(self.buf.len()).expect("blocks stay far below 4 GiB"));
             0

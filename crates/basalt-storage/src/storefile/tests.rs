@@ -136,8 +136,9 @@ fn blooms_answer_for_rows_and_columns() {
         .filter(|i| f.may_contain(format!("nope{i}").as_bytes(), None))
         .count();
     assert!(misses < 50, "{misses}");
+    let tmp2 = tempfile::tempdir().unwrap();
     let g = write(
-        &tempfile::tempdir().unwrap().path().to_owned(),
+        tmp2.path(),
         &family(Compression::None, BloomType::RowCol),
         &sample(100),
     );

@@ -1,0 +1,158 @@
+//! SEMANTICS.md §J and issue 2's bad-input list: a precise error, nothing applied, the
+//! database still healthy.
+
+use basalt_model::ops::{Get, Put, RowMutations, Scan};
+use basalt_model::{Error, TableName};
+
+use super::support::*;
+
+#[test]
+fn bad_writes_are_refused_whole() {
+    let fx = Fixture::new();
+    let t = fx.create("t", vec![cf("f", 1)]);
+    // unknown family in the middle of a put: nothing of the row is applied
+    let e = t
+        .put(Put::new("r").add("f", "a", "1").add("nope", "b", "2"))
+        .unwrap_err();
+    assert!(matches!(e, Error::NoSuchColumnFamily { .. }), "{e}");
+    assert_eq!(
+        e.to_string(),
+        "Column family nope does not exist in table t"
+    );
+    // oversized cell (10 MiB default)
+    let e = t
+        .put(
+            Put::new("r")
+                .add("f", "a", "1")
+                .add("f", "big", vec![0u8; 10 * 1024 * 1024 + 1]),
+        )
+        .unwrap_err();
+    assert!(e.to_string().starts_with("KeyValue size too large"), "{e}");
+    assert!(t.get(Get::new("r")).unwrap().is_empty());
+    // rows
+    assert_eq!(
+        t.put(Put::new("").add("f", "a", "1"))
+            .unwrap_err()
+            .to_string(),
+        "Row length is 0"
+    );
+    assert_eq!(
+        t.put(Put::new(vec![b'x'; 32768]).add("f", "a", "1"))
+            .unwrap_err()
+            .to_string(),
+        "Row length 32768 is > 32767"
+    );
+    assert!(t
+        .put(Put::new(vec![b'x'; 32767]).add("f", "a", "1"))
+        .is_ok());
+    // empty put, negative timestamp
+    assert_eq!(
+        t.put(Put::new("r")).unwrap_err().to_string(),
+        "No columns to insert"
+    );
+    assert!(matches!(
+        t.put(Put::new("r").add_at("f", "a", -1, "v")),
+        Err(Error::IllegalArgument(_))
+    ));
+    // a RowMutations with one bad mutation applies nothing
+    let mut rm = RowMutations::new("m");
+    rm.add(Put::new("m").add("f", "a", "1")).unwrap();
+    rm.add(Put::new("m").add("zz", "a", "1")).unwrap();
+    assert!(t.mutate_row(rm).is_err());
+    assert!(t.get(Get::new("m")).unwrap().is_empty());
+    // still healthy
+    t.put(Put::new("ok").add("f", "a", "1")).unwrap();
+    assert!(!t.get(Get::new("ok")).unwrap().is_empty());
+}
+
+#[test]
+fn admin_errors_use_hbase_exceptions() {
+    let fx = Fixture::new();
+    let name = TableName::parse("t").unwrap();
+    let t = fx.create("t", vec![cf("f", 1)]);
+    let e = fx.db.delete_table(&name).unwrap_err();
+    assert_eq!(
+        e.exception_name(),
+        "org.apache.hadoop.hbase.TableNotDisabledException"
+    );
+    fx.db.disable_table(&name).unwrap();
+    assert!(matches!(
+        fx.db.disable_table(&name),
+        Err(Error::TableNotEnabled(_))
+    ));
+    assert!(matches!(
+        t.get(Get::new("r")),
+        Err(Error::TableNotEnabled(_))
+    ));
+    fx.db.delete_table(&name).unwrap();
+    assert!(matches!(fx.db.table("t"), Err(Error::TableNotFound(_))));
+    let e = fx
+        .db
+        .create_table(
+            basalt_model::TableDescriptor::new(&TableName::parse("nons:t").unwrap(), [cf("f", 1)]),
+            &[],
+        )
+        .unwrap_err();
+    assert_eq!(
+        e.exception_name(),
+        "org.apache.hadoop.hbase.NamespaceNotFoundException"
+    );
+    let e = fx.db.drop_namespace("default").unwrap_err();
+    assert!(matches!(e, Error::Constraint(_)));
+    fx.create("again", vec![cf("f", 1)]);
+    let e = fx
+        .db
+        .create_table(
+            basalt_model::TableDescriptor::new(&TableName::parse("again").unwrap(), [cf("f", 1)]),
+            &[],
+        )
+        .unwrap_err();
+    assert_eq!(e.to_string(), "Table already exists: again");
+    let bad = fx.db.table("again").unwrap().scan(
+        Scan::new()
+            .with_filter(basalt_model::filter::parse_filter("PageFilter(1)").unwrap())
+            .with_batch(1),
+    );
+    assert!(matches!(bad, Err(Error::IncompatibleFilter(_))));
+    assert!(matches!(
+        basalt_model::filter::parse_filter("Nope()"),
+        Err(Error::IllegalArgument(_))
+    ));
+}
+
+#[test]
+fn namespaces_tables_and_schema_changes_survive_reopen() {
+    let fx = Fixture::new();
+    fx.db
+        .create_namespace("ns1", [("k".to_owned(), "v".to_owned())].into())
+        .unwrap();
+    fx.create("ns1:t1", vec![cf("f", 1)]);
+    fx.create("t2", vec![cf("f", 1)]);
+    let t1 = TableName::parse("ns1:t1").unwrap();
+    fx.db.put_family(&t1, cf("g", 5)).unwrap();
+    {
+        let t = fx.db.table("ns1:t1").unwrap();
+        t.put(Put::new("r").add("g", "q", "v").add("f", "q", "w"))
+            .unwrap();
+    }
+    fx.db.delete_family(&t1, b"f").unwrap();
+    let fx = fx.reopen();
+    assert_eq!(fx.db.list_namespaces(), ["default", "hbase", "ns1"]);
+    assert_eq!(fx.db.list_tables(None).unwrap(), ["ns1:t1", "t2"]);
+    assert_eq!(fx.db.list_tables(Some("ns1:.*")).unwrap(), ["ns1:t1"]);
+    let d = fx.db.describe(&t1).unwrap();
+    assert_eq!(
+        d.families.keys().map(|k| k.to_vec()).collect::<Vec<_>>(),
+        [b"g".to_vec()]
+    );
+    assert_eq!(d.families[&b"g"[..]].max_versions, 5);
+    let t = fx.db.table("ns1:t1").unwrap();
+    let r = t.get(Get::new("r")).unwrap();
+    assert_eq!(render(&[r]).len(), 1);
+    // re-adding a dropped family does not resurrect its old data from the WAL
+    fx.db.put_family(&t1, cf("f", 1)).unwrap();
+    drop(t);
+    let fx = fx.reopen();
+    let t = fx.db.table("ns1:t1").unwrap();
+    assert!(t.get(Get::new("r").add_family("f")).unwrap().is_empty());
+}

@@ -1,0 +1,6 @@
+//! Integration tests of the embedded database: one binary, one module per behaviour area.
+
+mod durability;
+mod errors;
+mod semantics;
+mod support;
