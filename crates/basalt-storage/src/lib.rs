@@ -35,3 +35,8 @@ pub mod storefile;
 pub mod wal;
 
 pub use database::{Database, Options, Table, TableScanner};
+
+/// The README's example, compiled and run as a doc test so it cannot rot.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
