@@ -110,22 +110,7 @@ fn kill_9_loses_no_acknowledged_write() {
 #[test]
 fn corrupt_store_file_and_wal_record_give_clear_errors() {
     let dir = tempfile::tempdir().unwrap();
-    let name = TableName::parse("t").unwrap();
-    {
-        let db = Database::open(dir.path()).unwrap();
-        db.create_table(
-            TableDescriptor::new(&name, [ColumnFamilyDescriptor::new("f")]),
-            &[],
-        )
-        .unwrap();
-        let t = db.table("t").unwrap();
-        for i in 0..100 {
-            t.put(Put::new(format!("r{i}")).add("f", "q", "v")).unwrap();
-        }
-        db.flush(&name).unwrap();
-        drop(t);
-        db.close().unwrap();
-    }
+    seed(dir.path(), 100, true);
     let sf = walk(dir.path())
         .into_iter()
         .find(|p| p.extension().is_some_and(|e| e == "sf"))
@@ -144,18 +129,7 @@ fn corrupt_store_file_and_wal_record_give_clear_errors() {
 
     // A WAL record in the middle of a segment, damaged: opening fails and says where.
     let dir = tempfile::tempdir().unwrap();
-    {
-        let db = Database::open(dir.path()).unwrap();
-        db.create_table(
-            TableDescriptor::new(&name, [ColumnFamilyDescriptor::new("f")]),
-            &[],
-        )
-        .unwrap();
-        let t = db.table("t").unwrap();
-        for i in 0..50 {
-            t.put(Put::new(format!("r{i}")).add("f", "q", "v")).unwrap();
-        }
-    }
+    seed(dir.path(), 50, false);
     let wal = walk(dir.path())
         .into_iter()
         .filter(|p| p.extension().is_some_and(|e| e == "wal"))
@@ -170,6 +144,26 @@ fn corrupt_store_file_and_wal_record_give_clear_errors() {
         e.to_string().contains(".wal") && e.to_string().contains("offset"),
         "{e}"
     );
+}
+
+/// Creates table `t` in `dir` with `rows` rows, flushed to a store file or left in the WAL.
+fn seed(dir: &std::path::Path, rows: usize, flush: bool) {
+    let db = Database::open(dir).unwrap();
+    let name = TableName::parse("t").unwrap();
+    db.create_table(
+        TableDescriptor::new(&name, [ColumnFamilyDescriptor::new("f")]),
+        &[],
+    )
+    .unwrap();
+    let t = db.table("t").unwrap();
+    for i in 0..rows {
+        t.put(Put::new(format!("r{i}")).add("f", "q", "v")).unwrap();
+    }
+    if flush {
+        db.flush(&name).unwrap();
+    }
+    drop(t);
+    db.close().unwrap();
 }
 
 fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
