@@ -248,7 +248,7 @@ impl Store {
         let mode = if major {
             let earliest_put_ts = inputs
                 .iter()
-                .map(|f| f.info().min_ts)
+                .map(|f| f.info().earliest_put_ts)
                 .min()
                 .unwrap_or(i64::MIN);
             Mode::DropDeletes { earliest_put_ts }

@@ -17,6 +17,9 @@ pub struct FileInfo {
     pub last_key: Option<Cell>,
     pub max_seq_id: u64,
     pub min_ts: Timestamp,
+    /// Oldest Put (markers excluded); `i64::MAX` when the file has no Put. A major compaction
+    /// drops markers older than every Put it compacts: they mask nothing.
+    pub earliest_put_ts: Timestamp,
     pub max_ts: Timestamp,
     pub cell_count: u64,
     pub delete_count: u64,

@@ -227,6 +227,7 @@ fn decode_info(body: &[u8], family: &Bytes) -> Option<FileInfo> {
         last_key,
         max_seq_id: r.varint()?,
         min_ts: i64::from_be_bytes(r.take(8)?.try_into().ok()?),
+        earliest_put_ts: i64::from_be_bytes(r.take(8)?.try_into().ok()?),
         max_ts: i64::from_be_bytes(r.take(8)?.try_into().ok()?),
         cell_count: r.varint()?,
         delete_count: r.varint()?,

@@ -74,6 +74,7 @@ fn every_codec_round_trips_every_cell_field() {
         assert_eq!(info.delete_family_count, 500);
         assert_eq!(info.max_seq_id, 500);
         assert_eq!((info.min_ts, info.max_ts), (50, 599));
+        assert_eq!(info.earliest_put_ts, 100);
         assert!(info.major_compacted);
         assert_eq!(info.created_ms, 42);
     }

@@ -54,6 +54,7 @@ impl StoreFileWriter {
                 last_key: None,
                 max_seq_id: 0,
                 min_ts: i64::MAX,
+                earliest_put_ts: i64::MAX,
                 max_ts: i64::MIN,
                 cell_count: 0,
                 delete_count: 0,
@@ -93,6 +94,9 @@ impl StoreFileWriter {
         }
         i.max_seq_id = i.max_seq_id.max(c.seq_id);
         i.min_ts = i.min_ts.min(c.timestamp);
+        if c.cell_type == CellType::Put {
+            i.earliest_put_ts = i.earliest_put_ts.min(c.timestamp);
+        }
         i.max_ts = i.max_ts.max(c.timestamp);
         i.cell_count += 1;
         if c.cell_type.is_delete() {
@@ -199,6 +203,7 @@ fn encode_info(i: &FileInfo) -> Vec<u8> {
     }
     put_varint(&mut out, i.max_seq_id);
     out.extend_from_slice(&i.min_ts.to_be_bytes());
+    out.extend_from_slice(&i.earliest_put_ts.to_be_bytes());
     out.extend_from_slice(&i.max_ts.to_be_bytes());
     put_varint(&mut out, i.cell_count);
     put_varint(&mut out, i.delete_count);

@@ -3,5 +3,6 @@
 
 mod durability;
 mod errors;
+mod model;
 mod semantics;
 mod support;

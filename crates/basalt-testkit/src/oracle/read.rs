@@ -1,0 +1,213 @@
+//! Reads, by definition (SEMANTICS.md §A–§G): a put is visible unless a delete marker the
+//! query counts masks it; versions are counted newest first within the time range; raw reads
+//! return markers and masked cells.
+
+use basalt_model::filter::{Comparator, Filter};
+use basalt_model::ops::{CompareOp, Scan};
+use basalt_model::{Cell, ColumnFamilyDescriptor, KeepDeletedCells, RowResult, TimeRange};
+use bytes::Bytes;
+
+use super::retain::Masks;
+use super::Oracle;
+
+/// The filters the oracle models.
+#[derive(Clone, Debug, Default)]
+pub struct Query {
+    /// `ValueFilter(=, 'binary:v')`.
+    pub value_equals: Option<Bytes>,
+    /// `PrefixFilter('p')`.
+    pub row_prefix: Option<Bytes>,
+}
+
+impl Query {
+    /// The oracle's reading of a scan's filter.
+    ///
+    /// # Panics
+    /// For a filter the oracle does not model.
+    #[must_use]
+    pub fn from_filter(f: Option<&Filter>) -> Query {
+        match f {
+            None => Query::default(),
+            Some(Filter::Value {
+                op: CompareOp::Equal,
+                cmp: Comparator::Binary(v),
+            }) => Query {
+                value_equals: Some(v.clone()),
+                row_prefix: None,
+            },
+            Some(Filter::Prefix { prefix, .. }) => Query {
+                value_equals: None,
+                row_prefix: Some(prefix.clone()),
+            },
+            Some(other) => panic!("the oracle does not model {other:?}"),
+        }
+    }
+}
+
+pub(super) fn scan(o: &Oracle, scan: &Scan, now: i64) -> Vec<RowResult> {
+    let q = Query::from_filter(scan.filter.as_ref());
+    let mut rows: Vec<Bytes> = o
+        .rows()
+        .into_iter()
+        .filter(|r| in_bounds(scan, r))
+        .collect();
+    if scan.reversed {
+        rows.reverse();
+    }
+    let mut out = Vec::new();
+    for row in rows {
+        if q.row_prefix.as_ref().is_some_and(|p| !row.starts_with(p)) {
+            continue;
+        }
+        let mut cells = Vec::new();
+        for (name, fam) in &o.families {
+            if !scan.columns.includes_family(name) {
+                continue;
+            }
+            let physical = o.physical(fam, &row);
+            cells.extend(read_family(&physical, &fam.spec, scan, &q, now));
+        }
+        if !cells.is_empty() {
+            out.push(RowResult::new(row, cells));
+        }
+        if scan.limit > 0 && out.len() as u64 >= scan.limit {
+            break;
+        }
+    }
+    out
+}
+
+fn in_bounds(scan: &Scan, row: &Bytes) -> bool {
+    let (lo, lo_incl, hi, hi_incl) = if scan.reversed {
+        (
+            &scan.stop_row,
+            scan.include_stop_row,
+            &scan.start_row,
+            scan.include_start_row,
+        )
+    } else {
+        (
+            &scan.start_row,
+            scan.include_start_row,
+            &scan.stop_row,
+            scan.include_stop_row,
+        )
+    };
+    let above = lo.is_empty() || row > lo || (row == lo && lo_incl);
+    let below = hi.is_empty() || row < hi || (row == hi && hi_incl);
+    above && below
+}
+
+/// The cells of one family of one row that a scan returns.
+fn read_family(
+    cells: &[Cell],
+    spec: &ColumnFamilyDescriptor,
+    scan: &Scan,
+    q: &Query,
+    now: i64,
+) -> Vec<Cell> {
+    let tr = scan.time_range_for(&spec.name);
+    let oldest = spec.ttl_ms().map_or(i64::MIN, |ttl| now - ttl);
+    let result_max = if scan.raw {
+        scan.max_versions
+    } else {
+        scan.max_versions.min(spec.max_versions)
+    };
+    // With any filter, versions are counted against the family's VERSIONS first and then
+    // again among the cells the filter keeps (UserScanQueryMatcher.mergeFilterResponse).
+    let has_filter = scan.filter.is_some();
+    let tracker_max = match (has_filter, scan.raw) {
+        (true, true) => u32::MAX,
+        (true, false) => spec.max_versions,
+        (false, _) => result_max,
+    };
+    let wanted = scan.columns.qualifiers(&spec.name);
+    let mut family_masks = Masks::default();
+    if !scan.raw {
+        for m in cells
+            .iter()
+            .filter(|c| c.cell_type.is_family_delete() && marker_counts(spec, tr, c))
+        {
+            family_masks.add(m);
+        }
+    }
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < cells.len() {
+        let qual = cells[i].qualifier.clone();
+        let start = i;
+        while i < cells.len() && cells[i].qualifier == qual {
+            i += 1;
+        }
+        if wanted.is_some_and(|w| !w.contains(&qual)) {
+            continue;
+        }
+        let column = &cells[start..i];
+        let mut masks = Masks::default();
+        if !scan.raw {
+            for m in column.iter().filter(|c| {
+                c.cell_type.is_delete()
+                    && !c.cell_type.is_family_delete()
+                    && marker_counts(spec, tr, c)
+            }) {
+                masks.add(m);
+            }
+        }
+        let (mut count, mut kept, mut last) = (0u32, 0u32, None);
+        for c in column {
+            if !scan.raw && c.cell_type.is_delete() {
+                continue;
+            }
+            if spec.min_versions == 0 && c.timestamp < oldest {
+                break;
+            }
+            if c.ttl_ms
+                .is_some_and(|ttl| c.timestamp + i64::try_from(ttl).unwrap() < now)
+            {
+                continue;
+            }
+            if !scan.raw
+                && (family_masks.masks(c.timestamp).is_some() || masks.masks(c.timestamp).is_some())
+            {
+                continue;
+            }
+            if c.timestamp >= tr.max() {
+                continue;
+            }
+            if c.timestamp < tr.min() {
+                break;
+            }
+            if last == Some((c.timestamp, c.cell_type)) {
+                continue;
+            }
+            if !c.cell_type.is_delete() {
+                count += 1;
+            }
+            if count > tracker_max || !(count <= spec.min_versions || c.timestamp >= oldest) {
+                break;
+            }
+            last = Some((c.timestamp, c.cell_type));
+            if q.value_equals.as_ref().is_some_and(|v| c.value != v) {
+                continue;
+            }
+            if has_filter {
+                kept += 1;
+                if kept > result_max {
+                    break;
+                }
+            }
+            out.push(c.clone());
+        }
+    }
+    out
+}
+
+/// Whether a marker takes part in a non-raw read with time range `tr`: with
+/// KEEP_DELETED_CELLS only markers inside the range, otherwise any at or after its start.
+fn marker_counts(spec: &ColumnFamilyDescriptor, tr: TimeRange, m: &Cell) -> bool {
+    if spec.keep_deleted_cells == KeepDeletedCells::False {
+        tr.within_or_after(m.timestamp)
+    } else {
+        tr.contains(m.timestamp)
+    }
+}
