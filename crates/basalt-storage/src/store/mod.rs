@@ -9,6 +9,9 @@
 pub mod query_matcher;
 pub mod scanner;
 
+#[cfg(test)]
+mod layer_tests;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 

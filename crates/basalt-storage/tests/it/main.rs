@@ -5,4 +5,5 @@ mod durability;
 mod errors;
 mod model;
 mod semantics;
+mod semantics_more;
 mod support;
