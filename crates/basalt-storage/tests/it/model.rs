@@ -139,7 +139,7 @@ fn run(config: &Config, ops: &[Op]) -> Result<(), TestCaseError> {
                 let want = match (expected.as_ref().filter(|v| !v.is_empty()), &current) {
                     (None, None) => true,
                     (None, Some(c)) => c.value.is_empty(),
-                    (Some(v), Some(c)) => &c.value == v,
+                    (Some(v), Some(c)) => c.value == v,
                     (Some(_), None) => false,
                 };
                 prop_assert_eq!(got, want, "step {}: {:?}", step, o);

@@ -470,7 +470,9 @@ fn case_71_concurrent_increments_lose_nothing_and_never_go_back() {
         .map(|_| {
             let t = t.clone();
             std::thread::spawn(move || {
-                (0..250).for_each(|_| drop(t.increment_column_value("ctr", "f", "c", 1).unwrap()))
+                for _ in 0..250 {
+                    t.increment_column_value("ctr", "f", "c", 1).unwrap();
+                }
             })
         })
         .collect();

@@ -98,6 +98,18 @@ fn in_bounds(scan: &Scan, row: &Bytes) -> bool {
     above && below
 }
 
+/// Version-counting limits of one read of one family.
+struct Limits {
+    raw: bool,
+    has_filter: bool,
+    tr: TimeRange,
+    oldest: i64,
+    min_versions: u32,
+    result_max: u32,
+    tracker_max: u32,
+    now: i64,
+}
+
 /// The cells of one family of one row that a scan returns.
 fn read_family(
     cells: &[Cell],
@@ -107,7 +119,6 @@ fn read_family(
     now: i64,
 ) -> Vec<Cell> {
     let tr = scan.time_range_for(&spec.name);
-    let oldest = spec.ttl_ms().map_or(i64::MIN, |ttl| now - ttl);
     let result_max = if scan.raw {
         scan.max_versions
     } else {
@@ -121,85 +132,100 @@ fn read_family(
         (true, false) => spec.max_versions,
         (false, _) => result_max,
     };
+    let limits = Limits {
+        raw: scan.raw,
+        has_filter,
+        tr,
+        oldest: spec.ttl_ms().map_or(i64::MIN, |ttl| now - ttl),
+        min_versions: spec.min_versions,
+        result_max,
+        tracker_max,
+        now,
+    };
     let wanted = scan.columns.qualifiers(&spec.name);
+    let counts = |c: &&Cell| !scan.raw && c.cell_type.is_delete() && marker_counts(spec, tr, c);
     let mut family_masks = Masks::default();
-    if !scan.raw {
-        for m in cells
-            .iter()
-            .filter(|c| c.cell_type.is_family_delete() && marker_counts(spec, tr, c))
-        {
-            family_masks.add(m);
-        }
-    }
+    cells
+        .iter()
+        .filter(counts)
+        .filter(|c| c.cell_type.is_family_delete())
+        .for_each(|m| family_masks.add(m));
     let mut out = Vec::new();
     let mut i = 0;
     while i < cells.len() {
-        let qual = cells[i].qualifier.clone();
         let start = i;
-        while i < cells.len() && cells[i].qualifier == qual {
+        while i < cells.len() && cells[i].qualifier == cells[start].qualifier {
             i += 1;
         }
-        if wanted.is_some_and(|w| !w.contains(&qual)) {
+        let column = &cells[start..i];
+        if wanted.is_some_and(|w| !w.contains(&column[0].qualifier)) {
             continue;
         }
-        let column = &cells[start..i];
         let mut masks = Masks::default();
-        if !scan.raw {
-            for m in column.iter().filter(|c| {
-                c.cell_type.is_delete()
-                    && !c.cell_type.is_family_delete()
-                    && marker_counts(spec, tr, c)
-            }) {
-                masks.add(m);
-            }
-        }
-        let (mut count, mut kept, mut last) = (0u32, 0u32, None);
-        for c in column {
-            if !scan.raw && c.cell_type.is_delete() {
-                continue;
-            }
-            if spec.min_versions == 0 && c.timestamp < oldest {
-                break;
-            }
-            if c.ttl_ms
-                .is_some_and(|ttl| c.timestamp + i64::try_from(ttl).unwrap() < now)
-            {
-                continue;
-            }
-            if !scan.raw
-                && (family_masks.masks(c.timestamp).is_some() || masks.masks(c.timestamp).is_some())
-            {
-                continue;
-            }
-            if c.timestamp >= tr.max() {
-                continue;
-            }
-            if c.timestamp < tr.min() {
-                break;
-            }
-            if last == Some((c.timestamp, c.cell_type)) {
-                continue;
-            }
-            if !c.cell_type.is_delete() {
-                count += 1;
-            }
-            if count > tracker_max || !(count <= spec.min_versions || c.timestamp >= oldest) {
-                break;
-            }
-            last = Some((c.timestamp, c.cell_type));
-            if q.value_equals.as_ref().is_some_and(|v| c.value != v) {
-                continue;
-            }
-            if has_filter {
-                kept += 1;
-                if kept > result_max {
-                    break;
-                }
-            }
-            out.push(c.clone());
-        }
+        column
+            .iter()
+            .filter(counts)
+            .filter(|c| !c.cell_type.is_family_delete())
+            .for_each(|m| masks.add(m));
+        read_column(column, &limits, q, &family_masks, &masks, &mut out);
     }
     out
+}
+
+/// The versions of one column a read returns, newest first.
+fn read_column(
+    column: &[Cell],
+    l: &Limits,
+    q: &Query,
+    family_masks: &Masks,
+    masks: &Masks,
+    out: &mut Vec<Cell>,
+) {
+    let (mut count, mut kept, mut last) = (0u32, 0u32, None);
+    for c in column {
+        if !l.raw && c.cell_type.is_delete() {
+            continue;
+        }
+        if l.min_versions == 0 && c.timestamp < l.oldest {
+            break;
+        }
+        if c.ttl_ms
+            .is_some_and(|ttl| c.timestamp + i64::try_from(ttl).unwrap() < l.now)
+        {
+            continue;
+        }
+        if !l.raw
+            && (family_masks.masks(c.timestamp).is_some() || masks.masks(c.timestamp).is_some())
+        {
+            continue;
+        }
+        if c.timestamp >= l.tr.max() {
+            continue;
+        }
+        if c.timestamp < l.tr.min() {
+            break;
+        }
+        if last == Some((c.timestamp, c.cell_type)) {
+            continue;
+        }
+        if !c.cell_type.is_delete() {
+            count += 1;
+        }
+        if count > l.tracker_max || !(count <= l.min_versions || c.timestamp >= l.oldest) {
+            break;
+        }
+        last = Some((c.timestamp, c.cell_type));
+        if q.value_equals.as_ref().is_some_and(|v| c.value != v) {
+            continue;
+        }
+        if l.has_filter {
+            kept += 1;
+            if kept > l.result_max {
+                break;
+            }
+        }
+        out.push(c.clone());
+    }
 }
 
 /// Whether a marker takes part in a non-raw read with time range `tr`: with
