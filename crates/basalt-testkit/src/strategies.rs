@@ -7,8 +7,9 @@ use basalt_model::TimeRange;
 use bytes::Bytes;
 use proptest::prelude::*;
 
-/// Families of the model table: `f` keeps 3 versions, `g` keeps 1.
-pub const FAMILIES: [&str; 2] = ["f", "g"];
+/// Families of the model table: `f` keeps 3 versions, `g` keeps 1, `h` keeps 2 and expires
+/// cells after 3 s but always keeps the newest version (MIN_VERSIONS 1).
+pub const FAMILIES: [&str; 3] = ["f", "g", "h"];
 const ROWS: [&str; 5] = ["r0", "r1", "r2", "r3", "r4"];
 const QUALS: [&str; 3] = ["", "a", "b"];
 

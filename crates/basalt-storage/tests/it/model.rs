@@ -50,6 +50,12 @@ fn families(c: &Config) -> Vec<ColumnFamilyDescriptor> {
     vec![
         tune(ColumnFamilyDescriptor::new("f").with_max_versions(3)),
         tune(ColumnFamilyDescriptor::new("g")),
+        tune(
+            ColumnFamilyDescriptor::new("h")
+                .with_max_versions(2)
+                .with_min_versions(1)
+                .with_ttl_seconds(3),
+        ),
     ]
 }
 
