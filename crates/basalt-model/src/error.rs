@@ -46,6 +46,10 @@ pub enum Error {
     /// A filter that cannot be combined with the scan's options (`IncompatibleFilterException`).
     #[error("{0}")]
     IncompatibleFilter(String),
+    /// A row read without batching is larger than `hbase.table.max.rowsize`
+    /// (`RowTooBigException`); read it with a batch size instead.
+    #[error("{0}")]
+    RowTooBig(String),
     /// The region cannot take more writes right now (`RegionTooBusyException`); retry later.
     #[error("{0}")]
     RegionTooBusy(String),
@@ -89,6 +93,7 @@ impl Error {
                 "org.apache.hadoop.hbase.filter.IncompatibleFilterException"
             }
             Error::RegionTooBusy(_) => "org.apache.hadoop.hbase.RegionTooBusyException",
+            Error::RowTooBig(_) => "org.apache.hadoop.hbase.regionserver.RowTooBigException",
             Error::Corruption { .. } => "org.apache.hadoop.hbase.io.hfile.CorruptHFileException",
             Error::Io { .. } => "java.io.IOException",
             Error::Closed => "org.apache.hadoop.hbase.regionserver.RegionServerStoppedException",

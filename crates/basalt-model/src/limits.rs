@@ -6,5 +6,8 @@ pub const MAX_ROW_LENGTH: usize = 32_767;
 /// Longest column-family name: its length is stored in one byte, HBase caps it at 127.
 pub const MAX_FAMILY_LENGTH: usize = 127;
 
+/// Default largest row a read returns whole (`hbase.table.max.rowsize`, 1 GiB).
+pub const DEFAULT_MAX_ROW_SIZE_BYTES: usize = 1 << 30;
+
 /// Default largest cell, key components plus value (`hbase.server.keyvalue.maxsize`).
 pub const DEFAULT_MAX_CELL_SIZE_BYTES: usize = 10 * 1024 * 1024;

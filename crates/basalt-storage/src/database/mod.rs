@@ -35,6 +35,8 @@ pub struct Options {
     pub env: Env,
     /// `hbase.server.keyvalue.maxsize` (10 MiB); 0 disables the check.
     pub max_cell_size_bytes: usize,
+    /// `hbase.table.max.rowsize` (1 GiB): a larger row read without batching fails.
+    pub max_row_size_bytes: usize,
     /// `hbase.hstore.time.to.purge.deletes` (0).
     pub time_to_purge_deletes_ms: i64,
     /// WAL segment roll size (64 MiB).
@@ -46,6 +48,7 @@ impl Default for Options {
         Options {
             env: Env::default(),
             max_cell_size_bytes: DEFAULT_MAX_CELL_SIZE_BYTES,
+            max_row_size_bytes: basalt_model::limits::DEFAULT_MAX_ROW_SIZE_BYTES,
             time_to_purge_deletes_ms: 0,
             wal_roll_size_bytes: DEFAULT_ROLL_SIZE_BYTES,
         }
@@ -210,6 +213,7 @@ impl DbInner {
         RegionConfig {
             time_to_purge_deletes_ms: self.options.time_to_purge_deletes_ms,
             max_cell_size_bytes: self.options.max_cell_size_bytes,
+            max_row_size_bytes: self.options.max_row_size_bytes,
         }
     }
 

@@ -56,6 +56,8 @@ pub struct RegionConfig {
     pub time_to_purge_deletes_ms: i64,
     /// `hbase.server.keyvalue.maxsize`.
     pub max_cell_size_bytes: usize,
+    /// `hbase.table.max.rowsize`.
+    pub max_row_size_bytes: usize,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]

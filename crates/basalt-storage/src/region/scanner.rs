@@ -27,6 +27,8 @@ pub struct RegionScanner {
     cursor: Option<Cell>,
     limit: u64,
     batch: usize,
+    /// Largest row returned whole (`hbase.table.max.rowsize`); batched scans are exempt.
+    max_row_size_bytes: usize,
     rows: u64,
     done: bool,
     pending: VecDeque<RowResult>,
@@ -109,6 +111,11 @@ impl Region {
             cursor: None,
             limit: scan.limit,
             batch: scan.batch as usize,
+            max_row_size_bytes: if scan.batch > 0 {
+                usize::MAX
+            } else {
+                self.config.max_row_size_bytes
+            },
             rows: 0,
             done: false,
             pending: VecDeque::new(),
@@ -226,8 +233,10 @@ impl RegionScanner {
             }
             let mut cells = Vec::new();
             let mut done_scan = false;
+            let mut budget = self.max_row_size_bytes;
             for s in &mut self.stores {
-                done_scan |= s.read_row(&row, &mut cells, self.filter.as_mut())?;
+                done_scan |=
+                    s.read_row_within(&row, &mut cells, self.filter.as_mut(), &mut budget)?;
                 if done_scan {
                     break;
                 }

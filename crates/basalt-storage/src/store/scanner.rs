@@ -94,7 +94,23 @@ impl StoreScanner {
         &mut self,
         row: &Bytes,
         out: &mut Vec<Cell>,
+        filter: Option<&mut Filter>,
+    ) -> Result<bool> {
+        let mut unlimited = usize::MAX;
+        self.read_row_within(row, out, filter, &mut unlimited)
+    }
+
+    /// [`StoreScanner::read_row`], failing with `RowTooBig` once the cells kept exceed
+    /// `budget_bytes` (which shrinks by what is kept).
+    ///
+    /// # Errors
+    /// A corrupt block, or `RowTooBig`.
+    pub fn read_row_within(
+        &mut self,
+        row: &Bytes,
+        out: &mut Vec<Cell>,
         mut filter: Option<&mut Filter>,
+        budget_bytes: &mut usize,
     ) -> Result<bool> {
         self.matcher.set_row(row);
         while let Some((i, cell)) = min_source(&self.sources) {
@@ -111,6 +127,9 @@ impl StoreScanner {
                         None => cell.clone(),
                     };
                     let col = Cell::last_on_column(&kept.row, &kept.family, &cell.qualifier);
+                    *budget_bytes = budget_bytes
+                        .checked_sub(kept.serialized_size())
+                        .ok_or_else(|| row_too_big(&kept))?;
                     out.push(kept);
                     match code {
                         MatchCode::Include => self.sources[i].advance()?,
@@ -156,6 +175,15 @@ impl StoreScanner {
         }
         Ok(())
     }
+}
+
+fn row_too_big(c: &Cell) -> basalt_model::Error {
+    basalt_model::Error::RowTooBig(format!(
+        "Max row size allowed exceeded: the row {} is bigger than hbase.table.max.rowsize \
+         (reached in column family {}); read it with a batch size",
+        basalt_model::bytes_fmt::to_string_binary(&c.row),
+        basalt_model::bytes_fmt::to_string_binary(&c.family)
+    ))
 }
 
 /// The source whose current cell sorts first (a linear pick: stores have few sources).

@@ -6,6 +6,8 @@ use basalt_model::{Error, TableName};
 
 use super::support::*;
 
+/// SEMANTICS.md #72 (empty put), #73 (cell size), #74 (row length), #75 (unknown family),
+/// #77 (negative timestamp), #79 (a failed row mutation applies nothing).
 #[test]
 fn bad_writes_are_refused_whole() {
     let fx = Fixture::new();
@@ -65,6 +67,7 @@ fn bad_writes_are_refused_whole() {
     assert!(!t.get(Get::new("ok")).unwrap().is_empty());
 }
 
+/// SEMANTICS.md #37, #53 (batch with a row filter), §4.4 namespace errors, drop of an enabled table.
 #[test]
 fn admin_errors_use_hbase_exceptions() {
     let fx = Fixture::new();

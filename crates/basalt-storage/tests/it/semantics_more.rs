@@ -553,3 +553,117 @@ fn case_83_visibility_is_by_commit_not_timestamp() {
         .unwrap();
     assert_eq!(values(&t.get(Get::new("r")).unwrap()), ["from the future"]);
 }
+
+#[test]
+fn case_28_time_range_ending_before_the_marker_still_hides_by_default() {
+    let fx = Fixture::new();
+    let t = fx.create("t", vec![cf("f", 3)]);
+    t.put(Put::new("r").add_at("f", "q", 100, "v")).unwrap();
+    t.delete(Delete::new("r").add_columns_at("f", "q", 200))
+        .unwrap();
+    let g = Get::new("r")
+        .all_versions()
+        .with_time_range(TimeRange::new(0, 150).unwrap());
+    assert!(t.get(g).unwrap().is_empty());
+    let s = Scan::new()
+        .all_versions()
+        .with_time_range(TimeRange::new(0, 150).unwrap());
+    assert!(scan_all(&t, s).is_empty());
+}
+
+#[test]
+fn case_36_min_versions_with_keep_deleted_cells() {
+    // TestKeepDeletes#testWithMinVersions (min 3, max 1000, TTL 1 s, KEEP_DELETED_CELLS=TRUE),
+    // first part: deleted, expired cells stay readable before the markers up to MIN_VERSIONS.
+    let fx = Fixture::new();
+    let fam = |n: &str| {
+        cf(n, 1000)
+            .with_min_versions(3)
+            .with_ttl_seconds(1)
+            .with_keep_deleted_cells(KeepDeletedCells::True)
+    };
+    let t = fx.create("t", vec![fam("c0"), fam("c1"), fam("c2")]);
+    let ts = T0 - 2000;
+    for (i, v) in ["T0", "T1", "T2", "T3"].iter().enumerate() {
+        t.put(Put::new("r").add_at("c0", "c0", ts - 4 + i as i64, *v))
+            .unwrap();
+    }
+    t.delete(Delete::at("r", ts - 1)).unwrap();
+    t.delete(Delete::new("r").add_columns_at("c0", "c0", ts - 1))
+        .unwrap();
+    let g = || {
+        Get::new("r")
+            .all_versions()
+            .with_time_range(TimeRange::new(0, ts - 2).unwrap())
+    };
+    assert_eq!(values(&t.get(g()).unwrap()), ["T1", "T0"]);
+    assert!(t.get(Get::new("r")).unwrap().is_empty());
+    fx.flush("t");
+    assert_eq!(values(&t.get(g()).unwrap()), ["T1"]);
+    assert_eq!(markers(&t), 4);
+}
+
+#[test]
+fn case_45_schema_sanity_checks() {
+    let fx = Fixture::new();
+    let name = TableName::parse("bad").unwrap();
+    let bad = [
+        cf("f", 2).with_min_versions(3),
+        cf("f", 1).with_ttl_seconds(0),
+        cf("f", 1).with_block_size_bytes(512),
+        ColumnFamilyDescriptor::new("f").with_max_versions(0),
+    ];
+    for f in bad {
+        let e = fx
+            .db
+            .create_table(TableDescriptor::new(&name, [f.clone()]), &[])
+            .unwrap_err();
+        assert_eq!(
+            e.exception_name(),
+            "org.apache.hadoop.hbase.DoNotRetryIOException",
+            "{f:?}"
+        );
+    }
+    assert!(!fx.db.table_exists(&name));
+}
+
+#[test]
+fn case_54_rows_over_the_max_row_size_fail_unless_batched() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = basalt_storage::Options {
+        max_row_size_bytes: 10_000,
+        ..basalt_storage::Options::default()
+    };
+    let db = basalt_storage::Database::open_with(dir.path(), options).unwrap();
+    let name = TableName::parse("t").unwrap();
+    db.create_table(TableDescriptor::new(&name, [cf("f", 1)]), &[])
+        .unwrap();
+    let t = db.table("t").unwrap();
+    let p = (0..100).fold(Put::new("wide"), |p, i| {
+        p.add("f", format!("q{i:03}"), vec![b'v'; 200])
+    });
+    t.put(p).unwrap();
+    t.put(Put::new("small").add("f", "q", "v")).unwrap();
+    let e = t.get(Get::new("wide")).unwrap_err();
+    assert_eq!(
+        e.exception_name(),
+        "org.apache.hadoop.hbase.regionserver.RowTooBigException"
+    );
+    assert!(t.get(Get::new("small")).is_ok());
+    let parts = t
+        .scan(Scan::new().with_start_row("wide", true).with_batch(10))
+        .unwrap()
+        .collect_rows()
+        .unwrap();
+    assert_eq!(parts.iter().map(|r| r.cells.len()).sum::<usize>(), 100);
+}
+
+#[test]
+fn case_55_82_a_scan_sees_what_was_committed_before_it_opened() {
+    let fx = Fixture::new();
+    let t = fx.create("t", vec![cf("f", 1)]);
+    t.put(Put::new("a").add("f", "q", "1")).unwrap();
+    let mut s = t.scan(Scan::new()).unwrap();
+    assert_eq!(&s.next_row().unwrap().unwrap().row[..], b"a");
+    assert!(s.next_row().unwrap().is_none());
+}
