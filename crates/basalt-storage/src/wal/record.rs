@@ -13,8 +13,8 @@ pub const MAGIC: &[u8; 8] = b"BSLTWAL\0";
 pub const VERSION: u32 = 1;
 /// Header length: magic plus version.
 pub const HEADER_LEN: usize = 12;
-/// Record header: length plus checksum.
-pub const RECORD_HEADER_LEN: usize = 8;
+/// Record header: length, checksum of the length, checksum of the payload.
+pub const RECORD_HEADER_LEN: usize = 12;
 /// Largest payload a reader accepts.
 pub const MAX_PAYLOAD_LEN: usize = 256 << 20;
 /// Payload kind of an edit: never renumber.
@@ -62,8 +62,10 @@ pub fn encode_record(out: &mut Vec<u8>, region_id: u64, seq_id: u64, cells: &[Ce
     let payload = &out[start + RECORD_HEADER_LEN..];
     let len = u32::try_from(payload.len()).expect("a WAL edit is bounded by the cell size limit");
     let crc = crc32c::crc32c(payload);
-    out[start..start + 4].copy_from_slice(&len.to_le_bytes());
-    out[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
+    let len = len.to_le_bytes();
+    out[start..start + 4].copy_from_slice(&len);
+    out[start + 4..start + 8].copy_from_slice(&crc32c::crc32c(&len).to_le_bytes());
+    out[start + 8..start + 12].copy_from_slice(&crc.to_le_bytes());
 }
 
 /// Decodes an edit payload (already checksummed).

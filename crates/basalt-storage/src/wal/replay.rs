@@ -141,17 +141,27 @@ fn next_record(data: &[u8], pos: usize) -> Step<'_> {
     if rest.len() < RECORD_HEADER_LEN {
         return Step::Torn("truncated record header");
     }
-    let len = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
-    let crc = u32::from_le_bytes([rest[4], rest[5], rest[6], rest[7]]);
+    let word = |i: usize| u32::from_le_bytes([rest[i], rest[i + 1], rest[i + 2], rest[i + 3]]);
+    if crc32c::crc32c(&rest[..4]) != word(4) {
+        // A torn write leaves a prefix of the record and zeros, never a wrong length with
+        // more data after it: that is damage in the middle of the log.
+        return if rest[8..].iter().all(|&b| b == 0) {
+            Step::Torn("torn record header")
+        } else {
+            Step::Corrupt("record length checksum mismatch")
+        };
+    }
+    let len = word(0) as usize;
     if len > MAX_PAYLOAD_LEN {
         return Step::Corrupt("impossible record length");
     }
+    // The length is trustworthy now: running past the end can only be a torn last write.
     let end = pos + RECORD_HEADER_LEN + len;
     if end > data.len() {
         return Step::Torn("record runs past the end of the segment");
     }
     let payload = &data[pos + RECORD_HEADER_LEN..end];
-    if crc32c::crc32c(payload) != crc {
+    if crc32c::crc32c(payload) != word(8) {
         let after = &data[end..];
         return if after.iter().all(|&b| b == 0) {
             Step::Torn("checksum mismatch in the last record")

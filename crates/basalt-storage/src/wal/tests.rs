@@ -169,3 +169,27 @@ fn segments_roll_and_are_retired_once_flushed() {
     let missing: Vec<u64> = (51..=100).filter(|s| !seqs.contains(s)).collect();
     assert!(missing.is_empty(), "missing {missing:?}, got {seqs:?}");
 }
+
+#[test]
+fn a_damaged_length_in_the_middle_is_corruption_not_a_torn_tail() {
+    let tmp = tempfile::tempdir().unwrap();
+    let wal = open(tmp.path());
+    let mut t = 0;
+    for i in 0..5 {
+        t = wal.append(1, i + 1, &cells("row", 2)).unwrap();
+    }
+    wal.sync(t, false).unwrap();
+    drop(wal);
+    let seg = last_segment(tmp.path());
+    let mut data = std::fs::read(&seg).unwrap();
+    // Make the second record's length huge: it now "runs past the end of the segment".
+    let first_len = u32::from_le_bytes(data[12..16].try_into().unwrap()) as usize;
+    let second = record::HEADER_LEN + record::RECORD_HEADER_LEN + first_len;
+    data[second + 2] = 0x7f;
+    std::fs::write(&seg, &data).unwrap();
+    let err = reopen(tmp.path()).unwrap_err();
+    assert!(
+        err.to_string().contains("record length checksum mismatch"),
+        "{err}"
+    );
+}
