@@ -67,9 +67,6 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    /// The database was closed while the operation ran.
-    #[error("the database is closed")]
-    Closed,
 }
 
 impl Error {
@@ -96,7 +93,6 @@ impl Error {
             Error::RowTooBig(_) => "org.apache.hadoop.hbase.regionserver.RowTooBigException",
             Error::Corruption { .. } => "org.apache.hadoop.hbase.io.hfile.CorruptHFileException",
             Error::Io { .. } => "java.io.IOException",
-            Error::Closed => "org.apache.hadoop.hbase.regionserver.RegionServerStoppedException",
         }
     }
 

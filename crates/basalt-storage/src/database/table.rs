@@ -14,13 +14,14 @@ use crate::region::{Region, RegionScanner};
 /// A handle on one table (HBase's `Table`). Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct Table {
-    db: Arc<DbInner>,
+    /// Keeps the database (its WAL and directory lock) open while the handle lives.
+    _db: Arc<DbInner>,
     state: Arc<TableState>,
 }
 
 impl Table {
     pub(super) fn new(db: Arc<DbInner>, state: Arc<TableState>) -> Table {
-        Table { db, state }
+        Table { _db: db, state }
     }
 
     fn region_for(&self, row: &[u8]) -> Result<Arc<Region>> {
@@ -149,7 +150,6 @@ impl Table {
         if scan.reversed {
             order.reverse();
         }
-        let _ = &self.db;
         Ok(TableScanner {
             regions: order.into_iter(),
             current: None,

@@ -11,6 +11,8 @@ pub mod scanner;
 
 #[cfg(test)]
 mod layer_tests;
+#[cfg(test)]
+mod model_tests;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -139,8 +139,21 @@ fn namespaces_tables_and_schema_changes_survive_reopen() {
             .unwrap();
     }
     fx.db.delete_family(&t1, b"f").unwrap();
+    fx.db
+        .alter_namespace(
+            "ns1",
+            [("k2".to_owned(), "v2".to_owned())].into(),
+            &["k".to_owned()],
+        )
+        .unwrap();
     let fx = fx.reopen();
     assert_eq!(fx.db.list_namespaces(), ["default", "hbase", "ns1"]);
+    let props = fx.db.namespace_properties("ns1").unwrap();
+    assert_eq!(
+        props.into_iter().collect::<Vec<_>>(),
+        [("k2".to_owned(), "v2".to_owned())]
+    );
+    assert_eq!(fx.db.list_namespace_tables("ns1"), ["t1"]);
     assert_eq!(fx.db.list_tables(None).unwrap(), ["ns1:t1", "t2"]);
     assert_eq!(fx.db.list_tables(Some("ns1:.*")).unwrap(), ["ns1:t1"]);
     let d = fx.db.describe(&t1).unwrap();

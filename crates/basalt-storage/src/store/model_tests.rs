@@ -1,0 +1,153 @@
+//! A store (memstore, snapshot, files, flush, compaction, store scanner and query matcher) on
+//! its own against the oracle: random writes, flushes, minor and major compactions, and reads
+//! of the whole store, raw and not, with time ranges and version limits.
+
+use basalt_model::ops::{Delete, Put, Scan};
+use basalt_model::{Cell, ColumnFamilyDescriptor, KeepDeletedCells, TimeRange};
+use basalt_testkit::oracle::Oracle;
+use bytes::Bytes;
+use proptest::prelude::*;
+
+use super::query_matcher::Mode;
+use super::{ReadHint, Store};
+use crate::env::Env;
+
+const NOW: i64 = 1_000_000;
+
+#[derive(Clone, Debug)]
+enum StoreOp {
+    Put(Put),
+    Delete(Delete),
+    Flush,
+    Compact {
+        major: bool,
+    },
+    Read {
+        raw: bool,
+        versions: u32,
+        tr: TimeRange,
+    },
+}
+
+fn store_op() -> impl Strategy<Value = StoreOp> {
+    let row = (0u8..4).prop_map(|r| Bytes::from(format!("r{r}")));
+    let qual =
+        prop::sample::select(vec!["", "a", "b"]).prop_map(|q: &str| Bytes::from(q.to_owned()));
+    let ts = 1i64..7;
+    prop_oneof![
+        8 => (row.clone(), qual.clone(), ts.clone(), 0u8..3).prop_map(|(r, q, t, v)| StoreOp::Put(Put::new(r).add_at("f", q, t, format!("v{v}")))),
+        4 => (row, qual, ts, 0u8..4).prop_map(|(r, q, t, kind)| StoreOp::Delete(match kind {
+            0 => Delete::new(r).add_column_at("f", q, t),
+            1 => Delete::new(r).add_columns_at("f", q, t),
+            2 => Delete::new(r).add_family_at("f", t),
+            _ => Delete::new(r).add_family_version("f", t),
+        })),
+        2 => Just(StoreOp::Flush),
+        1 => any::<bool>().prop_map(|major| StoreOp::Compact { major }),
+        3 => (any::<bool>(), 1u32..4, 0i64..7, 1i64..8).prop_map(|(raw, versions, a, n)| StoreOp::Read { raw, versions, tr: TimeRange::new(a, a + n).unwrap() }),
+    ]
+}
+
+fn read_store(store: &Store, raw: bool, versions: u32, tr: TimeRange) -> Vec<Cell> {
+    let max_versions = if raw {
+        versions
+    } else {
+        versions.min(store.family().max_versions)
+    };
+    let mode = Mode::User {
+        raw,
+        time_range: tr,
+        max_versions,
+        has_filter: false,
+        explicit_columns: None,
+    };
+    let mut s = store
+        .scanner(
+            mode,
+            u64::MAX,
+            NOW,
+            0,
+            &ReadHint {
+                get: None,
+                time_range: tr,
+            },
+        )
+        .unwrap();
+    let mut out = Vec::new();
+    while let Some(row) = s.peek_row() {
+        s.read_row(&row, &mut out, None).unwrap();
+    }
+    out
+}
+
+fn key(c: &Cell) -> (Bytes, Bytes, i64, &'static str, Bytes) {
+    (
+        c.row.clone(),
+        c.qualifier.clone(),
+        c.timestamp,
+        c.cell_type.name(),
+        c.value.clone(),
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn store_agrees_with_the_oracle(
+        versions in 1u32..4,
+        keep in any::<bool>(),
+        ops in prop::collection::vec(store_op(), 1..60),
+    ) {
+        let kdc = if keep { KeepDeletedCells::True } else { KeepDeletedCells::False };
+        let family = ColumnFamilyDescriptor::new("f").with_max_versions(versions).with_keep_deleted_cells(kdc).with_block_size_bytes(1024);
+        let tmp = tempfile::tempdir().unwrap();
+        let store = Store::open(&Env::default(), tmp.path(), family.clone(), &[]).unwrap();
+        let mut oracle = Oracle::new(std::slice::from_ref(&family));
+        let (mut seq, mut file_id) = (0u64, 0u64);
+        for op in &ops {
+            match op {
+                StoreOp::Put(p) => {
+                    seq += 1;
+                    p.cells.iter().for_each(|c| store.insert(Cell { seq_id: seq, ..c.clone() }));
+                    oracle.put(p, NOW);
+                }
+                StoreOp::Delete(d) => {
+                    seq += 1;
+                    d.markers.iter().for_each(|c| store.insert(Cell { seq_id: seq, ..c.clone() }));
+                    oracle.delete(d, NOW);
+                }
+                StoreOp::Flush => {
+                    if let Some(snap) = store.take_snapshot() {
+                        file_id += 1;
+                        let f = store.write_flush(&snap, file_id, NOW, 0, u64::MAX).unwrap();
+                        store.finish_flush(f);
+                    }
+                    oracle.flush(NOW);
+                }
+                StoreOp::Compact { major } => {
+                    let inputs = store.files();
+                    if !inputs.is_empty() && (*major || inputs.len() >= 2) {
+                        file_id += 1;
+                        let out = store.write_compaction(&inputs, file_id, *major, NOW, 0).unwrap();
+                        store.finish_compaction(&inputs, out);
+                    }
+                    oracle.compact(*major, NOW);
+                }
+                StoreOp::Read { raw, versions, tr } => {
+                    let mut scan = Scan::new().with_max_versions(*versions).with_time_range(*tr);
+                    if *raw {
+                        scan = scan.raw();
+                    }
+                    let want: Vec<_> = oracle.scan(&scan, NOW).iter().flat_map(|r| r.cells.iter().map(key)).collect();
+                    let got: Vec<_> = read_store(&store, *raw, *versions, *tr).iter().map(key).collect();
+                    prop_assert_eq!(got, want, "{:?}", op);
+                }
+            }
+        }
+        // every physical cell, raw
+        let want: Vec<_> = oracle.scan(&Scan::new().raw().all_versions(), NOW).iter().flat_map(|r| r.cells.iter().map(key)).collect();
+        let got: Vec<_> = read_store(&store, true, u32::MAX, TimeRange::all()).iter().map(key).collect();
+        prop_assert_eq!(got, want);
+    }
+}
