@@ -19,6 +19,21 @@ fn markers(t: &basalt_storage::Table) -> usize {
         .count()
 }
 
+/// TestKeepDeletes' fixture: a DeleteColumn and a DeleteFamily at `ts` and version deletes at
+/// `ts + 1` and `ts + 2` on `r/f:c`; all four survive a flush.
+fn four_markers_survive_a_flush(fx: &Fixture, t: &basalt_storage::Table, ts: i64) {
+    t.delete(Delete::new("r").add_columns_at("f", "c", ts))
+        .unwrap();
+    t.delete(Delete::new("r").add_family_at("f", ts)).unwrap();
+    t.delete(Delete::new("r").add_column_at("f", "c", ts + 1))
+        .unwrap();
+    t.delete(Delete::new("r").add_column_at("f", "c", ts + 2))
+        .unwrap();
+    assert_eq!(markers(t), 4);
+    fx.flush("t");
+    assert_eq!(markers(t), 4);
+}
+
 #[test]
 fn case_27_markers_masking_nothing_go_at_major_compaction_even_when_kept() {
     // TestKeepDeletes#testDeleteMarkerExpirationEmptyStore
@@ -28,16 +43,7 @@ fn case_27_markers_masking_nothing_go_at_major_compaction_even_when_kept() {
         vec![cf("f", 1).with_keep_deleted_cells(KeepDeletedCells::True)],
     );
     let ts = T0;
-    t.delete(Delete::new("r").add_columns_at("f", "c", ts))
-        .unwrap();
-    t.delete(Delete::new("r").add_family_at("f", ts)).unwrap();
-    t.delete(Delete::new("r").add_column_at("f", "c", ts + 1))
-        .unwrap();
-    t.delete(Delete::new("r").add_column_at("f", "c", ts + 2))
-        .unwrap();
-    assert_eq!(markers(&t), 4);
-    fx.flush("t");
-    assert_eq!(markers(&t), 4);
+    four_markers_survive_a_flush(&fx, &t, ts);
     t.delete(Delete::new("other").add_family_at("f", ts))
         .unwrap();
     fx.flush("t");
@@ -142,16 +148,7 @@ fn case_34_markers_survive_flush_and_minor_under_keep_deleted_cells() {
     t.put(Put::new("r").add_at("f", "c", ts, "T1")).unwrap();
     t.put(Put::new("r").add_at("g", "c", ts - 10, "other store"))
         .unwrap();
-    t.delete(Delete::new("r").add_columns_at("f", "c", ts))
-        .unwrap();
-    t.delete(Delete::new("r").add_family_at("f", ts)).unwrap();
-    t.delete(Delete::new("r").add_column_at("f", "c", ts + 1))
-        .unwrap();
-    t.delete(Delete::new("r").add_column_at("f", "c", ts + 2))
-        .unwrap();
-    assert_eq!(markers(&t), 4);
-    fx.flush("t");
-    assert_eq!(markers(&t), 4);
+    four_markers_survive_a_flush(&fx, &t, ts);
     t.put(Put::new("s").add("f", "c", "x")).unwrap();
     fx.flush("t");
     fx.minor("t");
