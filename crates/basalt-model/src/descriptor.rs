@@ -176,6 +176,20 @@ impl ColumnFamilyDescriptor {
         self
     }
 
+    /// `BLOCKCACHE`: whether reads cache this family's data blocks.
+    #[must_use]
+    pub fn with_block_cache(mut self, on: bool) -> Self {
+        self.block_cache = on;
+        self
+    }
+
+    /// `IN_MEMORY`: cache this family's blocks at the higher priority.
+    #[must_use]
+    pub fn with_in_memory(mut self, on: bool) -> Self {
+        self.in_memory = on;
+        self
+    }
+
     /// Whether the family has a finite TTL.
     #[must_use]
     pub fn has_ttl(&self) -> bool {

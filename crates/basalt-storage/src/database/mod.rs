@@ -23,11 +23,15 @@ use basalt_model::limits::DEFAULT_MAX_CELL_SIZE_BYTES;
 use basalt_model::{Error, Result, TableName};
 use parking_lot::{Mutex, RwLock};
 
+use crate::block_cache::{BlockCache, CacheStats};
 use crate::catalog::{Catalog, TableEntry};
 use crate::env::Env;
 use crate::manifest::VersionedFile;
 use crate::region::{Region, RegionConfig};
 use crate::wal::{Wal, DEFAULT_ROLL_SIZE_BYTES};
+
+/// Default block cache capacity.
+pub const DEFAULT_BLOCK_CACHE_BYTES: usize = 256 << 20;
 
 /// Settings of an embedded database. Every field has HBase's default.
 #[derive(Clone, Debug)]
@@ -41,6 +45,8 @@ pub struct Options {
     pub time_to_purge_deletes_ms: i64,
     /// WAL segment roll size (64 MiB).
     pub wal_roll_size_bytes: u64,
+    /// Block cache capacity (256 MiB); 0 caches nothing.
+    pub block_cache_bytes: usize,
 }
 
 impl Default for Options {
@@ -51,6 +57,7 @@ impl Default for Options {
             max_row_size_bytes: basalt_model::limits::DEFAULT_MAX_ROW_SIZE_BYTES,
             time_to_purge_deletes_ms: 0,
             wal_roll_size_bytes: DEFAULT_ROLL_SIZE_BYTES,
+            block_cache_bytes: DEFAULT_BLOCK_CACHE_BYTES,
         }
     }
 }
@@ -67,6 +74,7 @@ pub(crate) struct DbInner {
     options: Options,
     wal: Arc<Wal>,
     seq: Arc<AtomicU64>,
+    block_cache: Arc<BlockCache>,
     /// Serializes catalog changes (DDL).
     catalog: Mutex<(VersionedFile, Catalog)>,
     tables: RwLock<HashMap<TableName, Arc<TableState>>>,
@@ -116,6 +124,7 @@ impl Database {
             dir,
             wal: Arc::clone(&wal),
             seq: Arc::clone(&seq),
+            block_cache: BlockCache::new(options.block_cache_bytes),
             catalog: Mutex::new((vf, catalog.clone())),
             tables: RwLock::new(HashMap::new()),
             options,
@@ -181,6 +190,12 @@ impl Database {
         self.inner.wal.shutdown()
     }
 
+    /// The block cache's counters and size.
+    #[must_use]
+    pub fn block_cache_stats(&self) -> CacheStats {
+        self.inner.block_cache.stats()
+    }
+
     /// Number of WAL segment files kept (tests and diagnostics).
     #[must_use]
     pub fn wal_segment_count(&self) -> usize {
@@ -214,6 +229,7 @@ impl DbInner {
             time_to_purge_deletes_ms: self.options.time_to_purge_deletes_ms,
             max_cell_size_bytes: self.options.max_cell_size_bytes,
             max_row_size_bytes: self.options.max_row_size_bytes,
+            block_cache: Arc::clone(&self.block_cache),
         }
     }
 

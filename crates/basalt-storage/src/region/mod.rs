@@ -24,6 +24,7 @@ use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
 use serde::{Deserialize, Serialize};
 
+use crate::block_cache::BlockCache;
 use crate::env::Env;
 use crate::manifest::VersionedFile;
 use crate::store::{family_dir_name, file_name, Store};
@@ -58,6 +59,8 @@ pub struct RegionConfig {
     pub max_cell_size_bytes: usize,
     /// `hbase.table.max.rowsize`.
     pub max_row_size_bytes: usize,
+    /// The database's block cache, shared by every store.
+    pub block_cache: Arc<BlockCache>,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -115,7 +118,7 @@ impl Region {
                 flushed_seq_id: current_seq,
                 files: Vec::new(),
             });
-            let store = Store::open(env, dir, f.clone(), &sm.files)?;
+            let store = Store::open(env, dir, f.clone(), &sm.files, &config.block_cache)?;
             stores.insert(f.name.clone(), Arc::new(store));
         }
         manifest
@@ -358,7 +361,13 @@ impl Region {
             match stores.get(&f.name) {
                 Some(s) => s.set_family(f.clone()),
                 None => {
-                    let store = Store::open(&self.env, &self.dir, f.clone(), &[])?;
+                    let store = Store::open(
+                        &self.env,
+                        &self.dir,
+                        f.clone(),
+                        &[],
+                        &self.config.block_cache,
+                    )?;
                     stores.insert(f.name.clone(), Arc::new(store));
                     let mut g = self.manifest.lock();
                     let sm = StoreManifest {

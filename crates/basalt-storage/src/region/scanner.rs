@@ -86,6 +86,7 @@ impl Region {
                     .is_get
                     .then_some((&scan.start_row[..], single_col.as_deref())),
                 time_range: tr,
+                cache_blocks: scan.cache_blocks,
             };
             let mode = Mode::User {
                 raw: scan.raw,
@@ -126,8 +127,14 @@ impl Region {
 }
 
 impl RegionScanner {
+    /// Positions the stores at the scan's first row (file scanners start unpositioned).
     fn position(&mut self) -> Result<()> {
         if self.start.is_empty() {
+            if !self.reversed {
+                self.stores
+                    .iter_mut()
+                    .try_for_each(StoreScanner::seek_to_first)?;
+            }
             return Ok(());
         }
         let key = if self.include_start {

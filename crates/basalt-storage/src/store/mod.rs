@@ -21,9 +21,10 @@ use basalt_model::{Cell, ColumnFamilyDescriptor, Result, TimeRange};
 use bytes::Bytes;
 use parking_lot::RwLock;
 
+use crate::block_cache::{BlockCache, Priority};
 use crate::env::Env;
 use crate::memstore::{snapshot_cells, MemStore};
-use crate::storefile::{StoreFile, StoreFileWriter};
+use crate::storefile::{Caching, StoreFile, StoreFileWriter};
 use query_matcher::{Mode, QueryMatcher, ScanInfo};
 use scanner::{CellSource, StoreScanner};
 
@@ -33,6 +34,8 @@ pub struct ReadHint<'a> {
     /// For a Get: the row, and the one column asked for when there is exactly one.
     pub get: Option<(&'a [u8], Option<&'a [u8]>)>,
     pub time_range: TimeRange,
+    /// The scan's `cache_blocks`: whether data blocks read from disk enter the block cache.
+    pub cache_blocks: bool,
 }
 
 #[derive(Debug)]
@@ -49,6 +52,7 @@ pub struct Store {
     name: Bytes,
     dir: PathBuf,
     env: Env,
+    cache: Arc<BlockCache>,
     state: RwLock<StoreState>,
 }
 
@@ -74,19 +78,23 @@ impl Store {
         region_dir: &Path,
         family: ColumnFamilyDescriptor,
         file_ids: &[u64],
+        cache: &Arc<BlockCache>,
     ) -> Result<Store> {
         let dir = region_dir.join(family_dir_name(&family.name));
         env.create_dir_all(&dir)?;
         let name = family.name.clone();
         let files = file_ids
             .iter()
-            .map(|&id| StoreFile::open(env, &dir.join(file_name(id)), id, &name).map(Arc::new))
+            .map(|&id| {
+                StoreFile::open(env, &dir.join(file_name(id)), id, &name, cache).map(Arc::new)
+            })
             .collect::<Result<Vec<_>>>()?;
         Ok(Store {
             family: RwLock::new(family),
             name,
             dir,
             env: env.clone(),
+            cache: Arc::clone(cache),
             state: RwLock::new(StoreState {
                 active: Arc::new(MemStore::new()),
                 snapshot: None,
@@ -171,6 +179,18 @@ impl Store {
         hint: &ReadHint<'_>,
     ) -> Result<StoreScanner> {
         let matcher = QueryMatcher::new(mode, self.scan_info(purge_ms), now_ms, u64::MAX);
+        let caching = {
+            let f = self.family.read();
+            Caching {
+                insert: f.block_cache && hint.cache_blocks,
+                priority: if f.in_memory {
+                    Priority::InMemory
+                } else {
+                    Priority::Normal
+                },
+                count: true,
+            }
+        };
         let st = self.state.read();
         let mut sources: Vec<Box<dyn CellSource>> = Vec::with_capacity(st.files.len() + 2);
         sources.push(Box::new(st.active.scanner(read_point)));
@@ -178,8 +198,8 @@ impl Store {
             sources.push(Box::new(s.scanner(read_point)));
         }
         for f in st.files.iter().rev() {
-            if file_may_match(f, hint) {
-                sources.push(Box::new(f.scanner(read_point)?));
+            if file_may_match(f, hint)? {
+                sources.push(Box::new(f.scanner(read_point, caching)?));
             }
         }
         Ok(StoreScanner::new(sources, matcher))
@@ -265,11 +285,13 @@ impl Store {
             .iter()
             .rev()
             .map(|f| {
-                f.scanner(u64::MAX)
+                f.scanner(u64::MAX, Caching::COMPACTION)
                     .map(|s| Box::new(s) as Box<dyn CellSource>)
             })
             .collect::<Result<Vec<_>>>()?;
-        self.write_file(StoreScanner::new(sources, matcher), file_id, now_ms, major)
+        let mut scanner = StoreScanner::new(sources, matcher);
+        scanner.seek_to_first()?;
+        self.write_file(scanner, file_id, now_ms, major)
     }
 
     fn write_file(
@@ -290,7 +312,11 @@ impl Store {
         }
         w.finish(major)?;
         Ok(Some(Arc::new(StoreFile::open(
-            &self.env, &path, file_id, &self.name,
+            &self.env,
+            &path,
+            file_id,
+            &self.name,
+            &self.cache,
         )?)))
     }
 
@@ -312,19 +338,21 @@ impl Store {
     }
 }
 
-fn file_may_match(f: &StoreFile, hint: &ReadHint<'_>) -> bool {
+/// Whether a file may hold cells the read wants: its time range, its key range and, for a
+/// Get, its bloom filter decide (HBase's StoreFileScanner.shouldUseScanner).
+fn file_may_match(f: &StoreFile, hint: &ReadHint<'_>) -> Result<bool> {
     let info = f.info();
     if info.max_ts < hint.time_range.min() {
-        return false;
+        return Ok(false);
     }
     if let Some((row, col)) = hint.get {
         let outside = info.first_key.as_ref().is_some_and(|k| &k.row[..] > row)
             || info.last_key.as_ref().is_some_and(|k| &k.row[..] < row);
-        if outside || !f.may_contain(row, col) {
-            return false;
+        if outside || !f.may_contain(row, col)? {
+            return Ok(false);
         }
     }
-    true
+    Ok(true)
 }
 
 /// Cells already in memory, in key order, as a source (a flush snapshot).

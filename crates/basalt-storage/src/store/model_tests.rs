@@ -10,6 +10,7 @@ use proptest::prelude::*;
 
 use super::query_matcher::Mode;
 use super::{ReadHint, Store};
+use crate::block_cache::BlockCache;
 use crate::env::Env;
 
 const NOW: i64 = 1_000_000;
@@ -70,9 +71,11 @@ fn read_store(store: &Store, raw: bool, versions: u32, tr: TimeRange) -> Vec<Cel
             &ReadHint {
                 get: None,
                 time_range: tr,
+                cache_blocks: true,
             },
         )
         .unwrap();
+    s.seek_to_first().unwrap();
     let mut out = Vec::new();
     while let Some(row) = s.peek_row() {
         s.read_row(&row, &mut out, None).unwrap();
@@ -102,7 +105,7 @@ proptest! {
         let kdc = if keep { KeepDeletedCells::True } else { KeepDeletedCells::False };
         let family = ColumnFamilyDescriptor::new("f").with_max_versions(versions).with_keep_deleted_cells(kdc).with_block_size_bytes(1024);
         let tmp = tempfile::tempdir().unwrap();
-        let store = Store::open(&Env::default(), tmp.path(), family.clone(), &[]).unwrap();
+        let store = Store::open(&Env::default(), tmp.path(), family.clone(), &[], &BlockCache::new(1 << 20)).unwrap();
         let mut oracle = Oracle::new(std::slice::from_ref(&family));
         let (mut seq, mut file_id) = (0u64, 0u64);
         for op in &ops {

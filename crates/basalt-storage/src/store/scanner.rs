@@ -69,6 +69,14 @@ impl StoreScanner {
         self.sources.iter_mut().try_for_each(|s| s.seek(key))
     }
 
+    /// Positions every source at its first cell.
+    ///
+    /// # Errors
+    /// A corrupt block.
+    pub fn seek_to_first(&mut self) -> Result<()> {
+        self.seek(&Cell::first_on_row(&Bytes::new()))
+    }
+
     /// The greatest row below `key` in any source (reversed scans).
     ///
     /// # Errors

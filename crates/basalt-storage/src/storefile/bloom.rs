@@ -1,7 +1,7 @@
 //! Bloom filters of store files (docs/formats/storefile.md, "Bloom block").
 
 use basalt_model::BloomType;
-use xxhash_rust::xxh3::xxh3_64;
+use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 
 use crate::codec::Reader;
 
@@ -112,10 +112,37 @@ impl Bloom {
         Some(Bloom { kind, bits, data })
     }
 
+    /// Bytes the loaded filter occupies, its weight in the block cache.
+    #[must_use]
+    pub fn size_bytes(&self) -> usize {
+        self.data.len() + std::mem::size_of::<Bloom>()
+    }
+
+    /// False when `row` is certainly absent (a ROW filter).
+    #[must_use]
+    pub fn may_contain_row(&self, row: &[u8]) -> bool {
+        self.may_contain_hash(xxh3_64(row))
+    }
+
+    /// False when the column is certainly absent (a ROWCOL filter). Hashes the parts of
+    /// [`bloom_key`] in a stream, so a probe allocates nothing.
+    #[must_use]
+    pub fn may_contain_row_col(&self, row: &[u8], qualifier: &[u8]) -> bool {
+        let mut h = Xxh3::new();
+        let len = u16::try_from(row.len()).unwrap_or(u16::MAX);
+        h.update(&len.to_be_bytes());
+        h.update(row);
+        h.update(qualifier);
+        self.may_contain_hash(h.digest())
+    }
+
     /// False when the key is certainly absent.
     #[must_use]
     pub fn may_contain(&self, key: &[u8]) -> bool {
-        let h = xxh3_64(key);
+        self.may_contain_hash(xxh3_64(key))
+    }
+
+    fn may_contain_hash(&self, h: u64) -> bool {
         probes(h, self.bits).all(|bit| {
             let byte = self
                 .data
@@ -143,5 +170,19 @@ mod tests {
             .filter(|i| bloom.may_contain(&i.to_be_bytes()))
             .count();
         assert!(fp < 300, "false positive rate too high: {fp}/10000");
+    }
+
+    #[test]
+    fn streamed_row_col_probe_matches_the_stored_key() {
+        let mut b = BloomBuilder::new(BloomType::RowCol);
+        for i in 0..1000u32 {
+            b.add(&bloom_key(BloomType::RowCol, &i.to_be_bytes(), b"qual"));
+        }
+        let bloom = Bloom::decode(&b.finish()).unwrap();
+        assert!((0..1000u32).all(|i| bloom.may_contain_row_col(&i.to_be_bytes(), b"qual")));
+        let fp = (0..1000u32)
+            .filter(|i| bloom.may_contain_row_col(&i.to_be_bytes(), b"other"))
+            .count();
+        assert!(fp < 50, "{fp}");
     }
 }

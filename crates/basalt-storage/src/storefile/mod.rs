@@ -5,7 +5,8 @@ mod bloom;
 mod reader;
 mod writer;
 
-pub use reader::{StoreFile, StoreFileScanner};
+pub use bloom::Bloom;
+pub use reader::{Caching, Index, StoreFile, StoreFileScanner};
 pub use writer::StoreFileWriter;
 
 use basalt_model::{Cell, Timestamp};

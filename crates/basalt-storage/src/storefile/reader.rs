@@ -1,123 +1,149 @@
 //! Reads a store file: trailer, index, bloom and file info at open; data blocks on demand.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use basalt_model::{BloomType, Cell, Error, Result};
 use bytes::Bytes;
 
 use super::block::{self, decode_data_block};
-use super::bloom::{bloom_key, Bloom};
+use super::bloom::Bloom;
 use super::{FileInfo, FORMAT_VERSION, MAGIC, TRAILER_LEN};
+use crate::block_cache::{Block, BlockCache, BlockKey, Priority};
 use crate::codec::Reader;
 use crate::env::{Env, RandomAccessFile};
 use crate::store::scanner::CellSource;
 
+/// One data block's place in the file and the last key it holds.
 #[derive(Debug)]
-struct IndexEntry {
+pub struct IndexEntry {
     last_key: Cell,
     offset: u64,
     len: u32,
 }
 
-/// An open store file.
+/// A decoded block index: one entry per data block, in key order.
+#[derive(Debug)]
+pub struct Index(Vec<IndexEntry>);
+
+impl Index {
+    /// Bytes the decoded index occupies, its weight in the block cache.
+    fn weight(&self) -> usize {
+        self.0
+            .iter()
+            .map(|e| std::mem::size_of::<IndexEntry>() + e.last_key.serialized_size())
+            .sum()
+    }
+}
+
+/// How a read uses the block cache for data blocks (index and bloom blocks are always cached).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Caching {
+    /// Whether blocks read from disk are added to the cache.
+    pub insert: bool,
+    pub priority: Priority,
+    /// Whether reads are counted as query block reads (compactions are not).
+    pub count: bool,
+}
+
+impl Caching {
+    /// A query of a family with `BLOCKCACHE => true`.
+    pub const QUERY: Caching = Caching {
+        insert: true,
+        priority: Priority::Normal,
+        count: true,
+    };
+    /// A flush or compaction: blocks are read once, so they are not cached.
+    pub const COMPACTION: Caching = Caching {
+        insert: false,
+        priority: Priority::Normal,
+        count: false,
+    };
+}
+
+/// Gives every open file its own block-cache namespace: file ids repeat across stores.
+static NEXT_CACHE_ID: AtomicU64 = AtomicU64::new(1);
+
+/// An open store file. Its index and bloom live in the block cache and are read again on a
+/// miss; its file info stays in memory.
 #[derive(Debug)]
 pub struct StoreFile {
     id: u64,
+    cache_id: u64,
     file: RandomAccessFile,
     family: Bytes,
-    index: Vec<IndexEntry>,
-    bloom: Option<Bloom>,
+    cache: Arc<BlockCache>,
+    index_at: (u64, u32),
+    bloom_at: Option<(u64, u32)>,
+    bloom_kind: BloomType,
     info: FileInfo,
 }
 
+impl Drop for StoreFile {
+    fn drop(&mut self) {
+        self.cache.evict_file(self.cache_id);
+    }
+}
+
 impl StoreFile {
-    /// Opens and checks a store file of `family`.
+    /// Opens and checks a store file of `family`: trailer, index, bloom and file info are read
+    /// and verified now, so a damaged file is refused at open rather than at some later read.
     ///
     /// # Errors
     /// `Corruption` naming the file and the part that failed; `Io`.
-    pub fn open(env: &Env, path: &Path, id: u64, family: &Bytes) -> Result<StoreFile> {
+    pub fn open(
+        env: &Env,
+        path: &Path,
+        id: u64,
+        family: &Bytes,
+        cache: &Arc<BlockCache>,
+    ) -> Result<StoreFile> {
         let file = env.open(path)?;
-        let bad = |what: &'static str, d: String| Error::corruption(what, path, d);
-        let len = file.len();
-        if len < TRAILER_LEN as u64 {
-            return Err(bad(
-                "store file trailer",
-                format!("file is {len} bytes, shorter than the trailer"),
-            ));
-        }
-        let t = file.read_at(len - TRAILER_LEN as u64, TRAILER_LEN)?;
-        if &t[44..] != MAGIC {
-            return Err(bad("store file trailer", "bad magic".into()));
-        }
-        let crc = u32::from_le_bytes(
-            t[40..44]
-                .try_into()
-                .map_err(|_| bad("store file trailer", "checksum".into()))?,
-        );
-        if crc32c::crc32c(&t[..40]) != crc {
-            return Err(bad("store file trailer", "checksum mismatch".into()));
-        }
-        let mut r = Reader::new(&t);
-        let mut section = || -> Option<(u64, u32)> { Some((r.u64_le()?, r.u32_le()?)) };
-        let sections = [section(), section(), section()];
-        let version = u32::from_le_bytes(
-            t[36..40]
-                .try_into()
-                .map_err(|_| bad("store file trailer", "version".into()))?,
-        );
-        if version != FORMAT_VERSION {
-            return Err(bad(
-                "store file trailer",
-                format!("unsupported format version {version}"),
-            ));
-        }
-        let body_end = len - TRAILER_LEN as u64;
-        let read_section = |s: Option<(u64, u32)>, what: &'static str| -> Result<Option<Bytes>> {
-            let (off, n) = s.ok_or_else(|| bad("store file trailer", "truncated".into()))?;
-            if n == 0 {
-                return Ok(None);
-            }
-            if off
-                .checked_add(u64::from(n))
+        let sections = read_trailer(&file, path)?;
+        let body_end = file.len() - TRAILER_LEN as u64;
+        for (s, what) in sections.iter().zip(SECTION_NAMES) {
+            if s.0
+                .checked_add(u64::from(s.1))
                 .is_none_or(|end| end > body_end)
             {
-                return Err(bad(
+                return Err(Error::corruption(
                     what,
-                    format!("section at {off} of {n} bytes lies outside the file"),
+                    path,
+                    format!("section at {} of {} bytes lies outside the file", s.0, s.1),
                 ));
             }
-            Ok(Some(block::unframe(
-                &file.read_at(off, n as usize)?,
+        }
+        let [index_at, bloom_at, info_at] = sections;
+        if index_at.1 == 0 || info_at.1 == 0 {
+            return Err(Error::corruption(
+                "store file trailer",
                 path,
-                off,
-            )?))
-        };
-        let index_body = read_section(sections[0], "store file index")?
-            .ok_or_else(|| bad("store file index", "missing".into()))?;
-        let bloom_body = read_section(sections[1], "store file bloom")?;
-        let info_body = read_section(sections[2], "store file info")?
-            .ok_or_else(|| bad("store file info", "missing".into()))?;
-        let index = decode_index(&index_body, family, body_end)
-            .ok_or_else(|| bad("store file index", "malformed".into()))?;
-        let bloom = match bloom_body {
-            Some(b) => {
-                Some(Bloom::decode(&b).ok_or_else(|| bad("store file bloom", "malformed".into()))?)
-            }
-            None => None,
-        };
-        let info = decode_info(&info_body, family)
-            .ok_or_else(|| bad("store file info", "malformed".into()))?;
-        Ok(StoreFile {
+                "index or file info missing",
+            ));
+        }
+        let bad = |what: &'static str| Error::corruption(what, path, "malformed");
+        let info_body = block::unframe(
+            &file.read_at(info_at.0, info_at.1 as usize)?,
+            path,
+            info_at.0,
+        )?;
+        let info = decode_info(&info_body, family).ok_or_else(|| bad("store file info"))?;
+        let mut f = StoreFile {
             id,
+            cache_id: NEXT_CACHE_ID.fetch_add(1, Ordering::Relaxed),
             file,
             family: family.clone(),
-            index,
-            bloom,
+            cache: Arc::clone(cache),
+            index_at,
+            bloom_at: (bloom_at.1 > 0).then_some(bloom_at),
+            bloom_kind: BloomType::None,
             info,
-        })
+        };
+        f.index()?;
+        f.bloom_kind = f.bloom()?.map_or(BloomType::None, |b| b.kind);
+        Ok(f)
     }
-
     /// The file's id in its store.
     #[must_use]
     pub fn id(&self) -> u64 {
@@ -143,51 +169,174 @@ impl StoreFile {
     }
 
     /// Number of data blocks.
-    #[must_use]
-    pub fn block_count(&self) -> usize {
-        self.index.len()
+    ///
+    /// # Errors
+    /// The index had to be read again and was damaged.
+    pub fn block_count(&self) -> Result<usize> {
+        Ok(self.index()?.0.len())
     }
 
     /// False when the bloom filter proves `row` (and, for ROWCOL with `qualifier`, that
     /// column) is not in the file.
-    #[must_use]
-    pub fn may_contain(&self, row: &[u8], qualifier: Option<&[u8]>) -> bool {
-        let Some(bloom) = &self.bloom else {
-            return true;
+    ///
+    /// # Errors
+    /// The bloom block had to be read again and was damaged.
+    pub fn may_contain(&self, row: &[u8], qualifier: Option<&[u8]>) -> Result<bool> {
+        let probe_row_col = matches!((self.bloom_kind, qualifier), (BloomType::RowCol, Some(_)));
+        if self.bloom_kind != BloomType::Row && !probe_row_col {
+            return Ok(true);
+        }
+        let Some(bloom) = self.bloom()? else {
+            return Ok(true);
         };
-        match (bloom.kind, qualifier) {
-            (BloomType::RowCol, Some(q)) => {
-                bloom.may_contain(&bloom_key(BloomType::RowCol, row, q))
-                    || (self.info.delete_family_count > 0
-                        && bloom.may_contain(&bloom_key(BloomType::RowCol, row, b"")))
+        Ok(match qualifier.filter(|_| probe_row_col) {
+            Some(q) => {
+                bloom.may_contain_row_col(row, q)
+                    || (self.info.delete_family_count > 0 && bloom.may_contain_row_col(row, b""))
             }
-            (BloomType::RowCol, None) | (BloomType::None, _) => true,
-            (BloomType::Row, _) => bloom.may_contain(&bloom_key(BloomType::Row, row, b"")),
+            None => bloom.may_contain_row(row),
+        })
+    }
+
+    fn cache_key(&self, offset: u64) -> BlockKey {
+        BlockKey {
+            file: self.cache_id,
+            offset,
         }
     }
 
-    fn read_block(&self, i: usize) -> Result<Vec<Cell>> {
-        let e = &self.index[i];
-        let stored = self.file.read_at(e.offset, e.len as usize)?;
-        let body = block::unframe(&stored, self.file.path(), e.offset)?;
-        decode_data_block(body, &self.family, self.file.path(), e.offset)
+    fn read_section(&self, (offset, len): (u64, u32)) -> Result<Bytes> {
+        let stored = self.file.read_at(offset, len as usize)?;
+        block::unframe(&stored, self.file.path(), offset)
     }
 
-    /// A scanner over the cells visible at `read_point`, positioned at the first.
+    /// The block index, from the cache or read again.
+    fn index(&self) -> Result<Arc<Index>> {
+        let key = self.cache_key(self.index_at.0);
+        if let Some(Block::Index(i)) = self.cache.get(&key) {
+            return Ok(i);
+        }
+        let body = self.read_section(self.index_at)?;
+        let body_end = self.file.len() - TRAILER_LEN as u64;
+        let index = decode_index(&body, &self.family, body_end)
+            .ok_or_else(|| Error::corruption("store file index", self.file.path(), "malformed"))?;
+        let index = Arc::new(Index(index));
+        let weight = index.weight();
+        self.cache.insert(
+            key,
+            Block::Index(Arc::clone(&index)),
+            weight,
+            Priority::InMemory,
+        );
+        Ok(index)
+    }
+
+    /// The bloom filter, from the cache or read again; `None` when the file has none.
+    fn bloom(&self) -> Result<Option<Arc<Bloom>>> {
+        let Some(at) = self.bloom_at else {
+            return Ok(None);
+        };
+        let key = self.cache_key(at.0);
+        if let Some(Block::Bloom(b)) = self.cache.get(&key) {
+            return Ok(Some(b));
+        }
+        let body = self.read_section(at)?;
+        let bloom = Bloom::decode(&body)
+            .ok_or_else(|| Error::corruption("store file bloom", self.file.path(), "malformed"))?;
+        let bloom = Arc::new(bloom);
+        let weight = bloom.size_bytes();
+        self.cache.insert(
+            key,
+            Block::Bloom(Arc::clone(&bloom)),
+            weight,
+            Priority::InMemory,
+        );
+        Ok(Some(bloom))
+    }
+
+    /// Data block `i` of `index`, from the cache or read and decoded.
+    fn data_block(&self, index: &Index, i: usize, caching: Caching) -> Result<Arc<[Cell]>> {
+        let e = &index.0[i];
+        let key = self.cache_key(e.offset);
+        if caching.count {
+            self.cache.count_data_block_read();
+        }
+        if let Some(Block::Data(cells)) = self.cache.get(&key) {
+            return Ok(cells);
+        }
+        let body = self.read_section((e.offset, e.len))?;
+        let body_len = body.len();
+        let cells: Arc<[Cell]> =
+            decode_data_block(body, &self.family, self.file.path(), e.offset)?.into();
+        if caching.insert {
+            let keys: usize = cells
+                .iter()
+                .map(|c| c.row.len() + c.qualifier.len() + 19)
+                .sum();
+            let weight = body_len + keys + cells.len() * std::mem::size_of::<Cell>();
+            self.cache.insert(
+                key,
+                Block::Data(Arc::clone(&cells)),
+                weight,
+                caching.priority,
+            );
+        }
+        Ok(cells)
+    }
+
+    /// A scanner over the cells visible at `read_point`. It is positioned nowhere: its first
+    /// call must be a seek, so a Get reads only the blocks its seek lands on.
     ///
     /// # Errors
-    /// A corrupt first block.
-    pub fn scanner(self: &Arc<Self>, read_point: u64) -> Result<StoreFileScanner> {
-        let mut s = StoreFileScanner {
+    /// The index had to be read again and was damaged.
+    pub fn scanner(
+        self: &Arc<Self>,
+        read_point: u64,
+        caching: Caching,
+    ) -> Result<StoreFileScanner> {
+        Ok(StoreFileScanner {
+            index: self.index()?,
             file: Arc::clone(self),
             read_point,
+            caching,
             block: usize::MAX,
-            cells: Vec::new(),
+            cells: Arc::from(Vec::new()),
             pos: 0,
-        };
-        s.load(0, 0)?;
-        Ok(s)
+        })
     }
+}
+
+const SECTION_NAMES: [&str; 3] = ["store file index", "store file bloom", "store file info"];
+
+/// Reads and checks the trailer; returns the (offset, length) of index, bloom and file info.
+fn read_trailer(file: &RandomAccessFile, path: &Path) -> Result<[(u64, u32); 3]> {
+    let bad = |d: String| Error::corruption("store file trailer", path, d);
+    let len = file.len();
+    if len < TRAILER_LEN as u64 {
+        return Err(bad(format!(
+            "file is {len} bytes, shorter than the trailer"
+        )));
+    }
+    let t = file.read_at(len - TRAILER_LEN as u64, TRAILER_LEN)?;
+    if &t[44..] != MAGIC {
+        return Err(bad("bad magic".into()));
+    }
+    let word = |at: usize| -> u32 { u32::from_le_bytes([t[at], t[at + 1], t[at + 2], t[at + 3]]) };
+    if crc32c::crc32c(&t[..40]) != word(40) {
+        return Err(bad("checksum mismatch".into()));
+    }
+    let version = word(36);
+    if version != FORMAT_VERSION {
+        return Err(bad(format!("unsupported format version {version}")));
+    }
+    let mut r = Reader::new(&t);
+    let mut section = || -> Option<(u64, u32)> { Some((r.u64_le()?, r.u32_le()?)) };
+    let truncated = || bad("truncated".into());
+    Ok([
+        section().ok_or_else(truncated)?,
+        section().ok_or_else(truncated)?,
+        section().ok_or_else(truncated)?,
+    ])
 }
 
 fn decode_index(body: &[u8], family: &Bytes, body_end: u64) -> Option<Vec<IndexEntry>> {
@@ -242,27 +391,35 @@ fn decode_info(body: &[u8], family: &Bytes) -> Option<FileInfo> {
 #[derive(Debug)]
 pub struct StoreFileScanner {
     file: Arc<StoreFile>,
+    index: Arc<Index>,
     read_point: u64,
+    caching: Caching,
+    /// The loaded block (`usize::MAX`: none yet).
     block: usize,
-    cells: Vec<Cell>,
+    cells: Arc<[Cell]>,
     pos: usize,
 }
 
 impl StoreFileScanner {
+    fn set_block(&mut self, block: usize) -> Result<()> {
+        if block != self.block {
+            self.cells = self.file.data_block(&self.index, block, self.caching)?;
+            self.block = block;
+        }
+        Ok(())
+    }
+
     /// Positions at cell `pos` of block `block`, moving on to later blocks and past invisible
     /// cells as needed.
     fn load(&mut self, mut block: usize, mut pos: usize) -> Result<()> {
         loop {
-            if block >= self.file.index.len() {
+            if block >= self.index.0.len() {
                 self.block = block;
-                self.cells.clear();
+                self.cells = Arc::from(Vec::new());
                 self.pos = 0;
                 return Ok(());
             }
-            if block != self.block {
-                self.cells = self.file.read_block(block)?;
-                self.block = block;
-            }
+            self.set_block(block)?;
             while pos < self.cells.len() && self.cells[pos].seq_id > self.read_point {
                 pos += 1;
             }
@@ -293,37 +450,34 @@ impl CellSource for StoreFileScanner {
         // reversed scan seeks back to the start of each earlier row).
         let in_block = self.cells.first().is_some_and(|f| f < key)
             && self.cells.last().is_some_and(|l| l >= key);
-        if in_block {
-            let pos = self.cells.partition_point(|c| c < key);
-            return self.load(self.block, pos);
-        }
-        let b = self.file.index.partition_point(|e| &e.last_key < key);
-        if b >= self.file.index.len() {
+        let b = if in_block {
+            self.block
+        } else {
+            self.index.0.partition_point(|e| &e.last_key < key)
+        };
+        if b >= self.index.0.len() {
             return self.load(b, 0);
         }
-        if b != self.block {
-            self.cells = self.file.read_block(b)?;
-            self.block = b;
-        }
+        self.set_block(b)?;
         let pos = self.cells.partition_point(|c| c < key);
         self.load(b, pos)
     }
 
     fn last_row_before(&mut self, key: Option<&Cell>) -> Result<Option<Bytes>> {
         // Blocks before `b` hold only keys below `key`; block `b` may hold some.
-        let b = key.map_or(self.file.index.len(), |key| {
-            self.file.index.partition_point(|e| &e.last_key < key)
-        });
+        let n = self.index.0.len();
+        let b = key.map_or(n, |key| self.index.0.partition_point(|e| &e.last_key < key));
         let visible = |c: &&Cell| c.seq_id <= self.read_point;
-        if let (Some(key), true) = (key, b < self.file.index.len()) {
-            let cells = self.file.read_block(b)?;
+        if let (Some(key), true) = (key, b < n) {
+            let cells = self.file.data_block(&self.index, b, self.caching)?;
             let p = cells.partition_point(|c| c < key);
             if let Some(c) = cells[..p].iter().rev().find(visible) {
                 return Ok(Some(c.row.clone()));
             }
         }
         for i in (0..b).rev() {
-            if let Some(c) = self.file.read_block(i)?.iter().rev().find(visible) {
+            let cells = self.file.data_block(&self.index, i, self.caching)?;
+            if let Some(c) = cells.iter().rev().find(visible) {
                 return Ok(Some(c.row.clone()));
             }
         }

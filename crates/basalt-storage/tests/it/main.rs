@@ -4,6 +4,7 @@
 mod durability;
 mod errors;
 mod model;
+mod read_path;
 mod schema;
 mod semantics;
 mod semantics_more;

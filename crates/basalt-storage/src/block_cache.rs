@@ -1,0 +1,385 @@
+//! The block cache: one weighted cache of decoded store-file blocks shared by every store of a
+//! database (HBase's LruBlockCache, with CLOCK in place of a linked list).
+//!
+//! Data blocks are cached decoded (their cells share the block's buffers), so a hit costs one
+//! shard lock and reference-count bumps, never a decode. Index and bloom blocks are cached
+//! too, at in-memory priority, as HBase caches meta blocks.
+//!
+//! # Eviction
+//! Each shard runs CLOCK: an entry read since the hand last passed gets a second chance.
+//! In-memory entries (IN_MEMORY families, index and bloom blocks) are passed over while they
+//! hold no more than [`IN_MEMORY_SHARE`] of the shard and normal entries remain, so a scan of
+//! ordinary data cannot push them out.
+//!
+//! # Invariants
+//! 1. `used` is the sum of the weights of the entries present; it never exceeds the shard's
+//!    capacity after an insert returns.
+//! 2. `map` and `slots` agree: `map[k] == i` exactly when `slots[i]` holds the entry of `k`.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use basalt_model::Cell;
+use parking_lot::Mutex;
+
+use crate::storefile::{Bloom, Index};
+
+/// Fraction of each shard that in-memory entries may hold while protected from eviction.
+pub const IN_MEMORY_SHARE: f64 = 0.25;
+const SHARDS: usize = 16;
+
+/// A block's identity: the process-wide id of its open file and its offset there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct BlockKey {
+    pub file: u64,
+    pub offset: u64,
+}
+
+/// A cached block, decoded.
+#[derive(Clone, Debug)]
+pub enum Block {
+    Data(Arc<[Cell]>),
+    Index(Arc<Index>),
+    Bloom(Arc<Bloom>),
+}
+
+/// How hard the cache holds on to a block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Priority {
+    Normal,
+    /// IN_MEMORY families, index and bloom blocks.
+    InMemory,
+}
+
+/// Counters since the cache was made (HBase's CacheStats).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    pub capacity_bytes: u64,
+    pub size_bytes: u64,
+    pub blocks: u64,
+    pub hits: u64,
+    pub misses: u64,
+    pub inserts: u64,
+    pub evictions: u64,
+    /// Data blocks read by queries, from the cache or from disk.
+    pub data_block_reads: u64,
+}
+
+#[derive(Debug)]
+struct Entry {
+    key: BlockKey,
+    block: Block,
+    weight: usize,
+    priority: Priority,
+    referenced: bool,
+}
+
+#[derive(Debug, Default)]
+struct Shard {
+    map: HashMap<BlockKey, usize, BuildHasherDefault<KeyHasher>>,
+    slots: Vec<Option<Entry>>,
+    free: Vec<usize>,
+    hand: usize,
+    used: usize,
+    in_memory_used: usize,
+}
+
+/// The shared cache. Cheap to share through an `Arc`.
+#[derive(Debug)]
+pub struct BlockCache {
+    shards: Box<[Mutex<Shard>]>,
+    shard_capacity: usize,
+    hits: AtomicU64,
+    misses: AtomicU64,
+    inserts: AtomicU64,
+    evictions: AtomicU64,
+    data_block_reads: AtomicU64,
+}
+
+impl BlockCache {
+    /// A cache holding up to `capacity_bytes` of blocks (0: caches nothing).
+    #[must_use]
+    pub fn new(capacity_bytes: usize) -> Arc<BlockCache> {
+        Arc::new(BlockCache {
+            shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
+            shard_capacity: capacity_bytes / SHARDS,
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+            inserts: AtomicU64::new(0),
+            evictions: AtomicU64::new(0),
+            data_block_reads: AtomicU64::new(0),
+        })
+    }
+
+    fn shard(&self, key: &BlockKey) -> &Mutex<Shard> {
+        let mut h = KeyHasher::default();
+        h.write_u64(key.file);
+        h.write_u64(key.offset);
+        // The high bits are the best mixed.
+        &self.shards[(h.finish() >> 60) as usize % SHARDS]
+    }
+
+    /// The cached block of `key`, marking it recently used.
+    pub fn get(&self, key: &BlockKey) -> Option<Block> {
+        let found = {
+            let mut s = self.shard(key).lock();
+            let slot = s.map.get(key).copied();
+            slot.and_then(|i| s.slots[i].as_mut()).map(|e| {
+                e.referenced = true;
+                e.block.clone()
+            })
+        };
+        let counter = if found.is_some() {
+            &self.hits
+        } else {
+            &self.misses
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        found
+    }
+
+    /// Caches `block` under `key`, evicting as needed. A block larger than a shard is not
+    /// cached; a key already present keeps its block.
+    pub fn insert(&self, key: BlockKey, block: Block, weight: usize, priority: Priority) {
+        if weight > self.shard_capacity {
+            return;
+        }
+        let mut s = self.shard(&key).lock();
+        if s.map.contains_key(&key) {
+            return;
+        }
+        let evicted = s.make_room(weight, self.shard_capacity);
+        s.add(Entry {
+            key,
+            block,
+            weight,
+            priority,
+            referenced: false,
+        });
+        drop(s);
+        self.inserts.fetch_add(1, Ordering::Relaxed);
+        self.evictions.fetch_add(evicted, Ordering::Relaxed);
+    }
+
+    /// Drops every block of `file` (its file was deleted or closed).
+    pub fn evict_file(&self, file: u64) {
+        for shard in &*self.shards {
+            let mut s = shard.lock();
+            let doomed: Vec<usize> = s
+                .map
+                .iter()
+                .filter(|(k, _)| k.file == file)
+                .map(|(_, &i)| i)
+                .collect();
+            for i in doomed {
+                s.remove(i);
+            }
+        }
+    }
+
+    /// Counts a data block read by a query (hit or miss).
+    pub fn count_data_block_read(&self) {
+        self.data_block_reads.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The counters and current size.
+    #[must_use]
+    pub fn stats(&self) -> CacheStats {
+        let (mut size, mut blocks) = (0u64, 0u64);
+        for shard in &*self.shards {
+            let s = shard.lock();
+            size += s.used as u64;
+            blocks += s.map.len() as u64;
+        }
+        CacheStats {
+            capacity_bytes: (self.shard_capacity * SHARDS) as u64,
+            size_bytes: size,
+            blocks,
+            hits: self.hits.load(Ordering::Relaxed),
+            misses: self.misses.load(Ordering::Relaxed),
+            inserts: self.inserts.load(Ordering::Relaxed),
+            evictions: self.evictions.load(Ordering::Relaxed),
+            data_block_reads: self.data_block_reads.load(Ordering::Relaxed),
+        }
+    }
+}
+
+impl Shard {
+    fn add(&mut self, e: Entry) {
+        self.used += e.weight;
+        if e.priority == Priority::InMemory {
+            self.in_memory_used += e.weight;
+        }
+        let key = e.key;
+        let i = match self.free.pop() {
+            Some(i) => {
+                self.slots[i] = Some(e);
+                i
+            }
+            None => {
+                self.slots.push(Some(e));
+                self.slots.len() - 1
+            }
+        };
+        self.map.insert(key, i);
+    }
+
+    fn remove(&mut self, i: usize) {
+        if let Some(e) = self.slots[i].take() {
+            self.map.remove(&e.key);
+            self.used -= e.weight;
+            if e.priority == Priority::InMemory {
+                self.in_memory_used -= e.weight;
+            }
+            self.free.push(i);
+        }
+    }
+
+    /// Evicts until `weight` more fits in `capacity`; returns how many entries went.
+    fn make_room(&mut self, weight: usize, capacity: usize) -> u64 {
+        let mut evicted = 0;
+        // Two passes clear every reference bit, so within three every unprotected entry has
+        // been offered; after that protection is ignored and the loop must end.
+        let mut budget = 3 * self.slots.len();
+        while self.used + weight > capacity && !self.map.is_empty() {
+            let n = self.slots.len();
+            self.hand = (self.hand + 1) % n;
+            let force = budget == 0;
+            budget = budget.saturating_sub(1);
+            let protect_in_memory = !force
+                && self.in_memory_used as f64 <= capacity as f64 * IN_MEMORY_SHARE
+                && self.used > self.in_memory_used;
+            let Some(e) = self.slots[self.hand].as_mut() else {
+                continue;
+            };
+            if !force && e.referenced {
+                e.referenced = false;
+                continue;
+            }
+            if protect_in_memory && e.priority == Priority::InMemory {
+                continue;
+            }
+            self.remove(self.hand);
+            evicted += 1;
+        }
+        evicted
+    }
+}
+
+/// A fast hasher for two `u64`s (multiply-rotate, as in FxHash); keys are not attacker-chosen.
+#[derive(Debug, Default)]
+struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.write_u64(u64::from(*b));
+        }
+    }
+
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn data(n: usize) -> Block {
+        Block::Data(Arc::from(vec![
+            Cell::first_on_row(
+                &bytes::Bytes::from_static(b"r")
+            );
+            n
+        ]))
+    }
+
+    fn key(file: u64, offset: u64) -> BlockKey {
+        BlockKey { file, offset }
+    }
+
+    #[test]
+    fn hits_and_misses_are_counted() {
+        let c = BlockCache::new(1 << 20);
+        assert!(c.get(&key(1, 0)).is_none());
+        c.insert(key(1, 0), data(1), 100, Priority::Normal);
+        assert!(matches!(c.get(&key(1, 0)), Some(Block::Data(_))));
+        let s = c.stats();
+        assert_eq!((s.hits, s.misses, s.inserts, s.blocks), (1, 1, 1, 1));
+        assert_eq!(s.size_bytes, 100);
+    }
+
+    #[test]
+    fn size_never_exceeds_capacity() {
+        let c = BlockCache::new(16 * 1000);
+        for i in 0..10_000 {
+            c.insert(key(i % 7, i), data(1), 97, Priority::Normal);
+            assert!(c.stats().size_bytes <= 16 * 1000);
+        }
+        let s = c.stats();
+        assert!(s.evictions > 9_000, "{s:?}");
+        assert!(
+            s.size_bytes > 8 * 1000,
+            "the cache is used, not emptied: {s:?}"
+        );
+    }
+
+    #[test]
+    fn in_memory_blocks_survive_a_scan_of_normal_blocks() {
+        let c = BlockCache::new(16 * 10_000);
+        let hot: Vec<BlockKey> = (0..64).map(|i| key(1, i)).collect();
+        for k in &hot {
+            c.insert(*k, data(1), 100, Priority::InMemory);
+        }
+        // A scan ten times the cache's size, touched once each.
+        for i in 0..16_000 {
+            c.insert(key(2, i), data(1), 100, Priority::Normal);
+        }
+        let kept = hot.iter().filter(|k| c.get(k).is_some()).count();
+        assert_eq!(kept, hot.len());
+    }
+
+    #[test]
+    fn recently_read_blocks_get_a_second_chance() {
+        // One shard's worth of keys: find keys of the same shard as the hot one.
+        let c = BlockCache::new(16 * 1000);
+        let hot = key(9, 9);
+        c.insert(hot, data(1), 100, Priority::Normal);
+        let same_shard: Vec<BlockKey> = (0..100_000)
+            .map(|i| key(3, i))
+            .filter(|k| std::ptr::eq(c.shard(k), c.shard(&hot)))
+            .take(50)
+            .collect();
+        for k in same_shard {
+            assert!(c.get(&hot).is_some(), "the hot block was evicted");
+            c.insert(k, data(1), 100, Priority::Normal);
+        }
+    }
+
+    #[test]
+    fn evict_file_drops_only_that_file() {
+        let c = BlockCache::new(1 << 20);
+        for i in 0..50 {
+            c.insert(key(1, i), data(1), 10, Priority::Normal);
+            c.insert(key(2, i), data(1), 10, Priority::Normal);
+        }
+        c.evict_file(1);
+        assert_eq!(c.stats().blocks, 50);
+        assert!((0..50).all(|i| c.get(&key(2, i)).is_some()));
+        assert!((0..50).all(|i| c.get(&key(1, i)).is_none()));
+    }
+
+    #[test]
+    fn a_zero_sized_cache_caches_nothing() {
+        let c = BlockCache::new(0);
+        c.insert(key(1, 0), data(1), 1, Priority::Normal);
+        assert!(c.get(&key(1, 0)).is_none());
+    }
+}
