@@ -26,6 +26,7 @@
 pub mod block_cache;
 pub mod catalog;
 mod codec;
+pub mod compaction;
 mod database;
 pub mod env;
 mod manifest;
@@ -35,7 +36,7 @@ pub mod store;
 pub mod storefile;
 pub mod wal;
 
-pub use database::{Database, Options, Table, TableScanner};
+pub use database::{BackgroundConfig, Database, EngineStatsSnapshot, Options, Table, TableScanner};
 
 /// The README's example, compiled and run as a doc test so it cannot rot.
 #[doc = include_str!("../../../README.md")]

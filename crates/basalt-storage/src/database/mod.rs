@@ -9,14 +9,17 @@
 //! ```
 
 mod admin;
+mod background;
 mod table;
+
+pub use background::BackgroundConfig;
 
 pub use table::{Table, TableScanner};
 
 use std::collections::HashMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use basalt_model::limits::DEFAULT_MAX_CELL_SIZE_BYTES;
@@ -27,8 +30,28 @@ use crate::block_cache::{BlockCache, CacheStats};
 use crate::catalog::{Catalog, TableEntry};
 use crate::env::Env;
 use crate::manifest::VersionedFile;
-use crate::region::{Region, RegionConfig};
+use crate::region::{EngineStats, Region, RegionConfig};
 use crate::wal::{Wal, DEFAULT_ROLL_SIZE_BYTES};
+use background::Background;
+
+/// Counters of the engine's background work and flow control since the database opened.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EngineStatsSnapshot {
+    pub flushes: u64,
+    pub flushed_bytes: u64,
+    pub minor_compactions: u64,
+    pub major_compactions: u64,
+    pub compacted_bytes_read: u64,
+    pub compacted_bytes_written: u64,
+    /// Writes that waited for a flush.
+    pub delayed_writes: u64,
+    /// Writes refused with `RegionTooBusy`.
+    pub refused_writes: u64,
+    /// Background flushes and compactions that failed (and were retried).
+    pub background_errors: u64,
+    /// Bytes in all memstores now.
+    pub memstore_bytes: u64,
+}
 
 /// Default block cache capacity.
 pub const DEFAULT_BLOCK_CACHE_BYTES: usize = 256 << 20;
@@ -47,6 +70,8 @@ pub struct Options {
     pub wal_roll_size_bytes: u64,
     /// Block cache capacity (256 MiB); 0 caches nothing.
     pub block_cache_bytes: usize,
+    /// Flushes, compactions and write stalls.
+    pub background: BackgroundConfig,
 }
 
 impl Default for Options {
@@ -58,6 +83,7 @@ impl Default for Options {
             time_to_purge_deletes_ms: 0,
             wal_roll_size_bytes: DEFAULT_ROLL_SIZE_BYTES,
             block_cache_bytes: DEFAULT_BLOCK_CACHE_BYTES,
+            background: BackgroundConfig::default(),
         }
     }
 }
@@ -75,6 +101,9 @@ pub(crate) struct DbInner {
     wal: Arc<Wal>,
     seq: Arc<AtomicU64>,
     block_cache: Arc<BlockCache>,
+    memstore_total: Arc<AtomicUsize>,
+    stats: Arc<EngineStats>,
+    background: Background,
     /// Serializes catalog changes (DDL).
     catalog: Mutex<(VersionedFile, Catalog)>,
     tables: RwLock<HashMap<TableName, Arc<TableState>>>,
@@ -120,7 +149,19 @@ impl Database {
         let catalog = catalog.unwrap_or_default();
         let seq = Arc::new(AtomicU64::new(0));
         let wal = Wal::open(&env, &dir.join("wal"), options.wal_roll_size_bytes)?;
+        let memstore_total = Arc::new(AtomicUsize::new(0));
+        let stats = Arc::new(EngineStats::default());
+        let background = Background::start(
+            options.background.clone(),
+            Arc::clone(&wal),
+            Arc::clone(&seq),
+            Arc::clone(&memstore_total),
+            Arc::clone(&stats),
+        )?;
         let inner = DbInner {
+            memstore_total,
+            stats,
+            background,
             dir,
             wal: Arc::clone(&wal),
             seq: Arc::clone(&seq),
@@ -187,7 +228,33 @@ impl Database {
     /// # Errors
     /// The final WAL sync failed.
     pub fn close(self) -> Result<()> {
+        self.inner.background.shutdown();
         self.inner.wal.shutdown()
+    }
+
+    /// Waits until no flush or compaction is queued or running (tests, tools and benchmarks
+    /// that want a settled store).
+    pub fn wait_for_background(&self) {
+        self.inner.background.wait_idle();
+    }
+
+    /// Counters of flushes, compactions and write stalls.
+    #[must_use]
+    pub fn engine_stats(&self) -> EngineStatsSnapshot {
+        let s = &self.inner.stats;
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        EngineStatsSnapshot {
+            flushes: get(&s.flushes),
+            flushed_bytes: get(&s.flushed_bytes),
+            minor_compactions: get(&s.minor_compactions),
+            major_compactions: get(&s.major_compactions),
+            compacted_bytes_read: get(&s.compacted_bytes_read),
+            compacted_bytes_written: get(&s.compacted_bytes_written),
+            delayed_writes: get(&s.delayed_writes),
+            refused_writes: get(&s.refused_writes),
+            background_errors: self.inner.background.error_count(),
+            memstore_bytes: self.inner.memstore_total.load(Ordering::Relaxed) as u64,
+        }
     }
 
     /// The block cache's counters and size.
@@ -230,6 +297,8 @@ impl DbInner {
             max_cell_size_bytes: self.options.max_cell_size_bytes,
             max_row_size_bytes: self.options.max_row_size_bytes,
             block_cache: Arc::clone(&self.block_cache),
+            memstore_total: Arc::clone(&self.memstore_total),
+            stats: Arc::clone(&self.stats),
         }
     }
 
@@ -256,7 +325,9 @@ impl DbInner {
                 Arc::clone(&self.wal),
                 Arc::clone(&self.seq),
             )?;
-            regions.push(Arc::new(r));
+            let r = Arc::new(r);
+            self.background.register(&r);
+            regions.push(r);
         }
         let state = Arc::new(TableState {
             name: name.clone(),
@@ -282,17 +353,6 @@ impl DbInner {
 
     /// Deletes WAL segments every region has flushed past.
     fn retire_wal(&self) -> Result<()> {
-        let min = self
-            .all_regions()
-            .iter()
-            .map(|r| r.min_unflushed_seq_id())
-            .min()
-            .unwrap_or(u64::MAX);
-        let through = if min == u64::MAX {
-            self.seq.load(Ordering::SeqCst)
-        } else {
-            min - 1
-        };
-        self.wal.retire_segments(through)
+        self.background.retire_wal()
     }
 }

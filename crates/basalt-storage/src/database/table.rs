@@ -15,13 +15,13 @@ use crate::region::{Region, RegionScanner};
 #[derive(Clone, Debug)]
 pub struct Table {
     /// Keeps the database (its WAL and directory lock) open while the handle lives.
-    _db: Arc<DbInner>,
+    db: Arc<DbInner>,
     state: Arc<TableState>,
 }
 
 impl Table {
     pub(super) fn new(db: Arc<DbInner>, state: Arc<TableState>) -> Table {
-        Table { _db: db, state }
+        Table { db, state }
     }
 
     fn region_for(&self, row: &[u8]) -> Result<Arc<Region>> {
@@ -99,7 +99,17 @@ impl Table {
     /// As [`Table::put`].
     pub fn mutate(&self, m: Mutation) -> Result<Option<RowResult>> {
         m.validate()?;
-        self.region_for(m.row())?.mutate(&m)
+        self.write_to(m.row(), |r| r.mutate(&m))
+    }
+
+    /// Runs a write on the region of `row` under flow control: it may wait for a flush, or be
+    /// refused with `RegionTooBusy`, before anything is applied.
+    fn write_to<T>(&self, row: &[u8], f: impl FnOnce(&Region) -> Result<T>) -> Result<T> {
+        let region = self.region_for(row)?;
+        self.db.background.before_write(&region)?;
+        let out = f(&region);
+        self.db.background.after_write(&region);
+        out
     }
 
     /// `mutateRow`: several mutations of one row, atomically.
@@ -108,7 +118,7 @@ impl Table {
     /// As [`Table::put`].
     pub fn mutate_row(&self, rm: RowMutations) -> Result<()> {
         rm.validate()?;
-        self.region_for(&rm.row)?.mutate_row(&rm).map(drop)
+        self.write_to(&rm.row, |r| r.mutate_row(&rm)).map(drop)
     }
 
     /// `checkAndMutate`: true when the condition held and the action was applied.
@@ -117,7 +127,7 @@ impl Table {
     /// As [`Table::put`].
     pub fn check_and_mutate(&self, cam: CheckAndMutate) -> Result<bool> {
         cam.validate()?;
-        self.region_for(&cam.row)?.check_and_mutate(&cam)
+        self.write_to(&cam.row, |r| r.check_and_mutate(&cam))
     }
 
     /// `batch`: each mutation on its own (rows are atomic, the batch is not); one result each.

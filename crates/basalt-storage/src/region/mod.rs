@@ -8,6 +8,7 @@
 //! a flush's sequence id covers exactly what it snapshots. `flush_lock` serializes flushes and
 //! compactions of the region, and with them manifest commits.
 
+mod maintenance;
 mod mutate;
 mod mvcc;
 mod scanner;
@@ -16,7 +17,7 @@ pub use scanner::RegionScanner;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use basalt_model::{ColumnFamilyDescriptor, Error, Result, TableDescriptor};
@@ -61,6 +62,25 @@ pub struct RegionConfig {
     pub max_row_size_bytes: usize,
     /// The database's block cache, shared by every store.
     pub block_cache: Arc<BlockCache>,
+    /// Bytes in every memstore of the database (the global memstore limit's measure).
+    pub memstore_total: Arc<AtomicUsize>,
+    /// Flush and compaction counters, shared by every region.
+    pub stats: Arc<EngineStats>,
+}
+
+/// Counters of the engine's background work since the database opened.
+#[derive(Debug, Default)]
+pub struct EngineStats {
+    pub flushes: AtomicU64,
+    pub flushed_bytes: AtomicU64,
+    pub minor_compactions: AtomicU64,
+    pub major_compactions: AtomicU64,
+    pub compacted_bytes_read: AtomicU64,
+    pub compacted_bytes_written: AtomicU64,
+    /// Writes that had to wait for a flush (memstore over its blocking size).
+    pub delayed_writes: AtomicU64,
+    /// Writes refused with `RegionTooBusy`.
+    pub refused_writes: AtomicU64,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -91,6 +111,15 @@ pub struct Region {
     updates: RwLock<()>,
     flush_lock: Mutex<()>,
     manifest: Mutex<(VersionedFile, RegionManifest)>,
+}
+
+impl Drop for Region {
+    fn drop(&mut self) {
+        let held = self.memstore_size_bytes();
+        self.config
+            .memstore_total
+            .fetch_sub(held, Ordering::Relaxed);
+    }
 }
 
 impl Region {
@@ -199,7 +228,8 @@ impl Region {
                 .map_or(u64::MAX, |s| s.flushed_seq_id);
             if seq_id > flushed {
                 if let Some(store) = stores.get(&c.family) {
-                    store.insert(c);
+                    let n = store.insert(c);
+                    self.config.memstore_total.fetch_add(n, Ordering::Relaxed);
                 }
             }
         }
@@ -255,91 +285,6 @@ impl Region {
         Ok(())
     }
 
-    /// Writes every memstore to new store files and commits them in the manifest.
-    ///
-    /// # Errors
-    /// `Io` writing files or the manifest; the data stays in memory and in the WAL.
-    pub fn flush(&self) -> Result<()> {
-        let _f = self.flush_lock.lock();
-        let (snaps, flush_seq) = {
-            let _w = self.updates.write();
-            let snaps: Vec<_> = self
-                .stores()
-                .into_iter()
-                .map(|s| (s.take_snapshot(), s))
-                .collect();
-            (snaps, self.seq.load(Ordering::SeqCst))
-        };
-        self.mvcc.wait_for(flush_seq);
-        let now = self.env.now_ms();
-        let purge = self.config.time_to_purge_deletes_ms;
-        let mut written = Vec::new();
-        for (snap, store) in &snaps {
-            let file = match snap {
-                Some(snap) => {
-                    store.write_flush(snap, self.next_file_id(), now, purge, flush_seq)?
-                }
-                None => None,
-            };
-            written.push(file);
-        }
-        {
-            let mut g = self.manifest.lock();
-            for ((_, store), file) in snaps.iter().zip(&written) {
-                let sm = g.1.stores.entry(family_dir_name(store.name())).or_default();
-                sm.files.extend(file.as_ref().map(|f| f.id()));
-                // Everything at or below flush_seq is in files now, except what a retried
-                // snapshot left in the active memstore.
-                let active_min = store.min_unflushed_seq_id_excluding_snapshot();
-                sm.flushed_seq_id = sm
-                    .flushed_seq_id
-                    .max(flush_seq.min(active_min.saturating_sub(1)));
-            }
-            let (vf, doc) = &mut *g;
-            vf.commit(&self.env, doc)?;
-        }
-        for ((_, store), file) in snaps.iter().zip(written) {
-            store.finish_flush(file);
-        }
-        Ok(())
-    }
-
-    /// Compacts every store: all files into one. A major compaction drops delete markers,
-    /// masked and expired cells and versions beyond VERSIONS.
-    ///
-    /// # Errors
-    /// A corrupt input file or `Io`; the old files stay in use.
-    pub fn compact(&self, major: bool) -> Result<()> {
-        let _f = self.flush_lock.lock();
-        let now = self.env.now_ms();
-        for store in self.stores() {
-            let inputs = store.files();
-            if inputs.is_empty() || (!major && inputs.len() < 2) {
-                continue;
-            }
-            let out = store.write_compaction(
-                &inputs,
-                self.next_file_id(),
-                major,
-                now,
-                self.config.time_to_purge_deletes_ms,
-            )?;
-            {
-                let mut g = self.manifest.lock();
-                let sm = g.1.stores.entry(family_dir_name(store.name())).or_default();
-                sm.files.retain(|id| !inputs.iter().any(|f| f.id() == *id));
-                sm.files.extend(out.as_ref().map(|f| f.id()));
-                let (vf, doc) = &mut *g;
-                vf.commit(&self.env, doc)?;
-            }
-            store.finish_compaction(&inputs, out);
-            for f in &inputs {
-                self.env.remove_file(f.path())?;
-            }
-        }
-        Ok(())
-    }
-
     /// Applies a new table schema online: adds, modifies and removes stores (SEMANTICS.md §L).
     ///
     /// # Errors
@@ -388,6 +333,12 @@ impl Region {
         *self.table.write() = table;
         drop(stores);
         for s in removed {
+            // A compaction of the store in flight finishes (and finds its family gone) first.
+            let _c = s.compaction_lock();
+            let held = s.memstore_size_bytes();
+            self.config
+                .memstore_total
+                .fetch_sub(held, Ordering::Relaxed);
             self.env.remove_dir_all(s.dir())?;
         }
         Ok(())

@@ -53,7 +53,6 @@ impl Region {
             self.write(m.durability(), cells)?;
             result
         };
-        self.maybe_flush()?;
         Ok(out)
     }
 
@@ -68,7 +67,6 @@ impl Region {
             let _row = self.lock_row(&rm.row);
             self.apply_row_mutations(rm)?
         };
-        self.maybe_flush()?;
         Ok(out)
     }
 
@@ -103,7 +101,6 @@ impl Region {
                 false
             }
         };
-        self.maybe_flush()?;
         Ok(applied)
     }
 
@@ -361,6 +358,7 @@ impl Region {
             }
             let seq = self.mvcc.begin();
             cells.iter_mut().for_each(|c| c.seq_id = seq);
+            fold_repeated_columns(&mut cells);
             let ticket = if durability == Durability::SkipWal {
                 None
             } else {
@@ -372,24 +370,32 @@ impl Region {
                     }
                 }
             };
+            let mut added = 0;
             for c in cells {
-                stores
+                added += stores
                     .get(&c.family)
                     .expect("families were checked under the row lock")
                     .insert(c);
             }
+            self.config
+                .memstore_total
+                .fetch_add(added, std::sync::atomic::Ordering::Relaxed);
             (seq, ticket)
         };
         let synced = ticket.map_or(Ok(()), |t| self.wal.sync_for(t, durability));
         self.mvcc.complete(seq);
         synced
     }
+}
 
-    fn maybe_flush(&self) -> Result<()> {
-        let limit = self.table().memstore_flushsize_bytes;
-        if self.memstore_size_bytes() as u64 >= limit {
-            self.flush()?;
-        }
-        Ok(())
+/// Keeps only the last of cells with the same key (a mutation naming a column twice at one
+/// timestamp): the memstore then holds each key once and its size stays exact.
+fn fold_repeated_columns(cells: &mut Vec<Cell>) {
+    if cells.len() < 2 || cells.windows(2).all(|w| w[0] < w[1]) {
+        return;
     }
+    cells.reverse();
+    // Stable: among equal keys the last written now comes first, and dedup keeps the first.
+    cells.sort_by(Cell::cmp);
+    cells.dedup_by(|a, b| a.cmp(&b) == std::cmp::Ordering::Equal);
 }

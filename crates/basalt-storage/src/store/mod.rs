@@ -19,9 +19,10 @@ use std::sync::Arc;
 
 use basalt_model::{Cell, ColumnFamilyDescriptor, Result, TimeRange};
 use bytes::Bytes;
-use parking_lot::RwLock;
+use parking_lot::{Mutex, MutexGuard, RwLock};
 
 use crate::block_cache::{BlockCache, Priority};
+use crate::compaction::Throttle;
 use crate::env::Env;
 use crate::memstore::{snapshot_cells, MemStore};
 use crate::storefile::{Caching, StoreFile, StoreFileWriter};
@@ -54,6 +55,7 @@ pub struct Store {
     env: Env,
     cache: Arc<BlockCache>,
     state: RwLock<StoreState>,
+    compaction: Mutex<()>,
 }
 
 /// The directory name of a family: hex, because family names are bytes.
@@ -95,6 +97,7 @@ impl Store {
             dir,
             env: env.clone(),
             cache: Arc::clone(cache),
+            compaction: Mutex::new(()),
             state: RwLock::new(StoreState {
                 active: Arc::new(MemStore::new()),
                 snapshot: None,
@@ -139,9 +142,14 @@ impl Store {
         }
     }
 
-    /// Adds a committed-to-be cell to the active memstore.
-    pub fn insert(&self, cell: Cell) {
-        self.state.read().active.insert(cell);
+    /// Adds a committed-to-be cell to the active memstore; returns the bytes it added.
+    pub fn insert(&self, cell: Cell) -> usize {
+        self.state.read().active.insert(cell)
+    }
+
+    /// Held while a compaction of this store runs: compactions of one store take turns.
+    pub fn compaction_lock(&self) -> MutexGuard<'_, ()> {
+        self.compaction.lock()
     }
 
     /// Bytes in the active memstore and the snapshot.
@@ -247,7 +255,7 @@ impl Store {
         );
         let source = VecSource::new(snapshot_cells(snap).collect());
         let scanner = StoreScanner::new(vec![Box::new(source)], matcher);
-        self.write_file(scanner, file_id, now_ms, false)
+        self.write_file(scanner, file_id, now_ms, false, &mut Throttle::new(None))
     }
 
     /// Installs the result of a flush and drops the snapshot.
@@ -269,6 +277,7 @@ impl Store {
         major: bool,
         now_ms: i64,
         purge_ms: i64,
+        throttle: &mut Throttle,
     ) -> Result<Option<Arc<StoreFile>>> {
         let mode = if major {
             let earliest_put_ts = inputs
@@ -291,7 +300,7 @@ impl Store {
             .collect::<Result<Vec<_>>>()?;
         let mut scanner = StoreScanner::new(sources, matcher);
         scanner.seek_to_first()?;
-        self.write_file(scanner, file_id, now_ms, major)
+        self.write_file(scanner, file_id, now_ms, major, throttle)
     }
 
     fn write_file(
@@ -300,11 +309,15 @@ impl Store {
         file_id: u64,
         now_ms: i64,
         major: bool,
+        throttle: &mut Throttle,
     ) -> Result<Option<Arc<StoreFile>>> {
         let path = self.dir.join(file_name(file_id));
         let family = self.family();
         let mut w = StoreFileWriter::create(&self.env, &path, &family, now_ms)?;
-        scanner.compact_into(|c| w.add(&c))?;
+        scanner.compact_into(|c| {
+            throttle.consume(c.serialized_size());
+            w.add(&c)
+        })?;
         if w.cell_count() == 0 {
             drop(w);
             self.env.remove_file(&path)?;

@@ -112,12 +112,12 @@ proptest! {
             match op {
                 StoreOp::Put(p) => {
                     seq += 1;
-                    p.cells.iter().for_each(|c| store.insert(Cell { seq_id: seq, ..c.clone() }));
+                    p.cells.iter().for_each(|c| { store.insert(Cell { seq_id: seq, ..c.clone() }); });
                     oracle.put(p, NOW);
                 }
                 StoreOp::Delete(d) => {
                     seq += 1;
-                    d.markers.iter().for_each(|c| store.insert(Cell { seq_id: seq, ..c.clone() }));
+                    d.markers.iter().for_each(|c| { store.insert(Cell { seq_id: seq, ..c.clone() }); });
                     oracle.delete(d, NOW);
                 }
                 StoreOp::Flush => {
@@ -132,7 +132,7 @@ proptest! {
                     let inputs = store.files();
                     if !inputs.is_empty() && (*major || inputs.len() >= 2) {
                         file_id += 1;
-                        let out = store.write_compaction(&inputs, file_id, *major, NOW, 0).unwrap();
+                        let out = store.write_compaction(&inputs, file_id, *major, NOW, 0, &mut crate::compaction::Throttle::new(None)).unwrap();
                         store.finish_compaction(&inputs, out);
                     }
                     oracle.compact(*major, NOW);

@@ -1,6 +1,7 @@
 //! Integration tests of the embedded database: one binary, one module per behaviour area.
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
+mod background;
 mod durability;
 mod errors;
 mod model;

@@ -110,12 +110,13 @@ fn memstore_flushes_by_itself_at_the_flush_size_and_old_wal_segments_go() {
         )
         .unwrap();
     }
-    let files = db.store_file_counts(&name).unwrap()[&b"f"[..]];
-    assert!(
-        files >= 2,
-        "expected automatic flushes, found {files} files"
-    );
-    assert!(db.wal_segment_count() > 3);
+    db.wait_for_background();
+    let flushes = db.engine_stats().flushes;
+    assert!(flushes >= 2, "expected automatic flushes, found {flushes}");
+    // About 3 MiB went through 256 KiB segments; background flushes retired all but those
+    // holding the unflushed tail (under 1 MiB).
+    let kept = db.wal_segment_count();
+    assert!((1..=5).contains(&kept), "{kept} segments kept");
     db.flush(&name).unwrap();
     assert_eq!(db.wal_segment_count(), 1, "every segment is flushed past");
     drop(t);

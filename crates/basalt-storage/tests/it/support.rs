@@ -53,10 +53,13 @@ impl Fixture {
 }
 
 pub fn open(dir: &std::path::Path, clock: &Arc<ManualClock>) -> Database {
-    let options = Options {
+    let mut options = Options {
         env: Env::with_clock(Arc::clone(clock) as _),
         ..Options::default()
     };
+    // Semantics tests and the oracle decide when files are flushed and compacted; the
+    // background must not compact behind their backs (background.rs tests it on its own).
+    options.background.compaction.automatic = false;
     Database::open_with(dir, options).unwrap()
 }
 

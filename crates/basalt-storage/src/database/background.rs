@@ -1,0 +1,472 @@
+//! Background flushes and compactions, and the flow control that keeps writers from outrunning
+//! them (HBase's MemStoreFlusher, CompactSplit, CompactionChecker and HRegion.checkResources).
+//!
+//! One flusher thread and one compactor thread serve every region. Writers never flush: they
+//! ask for a flush when a region passes its flush size. A writer waits only when a region's
+//! memstore passes `flush size × block multiplier` or all memstores pass the global limit; it
+//! is refused with a retryable `RegionTooBusy` if that lasts longer than `busy_wait`.
+//! A flush of a region with a store at `blockingStoreFiles` waits (up to `blockingWaitTime`)
+//! for a compaction first, so memory, not file count, absorbs the burst, and then the writers.
+//!
+//! # Thread safety
+//! `state` guards both queues; `work` wakes the workers, `progress` wakes waiting writers and
+//! [`Background::wait_idle`]. Workers hold regions only while working on them (the registry
+//! keeps `Weak`s), so dropping a table frees its regions.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use basalt_model::{Error, Result};
+use parking_lot::{Condvar, Mutex};
+
+use crate::compaction::{CompactionConfig, ThroughputBounds};
+use crate::region::{EngineStats, Region};
+use crate::wal::Wal;
+
+/// Flow-control and background-work settings, with HBase's defaults.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BackgroundConfig {
+    pub compaction: CompactionConfig,
+    /// Compaction throughput limit bounds; `None` for unlimited.
+    pub compaction_throughput: Option<ThroughputBounds>,
+    /// `hbase.regionserver.global.memstore.size` as bytes (1 GiB).
+    pub global_memstore_limit_bytes: usize,
+    /// `hbase.hregion.memstore.block.multiplier` (4).
+    pub memstore_block_multiplier: u64,
+    /// `hbase.hstore.blockingWaitTime` (90 s): how long a flush waits for a compaction when a
+    /// store has `blockingStoreFiles`.
+    pub blocking_wait: Duration,
+    /// How long a writer waits for memory before `RegionTooBusy` (10 s).
+    pub busy_wait: Duration,
+    /// How often every region is checked for due compactions (10 s).
+    pub compaction_check_interval: Duration,
+}
+
+impl Default for BackgroundConfig {
+    fn default() -> Self {
+        BackgroundConfig {
+            compaction: CompactionConfig::default(),
+            compaction_throughput: Some(ThroughputBounds::default()),
+            global_memstore_limit_bytes: 1 << 30,
+            memstore_block_multiplier: 4,
+            blocking_wait: Duration::from_secs(90),
+            busy_wait: Duration::from_secs(10),
+            compaction_check_interval: Duration::from_secs(10),
+        }
+    }
+}
+
+/// A queued flush: the region, and when it was first asked for.
+#[derive(Debug)]
+struct FlushRequest {
+    region: u64,
+    since: Instant,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    flushes: VecDeque<FlushRequest>,
+    flush_queued: HashSet<u64>,
+    compactions: VecDeque<u64>,
+    compaction_queued: HashSet<u64>,
+    /// Workers in the middle of a job.
+    busy: usize,
+    shutdown: bool,
+}
+
+#[derive(Debug)]
+pub(crate) struct Shared {
+    cfg: BackgroundConfig,
+    wal: Arc<Wal>,
+    seq: Arc<AtomicU64>,
+    memstore_total: Arc<AtomicUsize>,
+    stats: Arc<EngineStats>,
+    regions: Mutex<HashMap<u64, Weak<Region>>>,
+    state: Mutex<State>,
+    work: Condvar,
+    progress: Condvar,
+    errors: AtomicU64,
+}
+
+/// The background workers of one database.
+#[derive(Debug)]
+pub(crate) struct Background {
+    shared: Arc<Shared>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl Background {
+    /// Starts the flusher and the compactor.
+    pub fn start(
+        cfg: BackgroundConfig,
+        wal: Arc<Wal>,
+        seq: Arc<AtomicU64>,
+        memstore_total: Arc<AtomicUsize>,
+        stats: Arc<EngineStats>,
+    ) -> Result<Background> {
+        let shared = Arc::new(Shared {
+            cfg,
+            wal,
+            seq,
+            memstore_total,
+            stats,
+            regions: Mutex::new(HashMap::new()),
+            state: Mutex::new(State::default()),
+            work: Condvar::new(),
+            progress: Condvar::new(),
+            errors: AtomicU64::new(0),
+        });
+        let spawn = |name: &str, f: fn(&Shared)| {
+            let s = Arc::clone(&shared);
+            std::thread::Builder::new()
+                .name(name.to_owned())
+                .spawn(move || f(&s))
+                .map_err(|e| Error::io("starting a background thread", e))
+        };
+        let threads = vec![
+            spawn("basalt-flusher", flusher)?,
+            spawn("basalt-compactor", compactor)?,
+        ];
+        Ok(Background {
+            shared,
+            threads: Mutex::new(threads),
+        })
+    }
+
+    /// Makes `region` known to the workers.
+    pub fn register(&self, region: &Arc<Region>) {
+        let mut regions = self.shared.regions.lock();
+        regions.retain(|_, w| w.strong_count() > 0);
+        regions.insert(region.info().id, Arc::downgrade(region));
+    }
+
+    /// Waits while `region` or the database holds too much unflushed data; `RegionTooBusy`
+    /// when that lasts past the busy wait.
+    ///
+    /// # Errors
+    /// `RegionTooBusy` (retryable).
+    pub fn before_write(&self, region: &Region) -> Result<()> {
+        let s = &*self.shared;
+        let blocking =
+            region.table().memstore_flushsize_bytes * s.cfg.memstore_block_multiplier.max(1);
+        let over = || {
+            let region_over = region.memstore_size_bytes() as u64 >= blocking;
+            let global_over =
+                s.memstore_total.load(Ordering::Relaxed) >= s.cfg.global_memstore_limit_bytes;
+            (region_over, global_over)
+        };
+        if over() == (false, false) {
+            return Ok(());
+        }
+        s.stats.delayed_writes.fetch_add(1, Ordering::Relaxed);
+        let deadline = Instant::now() + s.cfg.busy_wait;
+        loop {
+            let (region_over, global_over) = over();
+            if !region_over && !global_over {
+                return Ok(());
+            }
+            if region_over {
+                s.request_flush(region.info().id);
+            }
+            if global_over {
+                s.flush_largest();
+            }
+            let mut st = s.state.lock();
+            if Instant::now() >= deadline || st.shutdown {
+                drop(st);
+                s.stats.refused_writes.fetch_add(1, Ordering::Relaxed);
+                return Err(too_busy(region, blocking, global_over));
+            }
+            // Re-checked every few milliseconds: a flush elsewhere may free global memory
+            // without a notification this writer is waiting on.
+            s.progress.wait_for(
+                &mut st,
+                Duration::from_millis(20).min(deadline - Instant::now()),
+            );
+        }
+    }
+
+    /// Asks for a flush once `region` passes its flush size (or the database its low mark).
+    pub fn after_write(&self, region: &Region) {
+        let s = &*self.shared;
+        if region.memstore_size_bytes() as u64 >= region.table().memstore_flushsize_bytes {
+            s.request_flush(region.info().id);
+        }
+        let low_mark = s.cfg.global_memstore_limit_bytes / 100 * 95;
+        if s.memstore_total.load(Ordering::Relaxed) >= low_mark {
+            s.flush_largest();
+        }
+    }
+
+    /// Waits until no flush or compaction is queued or running.
+    pub fn wait_idle(&self) {
+        let s = &*self.shared;
+        let mut st = s.state.lock();
+        while !st.shutdown && (st.busy > 0 || !st.flushes.is_empty() || !st.compactions.is_empty())
+        {
+            s.progress.wait_for(&mut st, Duration::from_millis(50));
+        }
+    }
+
+    /// Deletes WAL segments every region has flushed past.
+    ///
+    /// # Errors
+    /// `Io` removing a segment.
+    pub fn retire_wal(&self) -> Result<()> {
+        self.shared.retire_wal()
+    }
+
+    /// Background jobs that failed (they are retried).
+    pub fn error_count(&self) -> u64 {
+        self.shared.errors.load(Ordering::Relaxed)
+    }
+
+    /// Stops the workers after their current job; queued work is dropped (the WAL has it).
+    pub fn shutdown(&self) {
+        self.shared.state.lock().shutdown = true;
+        self.shared.work.notify_all();
+        self.shared.progress.notify_all();
+        let me = std::thread::current().id();
+        for t in self.threads.lock().drain(..) {
+            // A worker may hold the last handle on the database and end up here itself.
+            if t.thread().id() != me {
+                let _ = t.join();
+            }
+        }
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+fn too_busy(region: &Region, blocking: u64, global: bool) -> Error {
+    let name = region_name(region);
+    if global {
+        return Error::RegionTooBusy(format!(
+            "Above global memstore limit, regionName={name}, server=localhost"
+        ));
+    }
+    Error::RegionTooBusy(format!(
+        "Over memstore limit={}, regionName={name}, server=localhost",
+        binary_prefix(blocking)
+    ))
+}
+
+/// HBase's region name: `table,start key,id`.
+fn region_name(region: &Region) -> String {
+    format!(
+        "{},{},{}",
+        region.table().table_name(),
+        basalt_model::bytes_fmt::to_string_binary(&region.info().start_key),
+        region.info().id
+    )
+}
+
+/// Sizes as HBase's `TraditionalBinaryPrefix.long2String(n, "", 1)` writes them: "512.0 M".
+fn binary_prefix(n: u64) -> String {
+    const UNITS: [&str; 6] = ["", " K", " M", " G", " T", " P"];
+    let mut v = n as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit < UNITS.len() - 1 {
+        v /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        return n.to_string();
+    }
+    format!("{v:.1}{}", UNITS[unit])
+}
+
+impl Shared {
+    fn region(&self, id: u64) -> Option<Arc<Region>> {
+        self.regions.lock().get(&id).and_then(Weak::upgrade)
+    }
+
+    fn all_regions(&self) -> Vec<Arc<Region>> {
+        self.regions
+            .lock()
+            .values()
+            .filter_map(Weak::upgrade)
+            .collect()
+    }
+
+    fn request_flush(&self, region: u64) {
+        let mut st = self.state.lock();
+        if st.flush_queued.insert(region) {
+            st.flushes.push_back(FlushRequest {
+                region,
+                since: Instant::now(),
+            });
+            self.work.notify_all();
+        }
+    }
+
+    fn request_compaction(&self, region: u64) {
+        let mut st = self.state.lock();
+        if st.compaction_queued.insert(region) {
+            st.compactions.push_back(region);
+            self.work.notify_all();
+        }
+    }
+
+    fn flush_largest(&self) {
+        let largest = self
+            .all_regions()
+            .into_iter()
+            .map(|r| (r.memstore_size_bytes(), r.info().id))
+            .filter(|(n, _)| *n > 0)
+            .max();
+        if let Some((_, id)) = largest {
+            self.request_flush(id);
+        }
+    }
+
+    fn retire_wal(&self) -> Result<()> {
+        let min = self
+            .all_regions()
+            .iter()
+            .map(|r| r.min_unflushed_seq_id())
+            .min()
+            .unwrap_or(u64::MAX);
+        let through = if min == u64::MAX {
+            self.seq.load(Ordering::SeqCst)
+        } else {
+            min - 1
+        };
+        self.wal.retire_segments(through)
+    }
+
+    /// Ends a job: wakes writers and idle-waiters.
+    fn finish_job(&self) {
+        self.state.lock().busy -= 1;
+        self.progress.notify_all();
+    }
+
+    fn note_error(&self, what: &str, region: &Region, e: &Error) {
+        self.errors.fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(region = %region_name(region), error = %e, "{what} failed; will retry");
+    }
+}
+
+/// Takes the next flush that may run now. A region whose store is at the blocking file count
+/// waits (up to `blocking_wait`) for a compaction, which is requested.
+fn next_flush(s: &Shared) -> Option<(FlushRequest, Arc<Region>)> {
+    let mut st = s.state.lock();
+    loop {
+        if st.shutdown {
+            return None;
+        }
+        let mut delayed = None;
+        for _ in 0..st.flushes.len() {
+            let Some(req) = st.flushes.pop_front() else {
+                break;
+            };
+            let Some(region) = s.region(req.region) else {
+                st.flush_queued.remove(&req.region);
+                continue;
+            };
+            let stuck = region.max_store_files() >= s.cfg.compaction.blocking_store_files;
+            if stuck && req.since.elapsed() < s.cfg.blocking_wait {
+                delayed = Some(req.region);
+                st.flushes.push_back(req);
+                continue;
+            }
+            st.flush_queued.remove(&req.region);
+            st.busy += 1;
+            return Some((req, region));
+        }
+        if let Some(id) = delayed {
+            drop(st);
+            s.request_compaction(id);
+            st = s.state.lock();
+        }
+        s.work.wait_for(&mut st, Duration::from_millis(100));
+    }
+}
+
+fn flusher(s: &Shared) {
+    while let Some((req, region)) = next_flush(s) {
+        match region.flush().and_then(|()| s.retire_wal()) {
+            Ok(()) => {
+                if s.cfg.compaction.automatic
+                    && region.max_store_files() >= s.cfg.compaction.min_files
+                {
+                    s.request_compaction(req.region);
+                }
+            }
+            Err(e) => {
+                s.note_error("flush", &region, &e);
+                // The snapshot stays in memory; try again after a pause (a full disk, say).
+                std::thread::sleep(Duration::from_millis(200));
+                s.request_flush(req.region);
+            }
+        }
+        drop(region);
+        s.finish_job();
+    }
+}
+
+fn compactor(s: &Shared) {
+    let mut last_check = Instant::now();
+    loop {
+        let job = {
+            let mut st = s.state.lock();
+            loop {
+                if st.shutdown {
+                    return;
+                }
+                if let Some(id) = st.compactions.pop_front() {
+                    st.compaction_queued.remove(&id);
+                    st.busy += 1;
+                    break Some(id);
+                }
+                if last_check.elapsed() >= s.cfg.compaction_check_interval {
+                    break None;
+                }
+                let left = s.cfg.compaction_check_interval - last_check.elapsed();
+                s.work.wait_for(&mut st, left);
+            }
+        };
+        let Some(id) = job else {
+            // The periodic check (HBase's CompactionChecker): due major compactions, and
+            // stores that gathered files without a flush asking.
+            last_check = Instant::now();
+            if s.cfg.compaction.automatic {
+                for r in s.all_regions() {
+                    s.request_compaction(r.info().id);
+                }
+            }
+            continue;
+        };
+        if let Some(region) = s.region(id) {
+            if s.cfg.compaction.automatic {
+                let bounds = s.cfg.compaction_throughput.as_ref();
+                if let Err(e) = region.compact_by_policy(&s.cfg.compaction, bounds) {
+                    s.note_error("compaction", &region, &e);
+                }
+            }
+        }
+        // A delayed flush may go ahead now.
+        s.work.notify_all();
+        s.finish_job();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::binary_prefix;
+
+    #[test]
+    fn sizes_print_as_hbase_prints_them() {
+        assert_eq!(binary_prefix(512 << 20), "512.0 M");
+        assert_eq!(binary_prefix(4 << 10), "4.0 K");
+        assert_eq!(binary_prefix(1536 << 20), "1.5 G");
+        assert_eq!(binary_prefix(100), "100");
+    }
+}

@@ -1,0 +1,206 @@
+//! Flushes and compactions of a region. Both may run while the region takes reads and writes,
+//! and a flush may run while a compaction of the same store does: each commits its change to
+//! the manifest under the manifest lock and only then shows it to readers.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use basalt_model::Result;
+
+use super::Region;
+use crate::compaction::{
+    policy, CompactionConfig, FileStat, Selection, Throttle, ThroughputBounds,
+};
+use crate::store::{family_dir_name, Store};
+use crate::storefile::StoreFile;
+
+impl Region {
+    /// Writes every memstore to new store files and commits them in the manifest.
+    ///
+    /// # Errors
+    /// `Io` writing files or the manifest; the data stays in memory and in the WAL.
+    pub fn flush(&self) -> Result<()> {
+        let _f = self.flush_lock.lock();
+        let (snaps, flush_seq) = {
+            let _w = self.updates.write();
+            let snaps: Vec<_> = self
+                .stores()
+                .into_iter()
+                .map(|s| (s.take_snapshot(), s))
+                .collect();
+            (snaps, self.seq.load(Ordering::SeqCst))
+        };
+        self.mvcc.wait_for(flush_seq);
+        let now = self.env.now_ms();
+        let purge = self.config.time_to_purge_deletes_ms;
+        let mut written = Vec::new();
+        for (snap, store) in &snaps {
+            let file = match snap {
+                Some(snap) => {
+                    store.write_flush(snap, self.next_file_id(), now, purge, flush_seq)?
+                }
+                None => None,
+            };
+            written.push(file);
+        }
+        {
+            let mut g = self.manifest.lock();
+            for ((_, store), file) in snaps.iter().zip(&written) {
+                let sm = g.1.stores.entry(family_dir_name(store.name())).or_default();
+                sm.files.extend(file.as_ref().map(|f| f.id()));
+                // Everything at or below flush_seq is in files now, except what a retried
+                // snapshot left in the active memstore.
+                let active_min = store.min_unflushed_seq_id_excluding_snapshot();
+                sm.flushed_seq_id = sm
+                    .flushed_seq_id
+                    .max(flush_seq.min(active_min.saturating_sub(1)));
+            }
+            let (vf, doc) = &mut *g;
+            vf.commit(&self.env, doc)?;
+        }
+        let mut freed = 0;
+        for ((snap, store), file) in snaps.iter().zip(written) {
+            freed += snap.as_ref().map_or(0, |s| s.size_bytes());
+            store.finish_flush(file);
+        }
+        self.config
+            .memstore_total
+            .fetch_sub(freed, Ordering::Relaxed);
+        let stats = &self.config.stats;
+        stats.flushes.fetch_add(1, Ordering::Relaxed);
+        stats
+            .flushed_bytes
+            .fetch_add(freed as u64, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Compacts every store: all files into one. A major compaction drops delete markers,
+    /// masked and expired cells and versions beyond VERSIONS.
+    ///
+    /// # Errors
+    /// A corrupt input file or `Io`; the old files stay in use.
+    pub fn compact(&self, major: bool) -> Result<()> {
+        for store in self.stores() {
+            let _c = store.compaction_lock();
+            let inputs = store.files();
+            if inputs.is_empty() || (!major && inputs.len() < 2) {
+                continue;
+            }
+            self.run_compaction(&store, &inputs, major, &mut Throttle::new(None))?;
+        }
+        Ok(())
+    }
+
+    /// The largest store-file count of any store (write stalls look at it).
+    #[must_use]
+    pub fn max_store_files(&self) -> usize {
+        self.stores()
+            .iter()
+            .map(|s| s.files().len())
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Runs the compaction policy on every store and compacts what it selects (the
+    /// background compactor's entry point). Returns how many compactions ran.
+    ///
+    /// # Errors
+    /// A corrupt input file or `Io`; the old files stay in use.
+    pub fn compact_by_policy(
+        &self,
+        cfg: &CompactionConfig,
+        throughput: Option<&ThroughputBounds>,
+    ) -> Result<usize> {
+        let table = self.table();
+        if !table.compaction_enabled {
+            return Ok(0);
+        }
+        let min_size = cfg.min_size_bytes.unwrap_or(table.memstore_flushsize_bytes);
+        let mut ran = 0;
+        for store in self.stores() {
+            let _c = store.compaction_lock();
+            let files = store.files();
+            let stats: Vec<FileStat> = files.iter().map(|f| file_stat(f)).collect();
+            let seed = xxhash_rust::xxh3::xxh3_64(store.dir().as_os_str().as_encoded_bytes());
+            let ttl = store.family().ttl_ms();
+            let now = self.env.now_ms();
+            let Some(Selection {
+                files: picked,
+                major,
+            }) = policy::select(&stats, cfg, min_size, now, seed, ttl)
+            else {
+                continue;
+            };
+            let inputs: Vec<Arc<StoreFile>> =
+                picked.iter().map(|&i| Arc::clone(&files[i])).collect();
+            let limit = throughput.and_then(|b| b.limit_for(files.len(), cfg));
+            let mut throttle = Throttle::new(limit);
+            self.run_compaction(&store, &inputs, major, &mut throttle)?;
+            ran += 1;
+        }
+        Ok(ran)
+    }
+
+    /// Rewrites `inputs` (the store's compaction lock held) and commits the swap.
+    fn run_compaction(
+        &self,
+        store: &Store,
+        inputs: &[Arc<StoreFile>],
+        major: bool,
+        throttle: &mut Throttle,
+    ) -> Result<()> {
+        let now = self.env.now_ms();
+        let purge = self.config.time_to_purge_deletes_ms;
+        let out =
+            store.write_compaction(inputs, self.next_file_id(), major, now, purge, throttle)?;
+        {
+            let mut g = self.manifest.lock();
+            let Some(sm) = g.1.stores.get_mut(&family_dir_name(store.name())) else {
+                // The family was dropped while the compaction ran: its directory goes too.
+                return Ok(());
+            };
+            // The output takes the place of the oldest input, keeping the list ordered by age.
+            let at = sm
+                .files
+                .iter()
+                .position(|id| inputs.iter().any(|f| f.id() == *id))
+                .unwrap_or(sm.files.len());
+            sm.files.retain(|id| !inputs.iter().any(|f| f.id() == *id));
+            if let Some(o) = &out {
+                sm.files.insert(at.min(sm.files.len()), o.id());
+            }
+            let (vf, doc) = &mut *g;
+            vf.commit(&self.env, doc)?;
+        }
+        let stats = &self.config.stats;
+        let counter = if major {
+            &stats.major_compactions
+        } else {
+            &stats.minor_compactions
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        let read: u64 = inputs.iter().map(|f| f.size_bytes()).sum();
+        let written = out.as_ref().map_or(0, |f| f.size_bytes());
+        stats
+            .compacted_bytes_read
+            .fetch_add(read, Ordering::Relaxed);
+        stats
+            .compacted_bytes_written
+            .fetch_add(written, Ordering::Relaxed);
+        store.finish_compaction(inputs, out);
+        for f in inputs {
+            self.env.remove_file(f.path())?;
+        }
+        Ok(())
+    }
+}
+
+fn file_stat(f: &StoreFile) -> FileStat {
+    let info = f.info();
+    FileStat {
+        size: f.size_bytes(),
+        created_ms: info.created_ms,
+        major_compacted: info.major_compacted,
+        min_ts: info.min_ts,
+    }
+}
