@@ -73,7 +73,8 @@ impl VersionedFile {
     }
 
     /// Commits `doc` as the next version: written, synced, directory synced, then older
-    /// versions removed.
+    /// versions removed. An error means the new version is not durable, and the caller must
+    /// keep using its previous document (see `Region::edit_manifest`).
     ///
     /// # Errors
     /// `Io`.
@@ -90,10 +91,15 @@ impl VersionedFile {
         f.write_all(&data)?;
         f.sync_data()?;
         env.sync_dir(&self.dir)?;
-        for old in (self.version.saturating_sub(2)..=self.version).filter(|v| *v > 0) {
-            env.remove_file(&self.dir.join(name(self.prefix, old)))?;
-        }
+        // Durable: the commit has happened, whatever follows. Old versions are garbage now;
+        // one that cannot be removed is left for a later commit (readers take the newest).
+        let previous = self.version;
         self.version = next;
+        for old in (previous.saturating_sub(2)..=previous).filter(|v| *v > 0) {
+            if let Err(e) = env.remove_file(&self.dir.join(name(self.prefix, old))) {
+                tracing::warn!(error = %e, "leaving an old metadata version behind");
+            }
+        }
         Ok(())
     }
 }

@@ -328,6 +328,8 @@ impl Shared {
     }
 
     fn retire_wal(&self) -> Result<()> {
+        // Read before the regions: a write that takes an id after this is above it anyway.
+        let issued = self.seq.load(Ordering::SeqCst);
         let min = self
             .all_regions()
             .iter()
@@ -335,9 +337,9 @@ impl Shared {
             .min()
             .unwrap_or(u64::MAX);
         let through = if min == u64::MAX {
-            self.seq.load(Ordering::SeqCst)
+            issued
         } else {
-            min - 1
+            issued.min(min - 1)
         };
         self.wal.retire_segments(through)
     }

@@ -43,10 +43,9 @@ impl Region {
             };
             written.push(file);
         }
-        {
-            let mut g = self.manifest.lock();
+        let committed = self.edit_manifest(|m| {
             for ((_, store), file) in snaps.iter().zip(&written) {
-                let sm = g.1.stores.entry(family_dir_name(store.name())).or_default();
+                let sm = m.stores.entry(family_dir_name(store.name())).or_default();
                 sm.files.extend(file.as_ref().map(|f| f.id()));
                 // Everything at or below flush_seq is in files now, except what a retried
                 // snapshot left in the active memstore.
@@ -55,8 +54,14 @@ impl Region {
                     .flushed_seq_id
                     .max(flush_seq.min(active_min.saturating_sub(1)));
             }
-            let (vf, doc) = &mut *g;
-            vf.commit(&self.env, doc)?;
+            true
+        });
+        if let Err(e) = committed {
+            // The snapshots stay for the retry; the files written go (they are listed nowhere).
+            for f in written.iter().flatten() {
+                let _ = self.env.remove_file(f.path());
+            }
+            return Err(e);
         }
         let mut freed = 0;
         for ((snap, store), file) in snaps.iter().zip(written) {
@@ -153,11 +158,12 @@ impl Region {
         let purge = self.config.time_to_purge_deletes_ms;
         let out =
             store.write_compaction(inputs, self.next_file_id(), major, now, purge, throttle)?;
-        {
-            let mut g = self.manifest.lock();
-            let Some(sm) = g.1.stores.get_mut(&family_dir_name(store.name())) else {
+        let mut family_gone = false;
+        let committed = self.edit_manifest(|m| {
+            let Some(sm) = m.stores.get_mut(&family_dir_name(store.name())) else {
                 // The family was dropped while the compaction ran: its directory goes too.
-                return Ok(());
+                family_gone = true;
+                return false;
             };
             // The output takes the place of the oldest input, keeping the list ordered by age.
             let at = sm
@@ -169,8 +175,13 @@ impl Region {
             if let Some(o) = &out {
                 sm.files.insert(at.min(sm.files.len()), o.id());
             }
-            let (vf, doc) = &mut *g;
-            vf.commit(&self.env, doc)?;
+            true
+        });
+        if committed.is_err() || family_gone {
+            if let Some(o) = &out {
+                let _ = self.env.remove_file(o.path());
+            }
+            return committed;
         }
         let stats = &self.config.stats;
         let counter = if major {

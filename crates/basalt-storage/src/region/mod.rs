@@ -241,20 +241,39 @@ impl Region {
         self.stores().iter().map(|s| s.memstore_size_bytes()).sum()
     }
 
-    /// Lowest sequence id still only in memory (`u64::MAX` when all is flushed).
+    /// Lowest sequence id that may be only in memory (`u64::MAX` when all is flushed): the
+    /// memstores' oldest, or a write in flight that has its id but is not in a memstore yet.
+    /// The in-flight writes are read first: a write that leaves them before the memstores are
+    /// read is in a memstore by then.
     #[must_use]
     pub fn min_unflushed_seq_id(&self) -> u64 {
+        let in_flight = self.mvcc.oldest_pending();
         self.stores()
             .iter()
             .map(|s| s.min_unflushed_seq_id())
             .min()
             .unwrap_or(u64::MAX)
+            .min(in_flight)
     }
 
     fn commit_manifest(&self) -> Result<()> {
+        self.edit_manifest(|_| true)
+    }
+
+    /// Changes the manifest all or nothing: `edit` works on a copy, which is committed and
+    /// only then becomes the region's manifest. `edit` returns false to abandon the change.
+    /// (Mutating in place would leave memory ahead of disk after a failed commit, and a later
+    /// commit would then write a list no reader ever saw.)
+    fn edit_manifest(&self, edit: impl FnOnce(&mut RegionManifest) -> bool) -> Result<()> {
         let mut guard = self.manifest.lock();
         let (vf, doc) = &mut *guard;
-        vf.commit(&self.env, doc)
+        let mut next = doc.clone();
+        if !edit(&mut next) {
+            return Ok(());
+        }
+        vf.commit(&self.env, &next)?;
+        *doc = next;
+        Ok(())
     }
 
     fn next_file_id(&self) -> u64 {
@@ -294,6 +313,26 @@ impl Region {
         let _w = self.updates.write();
         let mut stores = self.stores.write();
         let current_seq = self.seq.load(Ordering::SeqCst);
+        let mut added = Vec::new();
+        for f in table.families.values() {
+            if !stores.contains_key(&f.name) {
+                let cache = &self.config.block_cache;
+                let store = Store::open(&self.env, &self.dir, f.clone(), &[], cache)?;
+                added.push((f.name.clone(), Arc::new(store)));
+            }
+        }
+        self.edit_manifest(|m| {
+            for (name, _) in &added {
+                let sm = StoreManifest {
+                    flushed_seq_id: current_seq,
+                    files: Vec::new(),
+                };
+                m.stores.insert(family_dir_name(name), sm);
+            }
+            m.stores
+                .retain(|k, _| table.families.keys().any(|f| family_dir_name(f) == *k));
+            true
+        })?;
         let mut removed = Vec::new();
         stores.retain(|name, s| {
             let keep = table.families.contains_key(name);
@@ -302,33 +341,11 @@ impl Region {
             }
             keep
         });
+        stores.extend(added);
         for f in table.families.values() {
-            match stores.get(&f.name) {
-                Some(s) => s.set_family(f.clone()),
-                None => {
-                    let store = Store::open(
-                        &self.env,
-                        &self.dir,
-                        f.clone(),
-                        &[],
-                        &self.config.block_cache,
-                    )?;
-                    stores.insert(f.name.clone(), Arc::new(store));
-                    let mut g = self.manifest.lock();
-                    let sm = StoreManifest {
-                        flushed_seq_id: current_seq,
-                        files: Vec::new(),
-                    };
-                    g.1.stores.insert(family_dir_name(&f.name), sm);
-                }
+            if let Some(s) = stores.get(&f.name) {
+                s.set_family(f.clone());
             }
-        }
-        {
-            let mut g = self.manifest.lock();
-            g.1.stores
-                .retain(|k, _| table.families.keys().any(|f| family_dir_name(f) == *k));
-            let (vf, doc) = &mut *g;
-            vf.commit(&self.env, doc)?;
         }
         *self.table.write() = table;
         drop(stores);

@@ -61,6 +61,12 @@ impl Mvcc {
         }
     }
 
+    /// The oldest write begun and not complete (`u64::MAX`: none).
+    #[must_use]
+    pub fn oldest_pending(&self) -> u64 {
+        self.pending.lock().front().map_or(u64::MAX, |e| e.0)
+    }
+
     /// Waits until every write with id at or below `id` is complete.
     pub fn wait_for(&self, id: u64) {
         let mut p = self.pending.lock();

@@ -314,16 +314,32 @@ impl Store {
         let path = self.dir.join(file_name(file_id));
         let family = self.family();
         let mut w = StoreFileWriter::create(&self.env, &path, &family, now_ms)?;
-        scanner.compact_into(|c| {
-            throttle.consume(c.serialized_size());
-            w.add(&c)
-        })?;
-        if w.cell_count() == 0 {
-            drop(w);
-            self.env.remove_file(&path)?;
-            return Ok(None);
+        let written = scanner
+            .compact_into(|c| {
+                throttle.consume(c.serialized_size());
+                w.add(&c)
+            })
+            .and_then(|()| {
+                if w.cell_count() == 0 {
+                    return Ok(false);
+                }
+                w.finish(major)?;
+                // The manifest about to list the file must not outlive its directory entry.
+                self.env.sync_dir(&self.dir)?;
+                Ok(true)
+            });
+        match written {
+            Ok(true) => {}
+            Ok(false) => {
+                self.env.remove_file(&path)?;
+                return Ok(None);
+            }
+            Err(e) => {
+                // A partial file (a full disk, say) must not hold on to the space.
+                let _ = self.env.remove_file(&path);
+                return Err(e);
+            }
         }
-        w.finish(major)?;
         Ok(Some(Arc::new(StoreFile::open(
             &self.env,
             &path,

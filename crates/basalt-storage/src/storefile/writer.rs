@@ -69,16 +69,16 @@ impl StoreFileWriter {
     /// Appends a cell.
     ///
     /// # Errors
-    /// `Io` writing a full block.
-    ///
-    /// # Panics
-    /// If cells arrive out of key order (a bug in the caller, never bad input).
+    /// `Io` writing a full block; `IllegalArgument` if cells arrive out of key order (a bug in
+    /// the caller: the file is abandoned rather than written unsorted).
     pub fn add(&mut self, c: &Cell) -> Result<()> {
         if let Some(last) = &self.last {
-            assert!(
-                last < c,
-                "store file cells must be added in strictly increasing key order"
-            );
+            if last >= c {
+                return Err(basalt_model::Error::IllegalArgument(format!(
+                    "store file cells out of key order: {last:?} then {c:?} in {}",
+                    self.file.path().display()
+                )));
+            }
         }
         if let Some(bloom) = &mut self.bloom {
             let q: &[u8] = if c.cell_type.is_family_delete() {

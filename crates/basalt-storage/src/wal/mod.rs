@@ -9,8 +9,14 @@
 //! 1. `SyncState::synced <= WalState::appended`: positions count bytes ever appended, so a
 //!    writer's ticket is covered once `synced >= ticket`.
 //! 2. Bytes reach the file in append order: only the holder of `state` writes the buffer.
-//! 3. After a failed write or sync the log refuses all further writes (like an HBase region
-//!    server aborting): an acknowledged write is never followed by a silent gap.
+//! 3. After a failed write or sync no write is acknowledged until the log heals: the failed
+//!    segment is cut back to its last synced byte and everything after that byte (kept in
+//!    memory in `unsynced` and `buffer`) is written to a new segment and synced. So an
+//!    acknowledged write is never followed by a silent gap, a torn record is never left in a
+//!    segment that is not the last, and writing resumes once the disk does (space freed).
+//! 4. `unsynced` holds exactly the bytes from absolute position `unsynced_from` written to the
+//!    current segment and not yet known synced; `segment_start` is the absolute position of
+//!    the current segment's first record.
 
 mod record;
 mod replay;
@@ -61,6 +67,9 @@ struct WalState {
     /// Segments no longer written, oldest first: `(max seq id, path)`.
     closed: Vec<(u64, PathBuf)>,
     failed: Option<String>,
+    unsynced: Vec<u8>,
+    unsynced_from: u64,
+    segment_start: u64,
 }
 
 #[derive(Debug, Default)]
@@ -100,6 +109,9 @@ impl Wal {
                 segment_max_seq: 0,
                 closed,
                 failed: None,
+                unsynced: Vec::new(),
+                unsynced_from: 0,
+                segment_start: 0,
             }),
             sync: Mutex::new(SyncState::default()),
             synced_cond: Condvar::new(),
@@ -162,10 +174,8 @@ impl Wal {
     /// The log's sticky failure, or an I/O error writing a full buffer or rolling a segment.
     pub fn append(&self, region_id: u64, seq_id: u64, cells: &[Cell]) -> Result<Ticket> {
         let mut st = self.state.lock();
-        if let Some(why) = &st.failed {
-            return Err(Error::DoNotRetry(format!(
-                "the WAL failed earlier and refuses writes: {why}"
-            )));
+        if st.failed.is_some() {
+            self.heal(&mut st)?;
         }
         let before = st.buffer.len();
         record::encode_record(&mut st.buffer, region_id, seq_id, cells);
@@ -232,10 +242,7 @@ impl Wal {
     fn write_and_sync(&self, full: bool) -> Result<u64> {
         let (target, file) = {
             let mut st = self.state.lock();
-            if let Err(e) = write_buffer(&mut st) {
-                st.failed = Some(e.to_string());
-                return Err(e);
-            }
+            write_buffer(&mut st)?;
             (st.appended, st.segment.try_clone()?)
         };
         let r = if full {
@@ -243,10 +250,56 @@ impl Wal {
         } else {
             file.sync_data()
         };
-        if let Err(e) = &r {
-            self.state.lock().failed = Some(e.to_string());
+        let mut st = self.state.lock();
+        match &r {
+            Err(e) => st.failed = Some(e.to_string()),
+            Ok(()) => {
+                // A heal may have moved on to a new segment meanwhile; it left nothing unsynced
+                // before its own start.
+                let done = usize::try_from(target.saturating_sub(st.unsynced_from))
+                    .unwrap_or(usize::MAX)
+                    .min(st.unsynced.len());
+                st.unsynced.drain(..done);
+                st.unsynced_from += done as u64;
+            }
         }
         r.map(|()| target)
+    }
+
+    /// Recovers from a failed write or sync (invariant 3). On failure the log stays failed
+    /// and the next append tries again.
+    fn heal(&self, st: &mut WalState) -> Result<()> {
+        let synced = self.sync.lock().synced.max(st.segment_start);
+        let skip = usize::try_from(synced.saturating_sub(st.unsynced_from))
+            .unwrap_or(usize::MAX)
+            .min(st.unsynced.len());
+        let mut tail = st.unsynced[skip..].to_vec();
+        tail.extend_from_slice(&st.buffer);
+        let keep = record::HEADER_LEN as u64 + (synced - st.segment_start);
+        self.env.truncate(st.segment.path(), keep)?;
+        let next = st.segment_id + 1;
+        let mut segment = new_segment(&self.env, &self.dir, next)?;
+        if let Err(e) = segment.write_all(&tail).and_then(|()| segment.sync_data()) {
+            let path = segment.path().to_owned();
+            drop(segment);
+            let _ = self.env.remove_file(&path);
+            return Err(e);
+        }
+        let old = std::mem::replace(&mut st.segment, segment);
+        st.closed.push((st.segment_max_seq, old.path().to_owned()));
+        st.segment_id = next;
+        st.segment_bytes = record::HEADER_LEN as u64 + tail.len() as u64;
+        st.segment_start = synced;
+        st.buffer.clear();
+        st.unsynced.clear();
+        st.unsynced_from = st.appended;
+        st.failed = None;
+        let mut s = self.sync.lock();
+        s.synced = s.synced.max(st.appended);
+        s.failed = None;
+        self.synced_cond.notify_all();
+        tracing::warn!(segment = next, "the WAL recovered from a failed write");
+        Ok(())
     }
 
     /// Closes the current segment (written and synced) and starts the next.
@@ -263,6 +316,9 @@ impl Wal {
         st.segment_id = next;
         st.segment_bytes = record::HEADER_LEN as u64;
         st.segment_max_seq = 0;
+        st.segment_start = st.appended;
+        st.unsynced.clear();
+        st.unsynced_from = st.appended;
         let appended = st.appended;
         let mut s = self.sync.lock();
         s.synced = s.synced.max(appended);
@@ -313,16 +369,31 @@ fn write_buffer(st: &mut WalState) -> Result<()> {
     if st.buffer.is_empty() {
         return Ok(());
     }
-    st.segment.write_all(&st.buffer)?;
-    st.buffer.clear();
+    if let Err(e) = st.segment.write_all(&st.buffer) {
+        // Part of the buffer may be in the file: nothing more may follow it there.
+        st.failed = Some(e.to_string());
+        return Err(e);
+    }
+    let WalState {
+        buffer, unsynced, ..
+    } = st;
+    unsynced.extend_from_slice(buffer);
+    buffer.clear();
     Ok(())
 }
 
 fn new_segment(env: &Env, dir: &Path, id: u64) -> Result<WritableFile> {
-    let mut f = env.create(&dir.join(replay::segment_name(id)))?;
-    f.write_all(&record::header())?;
-    f.sync_data()?;
-    env.sync_dir(dir)?;
+    let path = dir.join(replay::segment_name(id));
+    let mut f = env.create(&path)?;
+    let made = f
+        .write_all(&record::header())
+        .and_then(|()| f.sync_data())
+        .and_then(|()| env.sync_dir(dir));
+    if let Err(e) = made {
+        drop(f);
+        let _ = env.remove_file(&path);
+        return Err(e);
+    }
     Ok(f)
 }
 

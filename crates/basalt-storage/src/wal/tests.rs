@@ -193,3 +193,74 @@ fn a_damaged_length_in_the_middle_is_corruption_not_a_torn_tail() {
         "{err}"
     );
 }
+
+fn faulty(dir: &Path) -> (Arc<Wal>, Arc<crate::env::FaultInjector>) {
+    let faults = Arc::new(crate::env::FaultInjector::new(7));
+    let env = Env::with_faults(Arc::new(crate::env::SystemClock), Arc::clone(&faults));
+    let wal = Wal::open(&env, dir, DEFAULT_ROLL_SIZE_BYTES).unwrap();
+    wal.recover(|_| Ok(())).unwrap();
+    (wal, faults)
+}
+
+fn seqs(edits: &[WalEdit]) -> Vec<u64> {
+    edits.iter().map(|e| e.seq_id).collect()
+}
+
+#[test]
+fn a_failed_sync_heals_into_a_new_segment_keeping_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (wal, faults) = faulty(tmp.path());
+    let t = wal.append(1, 1, &cells("a", 2)).unwrap();
+    wal.sync(t, false).unwrap();
+    faults.fail_nth(crate::env::Op::Sync, 1);
+    let t = wal.append(1, 2, &cells("b", 2)).unwrap();
+    assert!(
+        wal.sync(t, false).is_err(),
+        "the injected sync failure surfaces"
+    );
+    // The next append heals: edit 2 is rewritten after what was synced, then edit 3 follows.
+    let t = wal.append(1, 3, &cells("c", 2)).unwrap();
+    wal.sync(t, false).unwrap();
+    assert_eq!(wal.segment_count(), 2);
+    drop(wal);
+    faults.simulate_crash().unwrap();
+    assert_eq!(seqs(&reopen(tmp.path()).unwrap()), vec![1, 2, 3]);
+}
+
+#[test]
+fn a_full_disk_refuses_appends_until_space_returns_and_loses_nothing_synced() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (wal, faults) = faulty(tmp.path());
+    let t = wal.append(1, 1, &cells("a", 3)).unwrap();
+    wal.sync(t, false).unwrap();
+    faults.set_space_left(Some(10));
+    let t = wal.append(1, 2, &cells("b", 3)).unwrap();
+    let err = wal.sync(t, false).unwrap_err();
+    assert!(err.to_string().contains("No space left on device"), "{err}");
+    let again = wal.append(1, 3, &cells("c", 3)).unwrap_err();
+    assert!(again.is_retryable(), "{again}");
+    assert!(
+        again.to_string().contains("No space left on device"),
+        "{again}"
+    );
+    faults.set_space_left(None);
+    let t = wal.append(1, 4, &cells("d", 3)).unwrap();
+    wal.sync(t, false).unwrap();
+    drop(wal);
+    faults.simulate_crash().unwrap();
+    // Edit 2 was buffered when the disk filled and is written by the heal; edit 3 was refused.
+    assert_eq!(seqs(&reopen(tmp.path()).unwrap()), vec![1, 2, 4]);
+}
+
+#[test]
+fn unsynced_edits_vanish_in_a_simulated_crash_and_synced_ones_stay() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (wal, faults) = faulty(tmp.path());
+    let t = wal.append(1, 1, &cells("a", 3)).unwrap();
+    wal.sync(t, false).unwrap();
+    wal.append(1, 2, &cells("b", 3)).unwrap();
+    *wal.shutdown.lock() = true; // no background sync thread runs here anyway
+    drop(wal);
+    faults.simulate_crash().unwrap();
+    assert_eq!(seqs(&reopen(tmp.path()).unwrap()), vec![1]);
+}

@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
 mod background;
+mod crash;
 mod durability;
 mod errors;
 mod model;

@@ -1,7 +1,8 @@
 //! The engine's only way to touch files and the clock.
 //!
 //! Everything the engine does to disk goes through [`Env`], so tests can swap the clock for a
-//! [`ManualClock`] (TTL tests) and, later, the file system for a fault-injecting one.
+//! [`ManualClock`] (TTL tests) and put a [`FaultInjector`] under the file system (crash and
+//! disk-full tests).
 //!
 //! # Thread safety
 //! `Env` is cheap to clone and shared by every region; both halves are `Send + Sync`.
@@ -14,6 +15,11 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
 use basalt_model::{Error, Result};
+
+mod fault;
+
+use fault::Verdict;
+pub use fault::{FaultInjector, Op};
 
 /// Milliseconds since the epoch, the unit of cell timestamps.
 pub trait Clock: Send + Sync + std::fmt::Debug {
@@ -66,13 +72,42 @@ impl Clock for ManualClock {
 #[derive(Clone, Debug)]
 pub struct Env {
     clock: Arc<dyn Clock>,
+    faults: Option<Arc<FaultInjector>>,
 }
 
 impl Default for Env {
     fn default() -> Self {
         Env {
             clock: Arc::new(SystemClock),
+            faults: None,
         }
+    }
+}
+
+/// Asks the injector (if any) about an operation; a refusal becomes an `Io` error naming
+/// `what` and the path.
+fn gate(
+    faults: Option<&Arc<FaultInjector>>,
+    op: Op,
+    path: &Path,
+    len: usize,
+    what: &str,
+) -> Result<Verdict> {
+    let Some(f) = faults else {
+        return Ok(Verdict::Proceed);
+    };
+    match f.check(op, path, len) {
+        Verdict::Fail(kind, msg) => Err(Error::io(
+            format!("{what} {}", path.display()),
+            std::io::Error::new(kind, msg),
+        )),
+        v => Ok(v),
+    }
+}
+
+fn record(faults: Option<&Arc<FaultInjector>>, op: Op, path: &Path, len: usize) {
+    if let Some(f) = faults {
+        f.done(op, path, len);
     }
 }
 
@@ -80,7 +115,19 @@ impl Env {
     /// An environment with the given clock and the real file system.
     #[must_use]
     pub fn with_clock(clock: Arc<dyn Clock>) -> Env {
-        Env { clock }
+        Env {
+            clock,
+            faults: None,
+        }
+    }
+
+    /// An environment whose file operations pass through `faults` (tests).
+    #[must_use]
+    pub fn with_faults(clock: Arc<dyn Clock>, faults: Arc<FaultInjector>) -> Env {
+        Env {
+            clock,
+            faults: Some(faults),
+        }
     }
 
     /// Now, in milliseconds since the epoch.
@@ -94,14 +141,17 @@ impl Env {
     /// # Errors
     /// `Io` naming the path.
     pub fn create(&self, path: &Path) -> Result<WritableFile> {
+        gate(self.faults.as_ref(), Op::Create, path, 0, "creating")?;
         let file = OpenOptions::new()
             .write(true)
             .create_new(true)
             .open(path)
             .map_err(|e| Error::io(format!("creating {}", path.display()), e))?;
+        record(self.faults.as_ref(), Op::Create, path, 0);
         Ok(WritableFile {
             file,
             path: path.to_owned(),
+            faults: self.faults.clone(),
         })
     }
 
@@ -114,9 +164,14 @@ impl Env {
             .append(true)
             .open(path)
             .map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
+        if let Some(f) = &self.faults {
+            let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+            f.track_existing(path, len);
+        }
         Ok(WritableFile {
             file,
             path: path.to_owned(),
+            faults: self.faults.clone(),
         })
     }
 
@@ -146,13 +201,31 @@ impl Env {
         std::fs::read(path).map_err(|e| Error::io(format!("reading {}", path.display()), e))
     }
 
-    /// Creates a directory and its parents.
+    /// Creates a directory and its parents, syncing each new one's parent so the new entries
+    /// survive a crash (files are later listed by a manifest that a crash must not orphan).
     ///
     /// # Errors
     /// `Io` naming the path.
     pub fn create_dir_all(&self, path: &Path) -> Result<()> {
-        std::fs::create_dir_all(path)
-            .map_err(|e| Error::io(format!("creating directory {}", path.display()), e))
+        if path.as_os_str().is_empty() || path.is_dir() {
+            return Ok(());
+        }
+        if let Some(parent) = path.parent() {
+            self.create_dir_all(parent)?;
+        }
+        match std::fs::create_dir(path) {
+            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+                return Err(Error::io(
+                    format!("creating directory {}", path.display()),
+                    e,
+                ));
+            }
+            _ => {}
+        }
+        match path.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => self.sync_dir(parent),
+            _ => Ok(()),
+        }
     }
 
     /// Makes a directory's entries (new and removed files) durable.
@@ -160,9 +233,18 @@ impl Env {
     /// # Errors
     /// `Io` naming the directory.
     pub fn sync_dir(&self, path: &Path) -> Result<()> {
+        gate(
+            self.faults.as_ref(),
+            Op::SyncDir,
+            path,
+            0,
+            "syncing directory",
+        )?;
         File::open(path)
             .and_then(|d| d.sync_all())
-            .map_err(|e| Error::io(format!("syncing directory {}", path.display()), e))
+            .map_err(|e| Error::io(format!("syncing directory {}", path.display()), e))?;
+        record(self.faults.as_ref(), Op::SyncDir, path, 0);
+        Ok(())
     }
 
     /// The names of the entries of a directory (empty if it does not exist).
@@ -189,6 +271,8 @@ impl Env {
     /// # Errors
     /// `Io` naming the path.
     pub fn remove_file(&self, path: &Path) -> Result<()> {
+        gate(self.faults.as_ref(), Op::Remove, path, 0, "removing")?;
+        record(self.faults.as_ref(), Op::Remove, path, 0);
         match std::fs::remove_file(path) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
@@ -201,6 +285,8 @@ impl Env {
     /// # Errors
     /// `Io` naming the path.
     pub fn remove_dir_all(&self, path: &Path) -> Result<()> {
+        gate(self.faults.as_ref(), Op::Remove, path, 0, "removing")?;
+        record(self.faults.as_ref(), Op::Remove, path, 0);
         match std::fs::remove_dir_all(path) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
@@ -213,6 +299,14 @@ impl Env {
     /// # Errors
     /// `Io` naming the path.
     pub fn truncate(&self, path: &Path, len: u64) -> Result<()> {
+        let n = usize::try_from(len).unwrap_or(usize::MAX);
+        gate(self.faults.as_ref(), Op::Truncate, path, n, "truncating")?;
+        self.truncate_file(path, len)?;
+        record(self.faults.as_ref(), Op::Truncate, path, n);
+        Ok(())
+    }
+
+    fn truncate_file(&self, path: &Path, len: u64) -> Result<()> {
         let f = OpenOptions::new()
             .write(true)
             .open(path)
@@ -228,6 +322,7 @@ impl Env {
 pub struct WritableFile {
     file: File,
     path: PathBuf,
+    faults: Option<Arc<FaultInjector>>,
 }
 
 impl WritableFile {
@@ -236,9 +331,22 @@ impl WritableFile {
     /// # Errors
     /// `Io` naming the file.
     pub fn write_all(&mut self, buf: &[u8]) -> Result<()> {
-        self.file
-            .write_all(buf)
-            .map_err(|e| Error::io(format!("writing {}", self.path.display()), e))
+        let err = |e| Error::io(format!("writing {}", self.path.display()), e);
+        let verdict = gate(
+            self.faults.as_ref(),
+            Op::Write,
+            &self.path,
+            buf.len(),
+            "writing",
+        )?;
+        if let Verdict::Tear(n) = verdict {
+            // The crash lands in the middle of this write: a prefix reaches the file.
+            self.file.write_all(&buf[..n]).map_err(err)?;
+            return Err(err(std::io::Error::other("simulated crash (torn write)")));
+        }
+        self.file.write_all(buf).map_err(err)?;
+        record(self.faults.as_ref(), Op::Write, &self.path, buf.len());
+        Ok(())
     }
 
     /// fdatasync: the data written so far survives a crash.
@@ -246,9 +354,12 @@ impl WritableFile {
     /// # Errors
     /// `Io` naming the file.
     pub fn sync_data(&self) -> Result<()> {
+        gate(self.faults.as_ref(), Op::Sync, &self.path, 0, "syncing")?;
         self.file
             .sync_data()
-            .map_err(|e| Error::io(format!("syncing {}", self.path.display()), e))
+            .map_err(|e| Error::io(format!("syncing {}", self.path.display()), e))?;
+        record(self.faults.as_ref(), Op::Sync, &self.path, 0);
+        Ok(())
     }
 
     /// fsync: data and metadata survive a crash.
@@ -256,9 +367,12 @@ impl WritableFile {
     /// # Errors
     /// `Io` naming the file.
     pub fn sync_all(&self) -> Result<()> {
+        gate(self.faults.as_ref(), Op::Sync, &self.path, 0, "syncing")?;
         self.file
             .sync_all()
-            .map_err(|e| Error::io(format!("syncing {}", self.path.display()), e))
+            .map_err(|e| Error::io(format!("syncing {}", self.path.display()), e))?;
+        record(self.faults.as_ref(), Op::Sync, &self.path, 0);
+        Ok(())
     }
 
     /// A second handle to the same file, so a sync can run without the writer's lock.
@@ -273,6 +387,7 @@ impl WritableFile {
         Ok(WritableFile {
             file,
             path: self.path.clone(),
+            faults: self.faults.clone(),
         })
     }
 
