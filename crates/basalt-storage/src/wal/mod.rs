@@ -215,7 +215,11 @@ impl Wal {
         s.fsync_wanted |= fsync;
         loop {
             if let Some(why) = &s.failed {
-                return Err(Error::DoNotRetry(format!("WAL sync failed: {why}")));
+                // Retryable: the next append heals the log (invariant 3).
+                return Err(Error::io(
+                    "WAL sync failed",
+                    std::io::Error::other(why.clone()),
+                ));
             }
             if s.synced >= ticket {
                 return Ok(());
