@@ -29,6 +29,7 @@ mod codec;
 pub mod compaction;
 mod database;
 pub mod env;
+pub mod fuzzing;
 mod manifest;
 pub mod memstore;
 pub mod region;

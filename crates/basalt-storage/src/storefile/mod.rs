@@ -1,12 +1,12 @@
 //! Store files: immutable sorted runs of one store's cells (docs/formats/storefile.md).
 
-mod block;
+pub(crate) mod block;
 mod bloom;
 mod reader;
 mod writer;
 
 pub use bloom::Bloom;
-pub use reader::{Caching, Index, StoreFile, StoreFileScanner};
+pub use reader::{decode_index_block, parse_trailer, Caching, Index, StoreFile, StoreFileScanner};
 pub use writer::StoreFileWriter;
 
 use basalt_model::{Cell, Timestamp};

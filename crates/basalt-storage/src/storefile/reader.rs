@@ -28,6 +28,11 @@ pub struct IndexEntry {
 pub struct Index(Vec<IndexEntry>);
 
 impl Index {
+    /// Each data block's offset and stored length, in key order.
+    pub fn blocks(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
+        self.0.iter().map(|e| (e.offset, e.len))
+    }
+
     /// Bytes the decoded index occupies, its weight in the block cache.
     fn weight(&self) -> usize {
         self.0
@@ -310,14 +315,30 @@ const SECTION_NAMES: [&str; 3] = ["store file index", "store file bloom", "store
 
 /// Reads and checks the trailer; returns the (offset, length) of index, bloom and file info.
 fn read_trailer(file: &RandomAccessFile, path: &Path) -> Result<[(u64, u32); 3]> {
-    let bad = |d: String| Error::corruption("store file trailer", path, d);
     let len = file.len();
     if len < TRAILER_LEN as u64 {
+        return Err(Error::corruption(
+            "store file trailer",
+            path,
+            format!("file is {len} bytes, shorter than the trailer"),
+        ));
+    }
+    parse_trailer(&file.read_at(len - TRAILER_LEN as u64, TRAILER_LEN)?, path)
+}
+
+/// Checks a trailer's bytes (exactly [`TRAILER_LEN`]) and returns its three sections. Never
+/// panics, whatever the bytes.
+///
+/// # Errors
+/// `Corruption` naming `path`.
+pub fn parse_trailer(t: &[u8], path: &Path) -> Result<[(u64, u32); 3]> {
+    let bad = |d: String| Error::corruption("store file trailer", path, d);
+    if t.len() != TRAILER_LEN {
         return Err(bad(format!(
-            "file is {len} bytes, shorter than the trailer"
+            "trailer is {} bytes, not {TRAILER_LEN}",
+            t.len()
         )));
     }
-    let t = file.read_at(len - TRAILER_LEN as u64, TRAILER_LEN)?;
     if &t[44..] != MAGIC {
         return Err(bad("bad magic".into()));
     }
@@ -329,7 +350,7 @@ fn read_trailer(file: &RandomAccessFile, path: &Path) -> Result<[(u64, u32); 3]>
     if version != FORMAT_VERSION {
         return Err(bad(format!("unsupported format version {version}")));
     }
-    let mut r = Reader::new(&t);
+    let mut r = Reader::new(t);
     let mut section = || -> Option<(u64, u32)> { Some((r.u64_le()?, r.u32_le()?)) };
     let truncated = || bad("truncated".into());
     Ok([
@@ -337,6 +358,13 @@ fn read_trailer(file: &RandomAccessFile, path: &Path) -> Result<[(u64, u32); 3]>
         section().ok_or_else(truncated)?,
         section().ok_or_else(truncated)?,
     ])
+}
+
+/// Decodes an index block body (its frame removed) for a file whose data ends at `body_end`;
+/// `None` when malformed. Never panics.
+#[must_use]
+pub fn decode_index_block(body: &[u8], family: &Bytes, body_end: u64) -> Option<Index> {
+    decode_index(body, family, body_end).map(Index)
 }
 
 fn decode_index(body: &[u8], family: &Bytes, body_end: u64) -> Option<Vec<IndexEntry>> {

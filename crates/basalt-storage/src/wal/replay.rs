@@ -88,7 +88,39 @@ fn replay_segment(
             "segment is shorter than its header",
         ));
     }
-    if &data[..8] != MAGIC || data[8..12] != VERSION.to_le_bytes() {
+    let decoded = decode_segment(&data, path, apply)?;
+    if let Some((pos, why)) = decoded.torn_at {
+        if !is_last {
+            return Err(Error::corruption(
+                "WAL record",
+                path,
+                format!("{why} at offset {pos}"),
+            ));
+        }
+        env.truncate(path, pos as u64)?;
+    }
+    Ok(decoded.max_seq_id)
+}
+
+/// What a segment's bytes hold: the highest sequence id read, and where a torn tail (damage a
+/// crash during the last write explains) begins, with why.
+#[derive(Debug, PartialEq, Eq)]
+pub struct DecodedSegment {
+    pub max_seq_id: u64,
+    pub torn_at: Option<(usize, &'static str)>,
+}
+
+/// Decodes a whole segment (header and records), calling `apply` for each edit up to a torn
+/// tail. Never panics, whatever the bytes.
+///
+/// # Errors
+/// `Corruption` for a bad header or damage a crash cannot explain; whatever `apply` returns.
+pub fn decode_segment(
+    data: &[u8],
+    path: &Path,
+    apply: &mut impl FnMut(WalEdit) -> Result<()>,
+) -> Result<DecodedSegment> {
+    if data.len() < HEADER_LEN || &data[..8] != MAGIC || data[8..12] != VERSION.to_le_bytes() {
         return Err(Error::corruption(
             "WAL segment header",
             path,
@@ -96,21 +128,22 @@ fn replay_segment(
         ));
     }
     let mut pos = HEADER_LEN;
-    let mut max_seq = 0;
+    let mut max_seq_id = 0;
     while pos < data.len() {
-        match next_record(&data, pos) {
+        match next_record(data, pos) {
             Step::Record { payload, end } => {
                 let edit = decode_edit(payload, path, pos as u64)?;
-                max_seq = max_seq.max(edit.seq_id);
+                max_seq_id = max_seq_id.max(edit.seq_id);
                 apply(edit)?;
                 pos = end;
             }
-            Step::Torn(why) if is_last => {
-                env.truncate(path, pos as u64)?;
-                let _ = why;
-                break;
+            Step::Torn(why) => {
+                return Ok(DecodedSegment {
+                    max_seq_id,
+                    torn_at: Some((pos, why)),
+                })
             }
-            Step::Torn(why) | Step::Corrupt(why) => {
+            Step::Corrupt(why) => {
                 return Err(Error::corruption(
                     "WAL record",
                     path,
@@ -119,7 +152,10 @@ fn replay_segment(
             }
         }
     }
-    Ok(max_seq)
+    Ok(DecodedSegment {
+        max_seq_id,
+        torn_at: None,
+    })
 }
 
 enum Step<'a> {

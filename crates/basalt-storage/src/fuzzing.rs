@@ -1,0 +1,60 @@
+//! Entry points for the fuzz targets (`fuzz/` in the repository) and for the tests that
+//! replay their corpora on stable Rust. Each takes untrusted bytes, runs one decoder of bytes
+//! from disk or the wire, and must return (an error is fine) without panicking.
+
+use std::path::Path;
+
+use bytes::Bytes;
+
+use crate::storefile::{block, decode_index_block, parse_trailer, Bloom, Index};
+use crate::wal::replay::decode_segment;
+
+const PATH: &str = "fuzz-input";
+
+/// A WAL segment: header and records, torn tails and corruption included.
+pub fn wal_segment(data: &[u8]) {
+    let mut edits = 0usize;
+    let _ = decode_segment(data, Path::new(PATH), &mut |e| {
+        edits += e.cells.len();
+        Ok(())
+    });
+}
+
+/// A stored data block: frame (codec and checksum), then the prefix-compressed cells.
+pub fn data_block(data: &[u8]) {
+    if let Ok(body) = block::unframe(data, Path::new(PATH), 0) {
+        let _ = block::decode_data_block(body, &Bytes::from_static(b"f"), Path::new(PATH), 0);
+    }
+    // The body alone too: the checksum would stop most mutations before the decoder.
+    let _ = block::decode_data_block(
+        Bytes::copy_from_slice(data),
+        &Bytes::from_static(b"f"),
+        Path::new(PATH),
+        0,
+    );
+}
+
+/// An index block body.
+pub fn index_block(data: &[u8]) -> Option<Index> {
+    decode_index_block(data, &Bytes::from_static(b"f"), u64::MAX)
+}
+
+/// A bloom block body, then probes of the decoded filter.
+pub fn bloom_block(data: &[u8]) {
+    if let Some(b) = Bloom::decode(data) {
+        let _ = b.may_contain_row(data);
+        let _ = b.may_contain_row_col(data, b"q");
+    }
+}
+
+/// A store file trailer.
+pub fn trailer(data: &[u8]) {
+    let _ = parse_trailer(data, Path::new(PATH));
+}
+
+/// A filter-language string (HBase's `ParseFilter`), from bytes taken as UTF-8 where valid.
+pub fn filter_language(data: &[u8]) {
+    if let Ok(s) = std::str::from_utf8(data) {
+        let _ = basalt_model::filter::parse_filter(s);
+    }
+}
