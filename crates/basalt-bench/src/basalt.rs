@@ -1,0 +1,145 @@
+//! Basalt behind the benchmark trait: one table, one family `f`, the value in `f:q` of the
+//! key's row (so every entry is a full HBase cell: row, family, qualifier, timestamp, type).
+
+use std::path::{Path, PathBuf};
+
+use basalt_model::ops::{Get, Put, Scan};
+use basalt_model::{ColumnFamilyDescriptor, Durability, TableDescriptor, TableName};
+use basalt_storage::{Database, Options, Table};
+
+use crate::Engine;
+
+/// An embedded Basalt database in a directory of its own.
+#[derive(Debug)]
+pub struct BasaltEngine {
+    dir: PathBuf,
+    options: Options,
+    family: ColumnFamilyDescriptor,
+    db: Option<(Database, Table)>,
+}
+
+const TABLE: &str = "bench";
+
+impl BasaltEngine {
+    /// Opens (creating if needed) the store in `dir` with `options`; the table's family is
+    /// `family` (block size, compression, bloom).
+    ///
+    /// # Errors
+    /// Opening or creating failed.
+    pub fn open(
+        dir: &Path,
+        options: Options,
+        family: ColumnFamilyDescriptor,
+    ) -> anyhow::Result<BasaltEngine> {
+        let mut e = BasaltEngine {
+            dir: dir.to_owned(),
+            options,
+            family,
+            db: None,
+        };
+        e.reopen()?;
+        Ok(e)
+    }
+
+    fn reopen(&mut self) -> anyhow::Result<()> {
+        if let Some((db, t)) = self.db.take() {
+            drop(t);
+            db.close()?;
+        }
+        let db = Database::open_with(&self.dir, self.options.clone())?;
+        let name = TableName::parse(TABLE)?;
+        if !db.table_exists(&name) {
+            db.create_table(TableDescriptor::new(&name, [self.family.clone()]), &[])?;
+        }
+        let t = db.table(TABLE)?;
+        self.db = Some((db, t));
+        Ok(())
+    }
+
+    fn parts(&self) -> anyhow::Result<&(Database, Table)> {
+        self.db
+            .as_ref()
+            .ok_or_else(|| anyhow::anyhow!("the database is closed"))
+    }
+
+    /// The open database (for its statistics).
+    ///
+    /// # Errors
+    /// The engine is closed after a failed reopen.
+    pub fn database(&self) -> anyhow::Result<&Database> {
+        Ok(&self.parts()?.0)
+    }
+
+    /// Closes the database.
+    ///
+    /// # Errors
+    /// The final WAL sync failed.
+    pub fn close(mut self) -> anyhow::Result<()> {
+        if let Some((db, t)) = self.db.take() {
+            drop(t);
+            db.close()?;
+        }
+        Ok(())
+    }
+}
+
+impl Engine for BasaltEngine {
+    fn put(&self, key: &[u8], value: &[u8], sync: bool) -> anyhow::Result<()> {
+        let durability = if sync {
+            Durability::SyncWal
+        } else {
+            Durability::AsyncWal
+        };
+        let put = Put::new(key.to_vec())
+            .add("f", "q", value.to_vec())
+            .with_durability(durability);
+        Ok(self.parts()?.1.put(put)?)
+    }
+
+    fn get(&self, key: &[u8]) -> anyhow::Result<bool> {
+        Ok(!self.parts()?.1.get(Get::new(key.to_vec()))?.is_empty())
+    }
+
+    fn seek_next(&self, start: &[u8], n: usize) -> anyhow::Result<usize> {
+        let scan = Scan::new()
+            .with_start_row(start.to_vec(), true)
+            .with_limit(n as u64);
+        let mut s = self.parts()?.1.scan(scan)?;
+        let mut read = 0;
+        while s.next_row()?.is_some() {
+            read += 1;
+        }
+        Ok(read)
+    }
+
+    fn scan_all(&self) -> anyhow::Result<usize> {
+        let mut s = self.parts()?.1.scan(Scan::new())?;
+        let mut read = 0;
+        while s.next_row()?.is_some() {
+            read += 1;
+        }
+        Ok(read)
+    }
+
+    fn settle(&self) -> anyhow::Result<()> {
+        let db = &self.parts()?.0;
+        db.flush(&TableName::parse(TABLE)?)?;
+        db.wait_for_background();
+        Ok(())
+    }
+
+    fn reset(&mut self) -> anyhow::Result<()> {
+        if let Some((db, t)) = self.db.take() {
+            drop(t);
+            db.close()?;
+        }
+        if self.dir.exists() {
+            std::fs::remove_dir_all(&self.dir)?;
+        }
+        self.reopen()
+    }
+
+    fn drop_cache(&mut self) -> anyhow::Result<()> {
+        self.reopen()
+    }
+}
