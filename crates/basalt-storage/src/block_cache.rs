@@ -21,14 +21,17 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use basalt_model::Cell;
 use parking_lot::Mutex;
 
-use crate::storefile::{Bloom, Index};
+use crate::storefile::{Bloom, DataBlock, Index};
 
 /// Fraction of each shard that in-memory entries may hold while protected from eviction.
 pub const IN_MEMORY_SHARE: f64 = 0.25;
-const SHARDS: usize = 16;
+/// Most shards a cache has; small caches have fewer, so that no shard is too small to hold a
+/// large index block or to protect its in-memory share.
+const MAX_SHARDS: usize = 16;
+/// Capacity below which a cache gets one shard fewer.
+const MIN_SHARD_BYTES: usize = 4 << 20;
 
 /// A block's identity: the process-wide id of its open file and its offset there.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -40,7 +43,7 @@ pub struct BlockKey {
 /// A cached block, decoded.
 #[derive(Clone, Debug)]
 pub enum Block {
-    Data(Arc<[Cell]>),
+    Data(Arc<DataBlock>),
     Index(Arc<Index>),
     Bloom(Arc<Bloom>),
 }
@@ -102,9 +105,10 @@ impl BlockCache {
     /// A cache holding up to `capacity_bytes` of blocks (0: caches nothing).
     #[must_use]
     pub fn new(capacity_bytes: usize) -> Arc<BlockCache> {
+        let shards = (capacity_bytes / MIN_SHARD_BYTES).clamp(1, MAX_SHARDS);
         Arc::new(BlockCache {
-            shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
-            shard_capacity: capacity_bytes / SHARDS,
+            shards: (0..shards).map(|_| Mutex::new(Shard::default())).collect(),
+            shard_capacity: capacity_bytes / shards,
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
             inserts: AtomicU64::new(0),
@@ -118,7 +122,7 @@ impl BlockCache {
         h.write_u64(key.file);
         h.write_u64(key.offset);
         // The high bits are the best mixed.
-        &self.shards[(h.finish() >> 60) as usize % SHARDS]
+        &self.shards[(h.finish() >> 32) as usize % self.shards.len()]
     }
 
     /// The cached block of `key`, marking it recently used.
@@ -194,7 +198,7 @@ impl BlockCache {
             blocks += s.map.len() as u64;
         }
         CacheStats {
-            capacity_bytes: (self.shard_capacity * SHARDS) as u64,
+            capacity_bytes: (self.shard_capacity * self.shards.len()) as u64,
             size_bytes: size,
             blocks,
             hits: self.hits.load(Ordering::Relaxed),
@@ -292,13 +296,14 @@ impl Hasher for KeyHasher {
 mod tests {
     use super::*;
 
-    fn data(n: usize) -> Block {
-        Block::Data(Arc::from(vec![
-            Cell::first_on_row(
-                &bytes::Bytes::from_static(b"r")
-            );
-            n
-        ]))
+    fn data(_n: usize) -> Block {
+        use bytes::Bytes;
+        Block::Data(Arc::new(DataBlock::new(
+            Bytes::new(),
+            Bytes::new(),
+            Bytes::new(),
+            Vec::new(),
+        )))
     }
 
     fn key(file: u64, offset: u64) -> BlockKey {
@@ -348,8 +353,8 @@ mod tests {
 
     #[test]
     fn recently_read_blocks_get_a_second_chance() {
-        // One shard's worth of keys: find keys of the same shard as the hot one.
-        let c = BlockCache::new(16 * 1000);
+        // Room for ten blocks, and keys of the same shard as the hot one.
+        let c = BlockCache::new(1000);
         let hot = key(9, 9);
         c.insert(hot, data(1), 100, Priority::Normal);
         let same_shard: Vec<BlockKey> = (0..100_000)

@@ -6,6 +6,7 @@ use std::path::Path;
 use basalt_model::{Cell, CellType, Compression, Error, Result};
 use bytes::Bytes;
 
+use super::keys::{check_key, DataBlock, Entry};
 use crate::codec::{put_varint, Reader};
 
 /// Entries between restart points.
@@ -137,8 +138,8 @@ impl DataBlockBuilder {
     }
 }
 
-/// Decodes a data block body into cells of `family`. Keys are rebuilt into one buffer, so the
-/// block costs one key allocation; values are slices of the body.
+/// Decodes a data block body of `family`. Keys are rebuilt into one buffer and checked;
+/// values stay slices of the body.
 ///
 /// # Errors
 /// `Corruption` naming `path` and `offset` when the body is malformed.
@@ -147,7 +148,7 @@ pub fn decode_data_block(
     family: &Bytes,
     path: &Path,
     offset: u64,
-) -> Result<Vec<Cell>> {
+) -> Result<DataBlock> {
     let bad = |what: &str| {
         Error::corruption(
             "data block",
@@ -169,8 +170,9 @@ pub fn decode_data_block(
         .ok_or_else(|| bad("restart array larger than the block"))?;
     let mut r = Reader::new(&body[..entries_end]);
     let mut keys = Vec::with_capacity(entries_end);
-    let mut spans = Vec::new();
+    let mut entries = Vec::new();
     let mut prev: std::ops::Range<usize> = 0..0;
+    let too_big = || bad("block larger than 4 GiB");
     while !r.is_empty() {
         let shared = r.len().ok_or_else(|| bad("truncated entry header"))?;
         let unshared = r.len().ok_or_else(|| bad("truncated entry header"))?;
@@ -180,9 +182,9 @@ pub fn decode_data_block(
             return Err(bad("unknown entry flags"));
         }
         let ttl = if flags & 1 == 1 {
-            Some(r.varint().ok_or_else(|| bad("truncated ttl"))?)
+            r.varint().ok_or_else(|| bad("truncated ttl"))?
         } else {
-            None
+            u64::MAX
         };
         if shared > prev.len() {
             return Err(bad("shared key prefix longer than the previous key"));
@@ -191,22 +193,23 @@ pub fn decode_data_block(
         keys.extend_from_within(prev.start..prev.start + shared);
         keys.extend_from_slice(r.take(unshared).ok_or_else(|| bad("truncated key"))?);
         prev = start..keys.len();
+        check_key(&keys[prev.clone()]).ok_or_else(|| bad("malformed key"))?;
         let vstart = r.position();
         r.take(value_len).ok_or_else(|| bad("truncated value"))?;
-        spans.push((prev.clone(), vstart..vstart + value_len, ttl));
+        entries.push(Entry {
+            key: u32::try_from(start).map_err(|_| too_big())?,
+            key_len: u32::try_from(prev.len()).map_err(|_| too_big())?,
+            value: u32::try_from(vstart).map_err(|_| too_big())?,
+            value_len: u32::try_from(value_len).map_err(|_| too_big())?,
+            ttl,
+        });
     }
-    let keys = Bytes::from(keys);
-    let mut cells = Vec::with_capacity(spans.len());
-    for (k, v, ttl) in spans {
-        let mut c = decode_key(&keys.slice(k), family).ok_or_else(|| bad("malformed key"))?;
-        if matches!(c.cell_type, CellType::Minimum | CellType::Maximum) {
-            return Err(bad("search-key type stored in a file"));
-        }
-        c.value = body.slice(v);
-        c.ttl_ms = ttl;
-        cells.push(c);
-    }
-    Ok(cells)
+    Ok(DataBlock::new(
+        family.clone(),
+        body,
+        Bytes::from(keys),
+        entries,
+    ))
 }
 
 /// Frames a block body: compresses it with `codec` and appends the trailer.

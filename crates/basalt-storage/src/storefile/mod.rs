@@ -2,10 +2,12 @@
 
 pub(crate) mod block;
 mod bloom;
+mod keys;
 mod reader;
 mod writer;
 
 pub use bloom::Bloom;
+pub use keys::{DataBlock, IndexKeys};
 pub use reader::{decode_index_block, parse_trailer, Caching, Index, StoreFile, StoreFileScanner};
 pub use writer::StoreFileWriter;
 

@@ -9,38 +9,15 @@ use bytes::Bytes;
 
 use super::block::{self, decode_data_block};
 use super::bloom::Bloom;
+use super::keys::{check_key, DataBlock, IndexKeys};
 use super::{FileInfo, FORMAT_VERSION, MAGIC, TRAILER_LEN};
 use crate::block_cache::{Block, BlockCache, BlockKey, Priority};
 use crate::codec::Reader;
 use crate::env::{Env, RandomAccessFile};
 use crate::store::scanner::CellSource;
 
-/// One data block's place in the file and the last key it holds.
-#[derive(Debug)]
-pub struct IndexEntry {
-    last_key: Cell,
-    offset: u64,
-    len: u32,
-}
-
-/// A decoded block index: one entry per data block, in key order.
-#[derive(Debug)]
-pub struct Index(Vec<IndexEntry>);
-
-impl Index {
-    /// Each data block's offset and stored length, in key order.
-    pub fn blocks(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
-        self.0.iter().map(|e| (e.offset, e.len))
-    }
-
-    /// Bytes the decoded index occupies, its weight in the block cache.
-    fn weight(&self) -> usize {
-        self.0
-            .iter()
-            .map(|e| std::mem::size_of::<IndexEntry>() + e.last_key.serialized_size())
-            .sum()
-    }
-}
+/// A decoded block index.
+pub type Index = IndexKeys;
 
 /// How a read uses the block cache for data blocks (index and bloom blocks are always cached).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -178,7 +155,7 @@ impl StoreFile {
     /// # Errors
     /// The index had to be read again and was damaged.
     pub fn block_count(&self) -> Result<usize> {
-        Ok(self.index()?.0.len())
+        Ok(self.index()?.len())
     }
 
     /// False when the bloom filter proves `row` (and, for ROWCOL with `qualifier`, that
@@ -225,7 +202,7 @@ impl StoreFile {
         let body_end = self.file.len() - TRAILER_LEN as u64;
         let index = decode_index(&body, &self.family, body_end)
             .ok_or_else(|| Error::corruption("store file index", self.file.path(), "malformed"))?;
-        let index = Arc::new(Index(index));
+        let index = Arc::new(index);
         let weight = index.weight();
         self.cache.insert(
             key,
@@ -260,33 +237,28 @@ impl StoreFile {
     }
 
     /// Data block `i` of `index`, from the cache or read and decoded.
-    fn data_block(&self, index: &Index, i: usize, caching: Caching) -> Result<Arc<[Cell]>> {
-        let e = &index.0[i];
-        let key = self.cache_key(e.offset);
+    fn data_block(&self, index: &Index, i: usize, caching: Caching) -> Result<Arc<DataBlock>> {
+        let (offset, len) = index.block(i);
+        let key = self.cache_key(offset);
         if caching.count {
             self.cache.count_data_block_read();
         }
-        if let Some(Block::Data(cells)) = self.cache.get(&key) {
-            return Ok(cells);
+        if let Some(Block::Data(block)) = self.cache.get(&key) {
+            return Ok(block);
         }
-        let body = self.read_section((e.offset, e.len))?;
-        let body_len = body.len();
-        let cells: Arc<[Cell]> =
-            decode_data_block(body, &self.family, self.file.path(), e.offset)?.into();
+        let body = self.read_section((offset, len))?;
+        let block = Arc::new(decode_data_block(
+            body,
+            &self.family,
+            self.file.path(),
+            offset,
+        )?);
         if caching.insert {
-            let keys: usize = cells
-                .iter()
-                .map(|c| c.row.len() + c.qualifier.len() + 19)
-                .sum();
-            let weight = body_len + keys + cells.len() * std::mem::size_of::<Cell>();
-            self.cache.insert(
-                key,
-                Block::Data(Arc::clone(&cells)),
-                weight,
-                caching.priority,
-            );
+            let weight = block.weight();
+            let b = Block::Data(Arc::clone(&block));
+            self.cache.insert(key, b, weight, caching.priority);
         }
-        Ok(cells)
+        Ok(block)
     }
 
     /// A scanner over the cells visible at `read_point`. It is positioned nowhere: its first
@@ -305,8 +277,9 @@ impl StoreFile {
             read_point,
             caching,
             block: usize::MAX,
-            cells: Arc::from(Vec::new()),
+            data: None,
             pos: 0,
+            current: None,
         })
     }
 }
@@ -364,28 +337,28 @@ pub fn parse_trailer(t: &[u8], path: &Path) -> Result<[(u64, u32); 3]> {
 /// `None` when malformed. Never panics.
 #[must_use]
 pub fn decode_index_block(body: &[u8], family: &Bytes, body_end: u64) -> Option<Index> {
-    decode_index(body, family, body_end).map(Index)
+    decode_index(body, family, body_end)
 }
 
-fn decode_index(body: &[u8], family: &Bytes, body_end: u64) -> Option<Vec<IndexEntry>> {
+fn decode_index(body: &[u8], family: &Bytes, body_end: u64) -> Option<Index> {
     let mut r = Reader::new(body);
     let n = r.len()?;
-    let mut out = Vec::with_capacity(n.min(1 << 16));
+    let mut keys = Vec::new();
+    let mut entries = Vec::with_capacity(n.min(1 << 16));
     for _ in 0..n {
-        let key = Bytes::copy_from_slice(r.bytes()?);
-        let last_key = block::decode_key(&key, family)?;
+        let key = r.bytes()?;
+        check_key(key)?;
+        let at = u32::try_from(keys.len()).ok()?;
+        keys.extend_from_slice(key);
         let offset = r.u64_le()?;
         let len = r.u32_le()?;
         if offset.checked_add(u64::from(len))? > body_end {
             return None;
         }
-        out.push(IndexEntry {
-            last_key,
-            offset,
-            len,
-        });
+        entries.push((at, u32::try_from(key.len()).ok()?, offset, len));
     }
-    r.is_empty().then_some(out)
+    r.is_empty()
+        .then(|| IndexKeys::new(family.clone(), Bytes::from(keys), entries))
 }
 
 fn decode_info(body: &[u8], family: &Bytes) -> Option<FileInfo> {
@@ -415,7 +388,8 @@ fn decode_info(body: &[u8], family: &Bytes) -> Option<FileInfo> {
     r.is_empty().then_some(info)
 }
 
-/// Iterates one store file in key order, a decoded block at a time.
+/// Iterates one store file in key order, a decoded block at a time. Only the cell it stands
+/// on is built; searches compare encoded keys in place.
 #[derive(Debug)]
 pub struct StoreFileScanner {
     file: Arc<StoreFile>,
@@ -424,34 +398,41 @@ pub struct StoreFileScanner {
     caching: Caching,
     /// The loaded block (`usize::MAX`: none yet).
     block: usize,
-    cells: Arc<[Cell]>,
+    data: Option<Arc<DataBlock>>,
     pos: usize,
+    current: Option<Cell>,
 }
 
 impl StoreFileScanner {
-    fn set_block(&mut self, block: usize) -> Result<()> {
-        if block != self.block {
-            self.cells = self.file.data_block(&self.index, block, self.caching)?;
-            self.block = block;
+    fn set_block(&mut self, block: usize) -> Result<Arc<DataBlock>> {
+        match &self.data {
+            Some(d) if block == self.block => Ok(Arc::clone(d)),
+            _ => {
+                let d = self.file.data_block(&self.index, block, self.caching)?;
+                self.data = Some(Arc::clone(&d));
+                self.block = block;
+                Ok(d)
+            }
         }
-        Ok(())
     }
 
     /// Positions at cell `pos` of block `block`, moving on to later blocks and past invisible
     /// cells as needed.
     fn load(&mut self, mut block: usize, mut pos: usize) -> Result<()> {
         loop {
-            if block >= self.index.0.len() {
+            if block >= self.index.len() {
                 self.block = block;
-                self.cells = Arc::from(Vec::new());
+                self.data = None;
                 self.pos = 0;
+                self.current = None;
                 return Ok(());
             }
-            self.set_block(block)?;
-            while pos < self.cells.len() && self.cells[pos].seq_id > self.read_point {
+            let data = self.set_block(block)?;
+            while pos < data.len() && data.seq_id(pos) > self.read_point {
                 pos += 1;
             }
-            if pos < self.cells.len() {
+            if pos < data.len() {
+                self.current = Some(data.cell(pos));
                 self.pos = pos;
                 return Ok(());
             }
@@ -463,11 +444,11 @@ impl StoreFileScanner {
 
 impl CellSource for StoreFileScanner {
     fn peek(&self) -> Option<&Cell> {
-        self.cells.get(self.pos)
+        self.current.as_ref()
     }
 
     fn advance(&mut self) -> Result<()> {
-        if self.pos < self.cells.len() {
+        if self.current.is_some() {
             self.load(self.block, self.pos + 1)?;
         }
         Ok(())
@@ -476,37 +457,42 @@ impl CellSource for StoreFileScanner {
     fn seek(&mut self, key: &Cell) -> Result<()> {
         // A key inside the loaded block needs no index search (seeks may go either way: a
         // reversed scan seeks back to the start of each earlier row).
-        let in_block = self.cells.first().is_some_and(|f| f < key)
-            && self.cells.last().is_some_and(|l| l >= key);
+        let in_block = self.data.as_ref().is_some_and(|d| {
+            !d.is_empty() && d.cmp_at(0, key).is_lt() && d.cmp_at(d.len() - 1, key).is_ge()
+        });
         let b = if in_block {
             self.block
         } else {
-            self.index.0.partition_point(|e| &e.last_key < key)
+            self.index.lower_bound(key)
         };
-        if b >= self.index.0.len() {
+        if b >= self.index.len() {
             return self.load(b, 0);
         }
-        self.set_block(b)?;
-        let pos = self.cells.partition_point(|c| c < key);
+        let pos = self.set_block(b)?.lower_bound(key);
         self.load(b, pos)
     }
 
     fn last_row_before(&mut self, key: Option<&Cell>) -> Result<Option<Bytes>> {
         // Blocks before `b` hold only keys below `key`; block `b` may hold some.
-        let n = self.index.0.len();
-        let b = key.map_or(n, |key| self.index.0.partition_point(|e| &e.last_key < key));
-        let visible = |c: &&Cell| c.seq_id <= self.read_point;
+        let n = self.index.len();
+        let b = key.map_or(n, |key| self.index.lower_bound(key));
+        let read_point = self.read_point;
+        let last_visible = |d: &DataBlock, end: usize| {
+            (0..end)
+                .rev()
+                .find(|&i| d.seq_id(i) <= read_point)
+                .map(|i| d.row(i))
+        };
         if let (Some(key), true) = (key, b < n) {
-            let cells = self.file.data_block(&self.index, b, self.caching)?;
-            let p = cells.partition_point(|c| c < key);
-            if let Some(c) = cells[..p].iter().rev().find(visible) {
-                return Ok(Some(c.row.clone()));
+            let d = self.file.data_block(&self.index, b, self.caching)?;
+            if let Some(row) = last_visible(&d, d.lower_bound(key)) {
+                return Ok(Some(row));
             }
         }
         for i in (0..b).rev() {
-            let cells = self.file.data_block(&self.index, i, self.caching)?;
-            if let Some(c) = cells.iter().rev().find(visible) {
-                return Ok(Some(c.row.clone()));
+            let d = self.file.data_block(&self.index, i, self.caching)?;
+            if let Some(row) = last_visible(&d, d.len()) {
+                return Ok(Some(row));
             }
         }
         Ok(None)
