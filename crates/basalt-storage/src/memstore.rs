@@ -79,38 +79,40 @@ impl MemStore {
         self.min_seq_id.load(Ordering::Relaxed)
     }
 
-    /// A scanner over cells visible at `read_point`.
+    /// A scanner over cells visible at `read_point`. Like a store file scanner it starts
+    /// unpositioned: its first call must be a seek.
     #[must_use]
     pub fn scanner(self: &Arc<Self>, read_point: u64) -> MemStoreScanner {
-        let mut s = MemStoreScanner {
+        MemStoreScanner {
             mem: Arc::clone(self),
             read_point,
             buf: VecDeque::new(),
-            resume: Resume::Start,
-        };
-        s.refill(Bound::Unbounded);
-        s
+            resume: Resume::End,
+            batch: FIRST_BATCH,
+        }
     }
 }
 
 #[derive(Debug)]
 enum Resume {
-    Start,
     After(Cell),
     End,
 }
 
 /// Iterates a memstore in key order. Refills a small buffer with one skip-list search per
-/// batch, so the scanner owns no borrow of the skip list.
+/// batch, so the scanner owns no borrow of the skip list. Batches start small after a seek (a
+/// Get wants a cell or two) and double while the scanner keeps reading.
 #[derive(Debug)]
 pub struct MemStoreScanner {
     mem: Arc<MemStore>,
     read_point: u64,
     buf: VecDeque<Cell>,
     resume: Resume,
+    batch: usize,
 }
 
-const BATCH: usize = 64;
+const FIRST_BATCH: usize = 4;
+const MAX_BATCH: usize = 64;
 
 impl MemStoreScanner {
     fn refill(&mut self, from: Bound<&Cell>) {
@@ -125,13 +127,14 @@ impl MemStoreScanner {
             if c.seq_id <= self.read_point {
                 self.buf.push_back(c.clone());
             }
-            if self.buf.len() >= BATCH {
+            if self.buf.len() >= self.batch {
                 last = Some(c.clone());
                 break;
             }
             entry = e.next();
         }
         self.resume = last.map_or(Resume::End, Resume::After);
+        self.batch = (self.batch * 2).min(MAX_BATCH);
     }
 }
 
@@ -145,7 +148,6 @@ impl CellSource for MemStoreScanner {
         while self.buf.is_empty() {
             match std::mem::replace(&mut self.resume, Resume::End) {
                 Resume::After(c) => self.refill(Bound::Excluded(&c)),
-                Resume::Start => self.refill(Bound::Unbounded),
                 Resume::End => break,
             }
         }
@@ -153,6 +155,7 @@ impl CellSource for MemStoreScanner {
     }
 
     fn seek(&mut self, key: &Cell) -> Result<()> {
+        self.batch = FIRST_BATCH;
         self.refill(Bound::Included(key));
         if self.buf.is_empty() {
             self.advance()?;

@@ -372,7 +372,7 @@ impl Region {
     ///
     /// # Errors
     /// `NoSuchColumnFamily` when the table lacks the family.
-    pub fn family(&self, family: &[u8]) -> Result<ColumnFamilyDescriptor> {
+    pub fn family(&self, family: &[u8]) -> Result<Arc<ColumnFamilyDescriptor>> {
         self.store(family)
             .map(|s| s.family())
             .ok_or_else(|| self.family_error(family))

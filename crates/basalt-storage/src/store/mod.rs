@@ -49,7 +49,7 @@ struct StoreState {
 /// One column family of one region.
 #[derive(Debug)]
 pub struct Store {
-    family: RwLock<ColumnFamilyDescriptor>,
+    family: RwLock<Arc<ColumnFamilyDescriptor>>,
     name: Bytes,
     dir: PathBuf,
     env: Env,
@@ -92,7 +92,7 @@ impl Store {
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(Store {
-            family: RwLock::new(family),
+            family: RwLock::new(Arc::new(family)),
             name,
             dir,
             env: env.clone(),
@@ -114,13 +114,13 @@ impl Store {
 
     /// The family's current schema.
     #[must_use]
-    pub fn family(&self) -> ColumnFamilyDescriptor {
-        self.family.read().clone()
+    pub fn family(&self) -> Arc<ColumnFamilyDescriptor> {
+        Arc::clone(&self.family.read())
     }
 
     /// Replaces the schema (online alter): reads use it at once, files at their next rewrite.
     pub fn set_family(&self, f: ColumnFamilyDescriptor) {
-        *self.family.write() = f;
+        *self.family.write() = Arc::new(f);
     }
 
     /// The directory of the store's files.
