@@ -121,54 +121,82 @@ impl StoreScanner {
         budget_bytes: &mut usize,
     ) -> Result<bool> {
         self.matcher.set_row(row);
-        while let Some((i, cell)) = min_source(&self.sources) {
-            let cell = cell.clone();
-            let cell = &cell;
+        loop {
+            let Some((i, cell)) = min_source(&self.sources) else {
+                return Ok(false);
+            };
             let code = self.matcher.matches(cell, filter.as_deref_mut());
-            let code = protect_family_markers(cell, code);
-            match code {
-                MatchCode::Include
+            let step = match protect_family_markers(cell, code) {
+                code @ (MatchCode::Include
                 | MatchCode::IncludeAndSeekNextCol
-                | MatchCode::IncludeAndSeekNextRow => {
+                | MatchCode::IncludeAndSeekNextRow) => {
                     let kept = match filter.as_deref() {
                         Some(f) => f.transform_cell(cell.clone()),
                         None => cell.clone(),
                     };
-                    let col = Cell::last_on_column(&kept.row, &kept.family, &cell.qualifier);
                     *budget_bytes = budget_bytes
                         .checked_sub(kept.serialized_size())
                         .ok_or_else(|| row_too_big(&kept))?;
+                    let step = match code {
+                        MatchCode::Include => Step::Advance(i),
+                        MatchCode::IncludeAndSeekNextCol => Step::column_after(cell),
+                        _ => Step::NextRow,
+                    };
                     out.push(kept);
-                    match code {
-                        MatchCode::Include => self.sources[i].advance()?,
-                        MatchCode::IncludeAndSeekNextCol => self.seek(&col)?,
-                        _ => {
-                            self.seek(&first_on_next_row(row))?;
-                            return Ok(false);
-                        }
-                    }
+                    step
                 }
-                MatchCode::Skip => self.sources[i].advance()?,
-                MatchCode::SeekNextCol => {
-                    let key = Cell::last_on_column(&cell.row, &cell.family, &cell.qualifier);
-                    self.seek(&key)?;
-                }
-                MatchCode::SeekTo(key) => {
-                    if &key > cell {
-                        self.seek(&key)?;
-                    } else {
-                        self.sources[i].advance()?;
-                    }
-                }
-                MatchCode::SeekNextRow => {
-                    self.seek(&first_on_next_row(row))?;
-                    return Ok(false);
-                }
+                MatchCode::Skip => Step::Advance(i),
+                MatchCode::SeekNextCol => Step::column_after(cell),
+                MatchCode::SeekTo(key) if &key > cell => Step::SkipTo(key),
+                MatchCode::SeekTo(_) => Step::Advance(i),
+                MatchCode::SeekNextRow => Step::NextRow,
                 MatchCode::Done => return Ok(false),
                 MatchCode::DoneScan => return Ok(true),
+            };
+            match step {
+                Step::Advance(i) => self.sources[i].advance()?,
+                Step::SkipTo(key) => self.skip_to(&key)?,
+                Step::NextRow => {
+                    self.skip_row(row)?;
+                    return Ok(false);
+                }
             }
         }
-        Ok(false)
+    }
+
+    /// Moves every source to its first cell at or after `key`, forward only. A source already
+    /// there stays; one a few cells short steps (within its block, no search); only a source
+    /// far behind seeks (HBase's StoreScanner.trySkipToNextColumn).
+    fn skip_to(&mut self, key: &Cell) -> Result<()> {
+        for s in &mut self.sources {
+            let mut steps = 0;
+            while s.peek().is_some_and(|c| c < key) {
+                if steps == STEPS_BEFORE_SEEK {
+                    s.seek(key)?;
+                    break;
+                }
+                s.advance()?;
+                steps += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Moves every source past `row`, as [`StoreScanner::skip_to`] does (without building the
+    /// next row's key unless a source must seek).
+    fn skip_row(&mut self, row: &Bytes) -> Result<()> {
+        for s in &mut self.sources {
+            let mut steps = 0;
+            while s.peek().is_some_and(|c| c.row == *row) {
+                if steps == STEPS_BEFORE_SEEK {
+                    s.seek(&first_on_next_row(row))?;
+                    break;
+                }
+                s.advance()?;
+                steps += 1;
+            }
+        }
+        Ok(())
     }
 
     /// Feeds every cell of every row through the matcher (compaction mode) into `sink`.
@@ -192,6 +220,31 @@ fn row_too_big(c: &Cell) -> basalt_model::Error {
         basalt_model::bytes_fmt::to_string_binary(&c.row),
         basalt_model::bytes_fmt::to_string_binary(&c.family)
     ))
+}
+
+/// Steps a source takes toward a key before it seeks instead: a step is a few comparisons, a
+/// seek a search of the index and the block (or of the skip list).
+const STEPS_BEFORE_SEEK: usize = 8;
+
+/// Where the scan goes after a cell.
+enum Step {
+    /// The next cell of source `i`.
+    Advance(usize),
+    /// The first cell at or after this key.
+    SkipTo(Cell),
+    /// The first cell of a later row.
+    NextRow,
+}
+
+impl Step {
+    /// Past every version of `cell`'s column.
+    fn column_after(cell: &Cell) -> Step {
+        Step::SkipTo(Cell::last_on_column(
+            &cell.row,
+            &cell.family,
+            &cell.qualifier,
+        ))
+    }
 }
 
 /// The source whose current cell sorts first (a linear pick: stores have few sources).
