@@ -144,14 +144,18 @@ impl CellSource for MemStoreScanner {
     }
 
     fn advance(&mut self) -> Result<()> {
-        self.buf.pop_front();
+        self.take_next().map(drop)
+    }
+
+    fn take_next(&mut self) -> Result<Option<Cell>> {
+        let taken = self.buf.pop_front();
         while self.buf.is_empty() {
             match std::mem::replace(&mut self.resume, Resume::End) {
                 Resume::After(c) => self.refill(Bound::Excluded(&c)),
                 Resume::End => break,
             }
         }
-        Ok(())
+        Ok(taken)
     }
 
     fn seek(&mut self, key: &Cell) -> Result<()> {

@@ -16,6 +16,16 @@ pub trait CellSource: Send + std::fmt::Debug {
     /// # Errors
     /// A corrupt block.
     fn advance(&mut self) -> Result<()>;
+    /// The current cell, owned, after which the source moves to the next visible one: what
+    /// `peek().cloned()` then `advance()` do, without copying the cell.
+    ///
+    /// # Errors
+    /// A corrupt block.
+    fn take_next(&mut self) -> Result<Option<Cell>> {
+        let c = self.peek().cloned();
+        self.advance()?;
+        Ok(c)
+    }
     /// Moves to the first visible cell at or after `key` (never backwards past the current).
     ///
     /// # Errors
@@ -130,18 +140,22 @@ impl StoreScanner {
                 code @ (MatchCode::Include
                 | MatchCode::IncludeAndSeekNextCol
                 | MatchCode::IncludeAndSeekNextRow) => {
+                    let step = match code {
+                        MatchCode::IncludeAndSeekNextCol => Step::column_after(cell),
+                        MatchCode::IncludeAndSeekNextRow => Step::NextRow,
+                        _ => Step::Taken,
+                    };
+                    // The source gives the cell up and moves on: no copy of it is made.
+                    let Some(cell) = self.sources[i].take_next()? else {
+                        continue;
+                    };
                     let kept = match filter.as_deref() {
-                        Some(f) => f.transform_cell(cell.clone()),
-                        None => cell.clone(),
+                        Some(f) => f.transform_cell(cell),
+                        None => cell,
                     };
                     *budget_bytes = budget_bytes
                         .checked_sub(kept.serialized_size())
                         .ok_or_else(|| row_too_big(&kept))?;
-                    let step = match code {
-                        MatchCode::Include => Step::Advance(i),
-                        MatchCode::IncludeAndSeekNextCol => Step::column_after(cell),
-                        _ => Step::NextRow,
-                    };
                     out.push(kept);
                     step
                 }
@@ -154,6 +168,7 @@ impl StoreScanner {
                 MatchCode::DoneScan => return Ok(true),
             };
             match step {
+                Step::Taken => {}
                 Step::Advance(i) => self.sources[i].advance()?,
                 Step::SkipTo(key) => self.skip_to(&key)?,
                 Step::NextRow => {
@@ -228,6 +243,8 @@ const STEPS_BEFORE_SEEK: usize = 8;
 
 /// Where the scan goes after a cell.
 enum Step {
+    /// Nothing more: the source already moved on when its cell was taken.
+    Taken,
     /// The next cell of source `i`.
     Advance(usize),
     /// The first cell at or after this key.

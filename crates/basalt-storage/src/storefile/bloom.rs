@@ -8,13 +8,17 @@ use crate::codec::Reader;
 const BITS_PER_KEY: u64 = 10;
 const HASH_COUNT: u32 = 7;
 
-/// Kind codes on disk: never renumber.
+/// Kind codes on disk: never renumber. 1 and 2 spread a key's probes over the whole filter
+/// (files written before blocked filters); 3 and 4 keep them in one 64-byte line.
 fn kind_code(t: BloomType) -> u8 {
     match t {
-        BloomType::Row => 1,
-        BloomType::RowCol | BloomType::None => 2,
+        BloomType::Row => 3,
+        BloomType::RowCol | BloomType::None => 4,
     }
 }
+
+/// Bits in a line of a blocked filter: one cache line.
+const LINE_BITS: u64 = 512;
 
 /// The bloom key of a row and, for ROWCOL, a qualifier.
 pub fn bloom_key(kind: BloomType, row: &[u8], qualifier: &[u8]) -> Vec<u8> {
@@ -59,13 +63,16 @@ impl BloomBuilder {
         }
     }
 
-    /// The encoded bloom block body.
+    /// The encoded bloom block body (a blocked filter).
     #[must_use]
     pub fn finish(&self) -> Vec<u8> {
-        let bits = (self.hashes.len() as u64 * BITS_PER_KEY).max(64);
-        let mut data = vec![0u8; usize::try_from(bits.div_ceil(8)).unwrap_or(0)];
+        let lines = (self.hashes.len() as u64 * BITS_PER_KEY)
+            .div_ceil(LINE_BITS)
+            .max(1);
+        let bits = lines * LINE_BITS;
+        let mut data = vec![0u8; usize::try_from(bits / 8).unwrap_or(0)];
         for &h in &self.hashes {
-            for bit in probes(h, bits) {
+            for bit in blocked_probes(h, lines) {
                 data[usize::try_from(bit / 8).unwrap_or(0)] |= 1 << (bit % 8);
             }
         }
@@ -77,6 +84,18 @@ impl BloomBuilder {
     }
 }
 
+/// The bits of key hash `h` in a blocked filter of `lines` lines: the line from the high half
+/// of the hash (multiply-shift, no division), the bits in it by double hashing of the low half.
+fn blocked_probes(h: u64, lines: u64) -> impl Iterator<Item = u64> {
+    let line = ((u128::from(h >> 32) * u128::from(lines)) >> 32) as u64;
+    let base = line * LINE_BITS;
+    let h1 = h & 0xffff_ffff;
+    let h2 = (((h1 >> 16) | (h1 << 16)) & 0xffff_ffff) | 1;
+    (0..u64::from(HASH_COUNT))
+        .map(move |i| base + (h1.wrapping_add(i.wrapping_mul(h2)) % LINE_BITS))
+}
+
+/// The bits of key hash `h` in an unblocked filter of `bits` bits (kinds 1 and 2).
 fn probes(h: u64, bits: u64) -> impl Iterator<Item = u64> {
     let h1 = h & 0xffff_ffff;
     let h2 = h >> 32;
@@ -87,6 +106,7 @@ fn probes(h: u64, bits: u64) -> impl Iterator<Item = u64> {
 #[derive(Debug)]
 pub struct Bloom {
     pub kind: BloomType,
+    blocked: bool,
     bits: u64,
     data: Vec<u8>,
 }
@@ -96,9 +116,11 @@ impl Bloom {
     #[must_use]
     pub fn decode(body: &[u8]) -> Option<Bloom> {
         let mut r = Reader::new(body);
-        let kind = match r.u8()? {
-            1 => BloomType::Row,
-            2 => BloomType::RowCol,
+        let (kind, blocked) = match r.u8()? {
+            1 => (BloomType::Row, false),
+            2 => (BloomType::RowCol, false),
+            3 => (BloomType::Row, true),
+            4 => (BloomType::RowCol, true),
             _ => return None,
         };
         if r.u32_le()? != HASH_COUNT {
@@ -106,10 +128,15 @@ impl Bloom {
         }
         let bits = r.u64_le()?;
         let data = r.take(usize::try_from(bits.div_ceil(8)).ok()?)?.to_vec();
-        if bits == 0 || !r.is_empty() {
+        if bits == 0 || !r.is_empty() || (blocked && bits % LINE_BITS != 0) {
             return None;
         }
-        Some(Bloom { kind, bits, data })
+        Some(Bloom {
+            kind,
+            blocked,
+            bits,
+            data,
+        })
     }
 
     /// Bytes the loaded filter occupies, its weight in the block cache.
@@ -143,14 +170,19 @@ impl Bloom {
     }
 
     fn may_contain_hash(&self, h: u64) -> bool {
-        probes(h, self.bits).all(|bit| {
-            let byte = self
-                .data
-                .get(usize::try_from(bit / 8).unwrap_or(usize::MAX))
-                .copied()
-                .unwrap_or(0);
-            byte & (1 << (bit % 8)) != 0
-        })
+        if self.blocked {
+            return blocked_probes(h, self.bits / LINE_BITS).all(|bit| self.is_set(bit));
+        }
+        probes(h, self.bits).all(|bit| self.is_set(bit))
+    }
+
+    fn is_set(&self, bit: u64) -> bool {
+        let byte = self
+            .data
+            .get(usize::try_from(bit / 8).unwrap_or(usize::MAX))
+            .copied()
+            .unwrap_or(0);
+        byte & (1 << (bit % 8)) != 0
     }
 }
 
@@ -170,6 +202,29 @@ mod tests {
             .filter(|i| bloom.may_contain(&i.to_be_bytes()))
             .count();
         assert!(fp < 300, "false positive rate too high: {fp}/10000");
+    }
+
+    #[test]
+    fn filters_of_the_first_layout_still_answer() {
+        // Kind 1: probes spread over the whole filter, as files written before blocked filters.
+        let bits = 64 * 10u64;
+        let mut data = vec![0u8; 80];
+        for i in 0..64u32 {
+            for bit in probes(xxh3_64(&i.to_be_bytes()), bits) {
+                data[(bit / 8) as usize] |= 1 << (bit % 8);
+            }
+        }
+        let mut body = vec![1u8];
+        body.extend_from_slice(&HASH_COUNT.to_le_bytes());
+        body.extend_from_slice(&bits.to_le_bytes());
+        body.extend_from_slice(&data);
+        let bloom = Bloom::decode(&body).unwrap();
+        assert!(!bloom.blocked);
+        assert!((0..64u32).all(|i| bloom.may_contain_row(&i.to_be_bytes())));
+        let fp = (1000..2000u32)
+            .filter(|i| bloom.may_contain_row(&i.to_be_bytes()))
+            .count();
+        assert!(fp < 60, "{fp}");
     }
 
     #[test]

@@ -404,15 +404,14 @@ pub struct StoreFileScanner {
 }
 
 impl StoreFileScanner {
-    fn set_block(&mut self, block: usize) -> Result<Arc<DataBlock>> {
+    fn set_block(&mut self, block: usize) -> Result<&DataBlock> {
+        if block != self.block || self.data.is_none() {
+            self.data = Some(self.file.data_block(&self.index, block, self.caching)?);
+            self.block = block;
+        }
         match &self.data {
-            Some(d) if block == self.block => Ok(Arc::clone(d)),
-            _ => {
-                let d = self.file.data_block(&self.index, block, self.caching)?;
-                self.data = Some(Arc::clone(&d));
-                self.block = block;
-                Ok(d)
-            }
+            Some(d) => Ok(d),
+            None => Err(basalt_model::Error::DoNotRetry("no block loaded".into())),
         }
     }
 
@@ -427,8 +426,9 @@ impl StoreFileScanner {
                 self.current = None;
                 return Ok(());
             }
+            let read_point = self.read_point;
             let data = self.set_block(block)?;
-            while pos < data.len() && data.seq_id(pos) > self.read_point {
+            while pos < data.len() && data.seq_id(pos) > read_point {
                 pos += 1;
             }
             if pos < data.len() {
@@ -448,10 +448,15 @@ impl CellSource for StoreFileScanner {
     }
 
     fn advance(&mut self) -> Result<()> {
-        if self.current.is_some() {
+        self.take_next().map(drop)
+    }
+
+    fn take_next(&mut self) -> Result<Option<Cell>> {
+        let taken = self.current.take();
+        if taken.is_some() {
             self.load(self.block, self.pos + 1)?;
         }
-        Ok(())
+        Ok(taken)
     }
 
     fn seek(&mut self, key: &Cell) -> Result<()> {
