@@ -1,12 +1,12 @@
 //! Store files: immutable sorted runs of one store's cells (docs/formats/storefile.md).
 
-pub(crate) mod block;
+pub mod block;
 mod bloom;
 mod keys;
 mod reader;
 mod writer;
 
-pub use bloom::Bloom;
+pub use bloom::{bloom_key, Bloom, BloomBuilder};
 pub use keys::{DataBlock, IndexKeys};
 pub use reader::{decode_index_block, parse_trailer, Caching, Index, StoreFile, StoreFileScanner};
 pub use writer::StoreFileWriter;

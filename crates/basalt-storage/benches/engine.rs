@@ -1,0 +1,196 @@
+//! Criterion micro-benchmarks of the engine's hot paths: block encode and decode, bloom
+//! probes, memstore inserts, merging iteration and the query matcher.
+//!
+//! `cargo bench -p basalt-storage --bench engine`
+#![allow(clippy::unwrap_used, missing_docs)] // benchmark code
+
+use std::hint::black_box;
+use std::path::Path;
+use std::sync::Arc;
+
+use basalt_model::{BloomType, Cell, KeepDeletedCells, TimeRange};
+use basalt_storage::memstore::MemStore;
+use basalt_storage::store::query_matcher::{Mode, QueryMatcher, ScanInfo};
+use basalt_storage::store::scanner::{CellSource, StoreScanner};
+use basalt_storage::storefile::block::{decode_data_block, DataBlockBuilder};
+use basalt_storage::storefile::{bloom_key, Bloom, BloomBuilder};
+use bytes::Bytes;
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+
+fn cell(i: u64, seq: u64) -> Cell {
+    let mut c = Cell::put(
+        i.to_be_bytes().repeat(2),
+        "f",
+        "q",
+        1_700_000_000_000,
+        vec![b'v'; 100],
+    );
+    c.seq_id = seq;
+    c
+}
+
+/// Cells of one 64 KiB block: 16-byte rows, 100-byte values.
+fn block_cells() -> Vec<Cell> {
+    (0..460).map(|i| cell(i, i + 1)).collect()
+}
+
+fn blocks(c: &mut Criterion) {
+    let cells = block_cells();
+    let mut g = c.benchmark_group("data_block");
+    g.throughput(Throughput::Elements(cells.len() as u64));
+    g.bench_function("encode", |b| {
+        let mut builder = DataBlockBuilder::default();
+        b.iter(|| {
+            cells.iter().for_each(|c| builder.add(c));
+            black_box(builder.finish())
+        });
+    });
+    let mut builder = DataBlockBuilder::default();
+    cells.iter().for_each(|c| builder.add(c));
+    let body = Bytes::from(builder.finish());
+    let family = Bytes::from_static(b"f");
+    g.bench_function("decode", |b| {
+        b.iter(|| black_box(decode_data_block(body.clone(), &family, Path::new("b"), 0).unwrap()));
+    });
+    let block = decode_data_block(body.clone(), &family, Path::new("b"), 0).unwrap();
+    g.throughput(Throughput::Elements(1));
+    g.bench_function("seek", |b| {
+        let mut i = 0u64;
+        b.iter(|| {
+            i = (i + 97) % 460;
+            black_box(
+                block.lower_bound(&Cell::first_on_row(&Bytes::from(i.to_be_bytes().repeat(2)))),
+            )
+        });
+    });
+    g.finish();
+}
+
+fn blooms(c: &mut Criterion) {
+    let mut builder = BloomBuilder::new(BloomType::Row);
+    for i in 0..100_000u64 {
+        builder.add(&bloom_key(BloomType::Row, &i.to_be_bytes(), b""));
+    }
+    let bloom = Bloom::decode(&builder.finish()).unwrap();
+    let mut g = c.benchmark_group("bloom");
+    g.throughput(Throughput::Elements(1));
+    let mut i = 0u64;
+    g.bench_function("probe_present", |b| {
+        b.iter(|| {
+            i = (i + 7919) % 100_000;
+            black_box(bloom.may_contain_row(&i.to_be_bytes()))
+        });
+    });
+    g.bench_function("probe_absent", |b| {
+        b.iter(|| {
+            i += 7919;
+            black_box(bloom.may_contain_row(&(i + 1_000_000).to_be_bytes()))
+        });
+    });
+    g.finish();
+}
+
+fn memstore(c: &mut Criterion) {
+    let mut g = c.benchmark_group("memstore");
+    g.throughput(Throughput::Elements(10_000));
+    g.bench_function("insert_10k_random", |b| {
+        let cells: Vec<Cell> = (0..10_000u64)
+            .map(|i| cell(i.wrapping_mul(0x9E37_79B9_7F4A_7C15), i))
+            .collect();
+        b.iter_batched(
+            || cells.clone(),
+            |cells| {
+                let m = MemStore::new();
+                cells.into_iter().for_each(|c| {
+                    m.insert(c);
+                });
+                m
+            },
+            BatchSize::LargeInput,
+        );
+    });
+    g.finish();
+}
+
+fn scan_info() -> ScanInfo {
+    ScanInfo {
+        max_versions: 1,
+        min_versions: 0,
+        ttl_ms: None,
+        keep_deleted_cells: KeepDeletedCells::False,
+        time_to_purge_deletes_ms: 0,
+    }
+}
+
+fn user_mode() -> Mode {
+    Mode::User {
+        raw: false,
+        time_range: TimeRange::default(),
+        max_versions: 1,
+        has_filter: false,
+        explicit_columns: None,
+    }
+}
+
+/// Four memstores of interleaved rows, merged by a store scanner (a store with four sources).
+fn merging(c: &mut Criterion) {
+    let sources: Vec<Arc<MemStore>> = (0..4u64)
+        .map(|s| {
+            let m = Arc::new(MemStore::new());
+            for i in (s..20_000).step_by(4) {
+                m.insert(cell(i, i + 1));
+            }
+            m
+        })
+        .collect();
+    let mut g = c.benchmark_group("merge");
+    g.throughput(Throughput::Elements(20_000));
+    g.bench_function("four_sources_20k_rows", |b| {
+        b.iter(|| {
+            let boxed: Vec<Box<dyn CellSource>> = sources
+                .iter()
+                .map(|m| Box::new(m.scanner(u64::MAX)) as Box<dyn CellSource>)
+                .collect();
+            let matcher = QueryMatcher::new(user_mode(), scan_info(), 1_800_000_000_000, u64::MAX);
+            let mut s = StoreScanner::new(boxed, matcher);
+            s.seek_to_first().unwrap();
+            let mut out = Vec::new();
+            while let Some(row) = s.peek_row() {
+                s.read_row(&row, &mut out, None).unwrap();
+            }
+            black_box(out.len())
+        });
+    });
+    g.finish();
+}
+
+/// The matcher's decision for each of a row's 100 versions of one column, VERSIONS => 3.
+fn matcher(c: &mut Criterion) {
+    let row = Bytes::from_static(b"row");
+    let versions: Vec<Cell> = (0..100)
+        .map(|v| {
+            let mut c = Cell::put(row.clone(), "f", "q", 1_000 - v, "v");
+            c.seq_id = 1;
+            c
+        })
+        .collect();
+    let info = ScanInfo {
+        max_versions: 3,
+        ..scan_info()
+    };
+    let mut g = c.benchmark_group("query_matcher");
+    g.throughput(Throughput::Elements(versions.len() as u64));
+    g.bench_function("row_of_100_versions", |b| {
+        b.iter(|| {
+            let mut m = QueryMatcher::new(Mode::RetainDeletes, info, 2_000, u64::MAX);
+            m.set_row(&row);
+            for c in &versions {
+                black_box(m.matches(c, None));
+            }
+        });
+    });
+    g.finish();
+}
+
+criterion_group!(benches, blocks, blooms, memstore, merging, matcher);
+criterion_main!(benches);
