@@ -10,7 +10,7 @@ use basalt_model::{
 use basalt_storage::env::{Env, ManualClock};
 use basalt_storage::{Database, Options, Table};
 
-use crate::support::T0;
+use crate::support::{self, T0};
 
 fn open(dir: &std::path::Path, cache_bytes: usize) -> Database {
     let options = Options {
@@ -213,4 +213,41 @@ fn in_memory_families_survive_a_large_scan_of_another_family() {
     assert!(before.evictions > 100, "{before:?}");
     hot_rows(&t);
     assert_eq!(db.block_cache_stats().misses, before.misses);
+}
+
+#[test]
+fn gets_over_several_files_see_newer_timestamps_and_markers_in_older_files() {
+    use basalt_model::ops::Delete;
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path(), 64 << 20);
+    let t = create(&db, "lazy", vec![small_blocks("f").with_max_versions(3)]);
+    // The oldest file holds the newest timestamps.
+    t.put(
+        Put::new("a")
+            .add_at("f", "q", 10, "a10")
+            .add_at("f", "q", 8, "a8"),
+    )
+    .unwrap();
+    t.delete(Delete::new("b").add_family_at("f", 100)).unwrap();
+    flush(&db, "lazy");
+    t.put(Put::new("a").add_at("f", "q", 9, "a9")).unwrap();
+    t.put(Put::new("b").add_at("f", "q", 50, "masked")).unwrap();
+    flush(&db, "lazy");
+    t.put(Put::new("c").add_at("f", "q", 1, "c1")).unwrap();
+    flush(&db, "lazy");
+    t.put(Put::new("c").add_at("f", "q", 2, "c2")).unwrap();
+    flush(&db, "lazy");
+    let newest = t.get(Get::new("a")).unwrap();
+    assert_eq!(support::values(&newest), ["a10"]);
+    let all = t.get(Get::new("a").all_versions()).unwrap();
+    assert_eq!(support::values(&all), ["a10", "a9", "a8"]);
+    assert!(
+        t.get(Get::new("b")).unwrap().is_empty(),
+        "the older marker masks"
+    );
+    assert_eq!(support::values(&t.get(Get::new("c")).unwrap()), ["c2"]);
+    let r = t.get(Get::new("c").add_column("f", "q")).unwrap();
+    assert_eq!(support::values(&r), ["c2"]);
+    let r = t.get(Get::new("a").add_column("f", "q")).unwrap();
+    assert_eq!(support::values(&r), ["a10"]);
 }
