@@ -1,0 +1,205 @@
+//! Basalt and RocksDB side by side: the same `basalt_bench` workloads, the same process, the
+//! same run, comparable settings (WAL on, sync off or on as the workload says, the same block
+//! size, no compression, the same block cache size, 10-bit blooms, index and filter blocks in
+//! the cache). Prints each engine's figures and Basalt's ratio to RocksDB.
+//!
+//! ```text
+//! cd bench && cargo run --release -- --rows 1000000
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use basalt_bench::{BasaltEngine, Config, Engine, Report, Workload};
+use basalt_model::{BloomType, ColumnFamilyDescriptor, Compression};
+use basalt_storage::Options;
+use clap::Parser;
+use rocksdb::{BlockBasedOptions, Cache, WaitForCompactOptions, WriteOptions, DB};
+
+#[derive(Parser, Debug)]
+struct Args {
+    #[arg(long, value_delimiter = ',', default_value = "fillseq,fillrandom,overwrite,readrandom,readrandomcold,readseq,seekrandom,readwhilewriting,fillsync1,fillsync8,fillsync32")]
+    workloads: Vec<Workload>,
+    #[arg(long, default_value_t = 1_000_000)]
+    rows: u64,
+    #[arg(long, default_value_t = 0)]
+    reads: u64,
+    #[arg(long, default_value_t = 20_000)]
+    synced_puts: u64,
+    #[arg(long, default_value_t = 100)]
+    value_size: usize,
+    #[arg(long, default_value_t = 512)]
+    cache_mib: usize,
+    #[arg(long, default_value_t = 64)]
+    block_kib: usize,
+    /// Where both stores live (two subdirectories); a temporary directory by default.
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// Run only this engine: basalt or rocksdb.
+    #[arg(long)]
+    only: Option<String>,
+}
+
+struct RocksEngine {
+    dir: PathBuf,
+    cache_bytes: usize,
+    block_bytes: usize,
+    db: Option<DB>,
+    sync: WriteOptions,
+    nosync: WriteOptions,
+}
+
+impl RocksEngine {
+    fn open(dir: &Path, cache_bytes: usize, block_bytes: usize) -> anyhow::Result<RocksEngine> {
+        let mut sync = WriteOptions::default();
+        sync.set_sync(true);
+        let mut e = RocksEngine {
+            dir: dir.to_owned(),
+            cache_bytes,
+            block_bytes,
+            db: None,
+            sync,
+            nosync: WriteOptions::default(),
+        };
+        e.reopen()?;
+        Ok(e)
+    }
+
+    fn reopen(&mut self) -> anyhow::Result<()> {
+        self.db = None;
+        let mut table = BlockBasedOptions::default();
+        table.set_block_size(self.block_bytes);
+        table.set_block_cache(&Cache::new_lru_cache(self.cache_bytes));
+        table.set_bloom_filter(10.0, false);
+        table.set_cache_index_and_filter_blocks(true);
+        let mut opts = rocksdb::Options::default();
+        opts.create_if_missing(true);
+        opts.set_block_based_table_factory(&table);
+        opts.set_compression_type(rocksdb::DBCompressionType::None);
+        opts.set_max_background_jobs(2);
+        self.db = Some(DB::open(&opts, &self.dir)?);
+        Ok(())
+    }
+
+    fn db(&self) -> anyhow::Result<&DB> {
+        self.db.as_ref().context("closed")
+    }
+}
+
+impl Engine for RocksEngine {
+    fn put(&self, key: &[u8], value: &[u8], sync: bool) -> anyhow::Result<()> {
+        let opts = if sync { &self.sync } else { &self.nosync };
+        Ok(self.db()?.put_opt(key, value, opts)?)
+    }
+
+    fn get(&self, key: &[u8]) -> anyhow::Result<bool> {
+        Ok(self.db()?.get_pinned(key)?.is_some())
+    }
+
+    fn seek_next(&self, start: &[u8], n: usize) -> anyhow::Result<usize> {
+        let mut it = self.db()?.raw_iterator();
+        it.seek(start);
+        let mut read = 0;
+        while it.valid() && read < n {
+            std::hint::black_box(it.value());
+            read += 1;
+            it.next();
+        }
+        it.status()?;
+        Ok(read)
+    }
+
+    fn scan_all(&self) -> anyhow::Result<usize> {
+        let mut it = self.db()?.raw_iterator();
+        it.seek_to_first();
+        let mut read = 0;
+        while it.valid() {
+            std::hint::black_box(it.value());
+            read += 1;
+            it.next();
+        }
+        it.status()?;
+        Ok(read)
+    }
+
+    fn settle(&self) -> anyhow::Result<()> {
+        let db = self.db()?;
+        db.flush()?;
+        db.wait_for_compact(&WaitForCompactOptions::default())?;
+        Ok(())
+    }
+
+    fn reset(&mut self) -> anyhow::Result<()> {
+        self.db = None;
+        if self.dir.exists() {
+            std::fs::remove_dir_all(&self.dir)?;
+        }
+        self.reopen()
+    }
+
+    fn drop_cache(&mut self) -> anyhow::Result<()> {
+        self.reopen()
+    }
+}
+
+fn main() -> anyhow::Result<()> {
+    let a = Args::parse();
+    let cfg = Config {
+        rows: a.rows,
+        value_size: a.value_size,
+        reads: a.reads,
+        synced_puts: a.synced_puts,
+    };
+    let temporary = a.data_dir.is_none();
+    let root = a
+        .data_dir
+        .clone()
+        .unwrap_or_else(|| std::env::temp_dir().join(format!("basalt-vs-rocksdb-{}", std::process::id())));
+    let cache = a.cache_mib << 20;
+    println!(
+        "{} rows, {}-byte values, 16-byte keys, {} MiB block cache, {} KiB blocks, no compression",
+        a.rows, a.value_size, a.cache_mib, a.block_kib
+    );
+    let want = |e: &str| a.only.as_deref().is_none_or(|o| o == e);
+    let mut basalt = Vec::new();
+    if want("basalt") {
+        let options = Options {
+            block_cache_bytes: cache,
+            ..Options::default()
+        };
+        let family = ColumnFamilyDescriptor::new("f")
+            .with_block_size_bytes(u32::try_from(a.block_kib << 10)?)
+            .with_compression(Compression::None)
+            .with_bloom_filter(BloomType::Row);
+        let mut e = BasaltEngine::open(&root.join("basalt"), options, family)?;
+        println!("== basalt");
+        basalt = basalt_bench::run(&mut e, &a.workloads, &cfg, |r| println!("{r}"))?;
+        e.close()?;
+    }
+    let mut rocks = Vec::new();
+    if want("rocksdb") {
+        let mut e = RocksEngine::open(&root.join("rocksdb"), cache, a.block_kib << 10)?;
+        println!("== rocksdb");
+        rocks = basalt_bench::run(&mut e, &a.workloads, &cfg, |r| println!("{r}"))?;
+    }
+    if !basalt.is_empty() && !rocks.is_empty() {
+        println!("== basalt / rocksdb (throughput ratio)");
+        for (b, r) in basalt.iter().zip(&rocks) {
+            print_ratio(b, r);
+        }
+    }
+    if temporary {
+        std::fs::remove_dir_all(&root).ok();
+    }
+    Ok(())
+}
+
+fn print_ratio(b: &Report, r: &Report) {
+    println!(
+        "{:<17} {:>10.0} vs {:>10.0} ops/s = {:.2}x",
+        b.workload.to_string(),
+        b.ops_per_sec(),
+        r.ops_per_sec(),
+        b.ops_per_sec() / r.ops_per_sec()
+    );
+}
