@@ -44,20 +44,21 @@ fn write(dir: &std::path::Path, f: &ColumnFamilyDescriptor, cells: &[Cell]) -> A
         w.add(c).unwrap();
     }
     w.finish(true).unwrap();
-    Arc::new(
-        StoreFile::open(
-            &Env::default(),
-            &path,
-            1,
-            &Bytes::from_static(b"f"),
-            &cache(),
-        )
-        .unwrap(),
-    )
+    Arc::new(open(&path).unwrap())
 }
 
 fn cache() -> Arc<BlockCache> {
     BlockCache::new(1 << 20)
+}
+
+fn open(path: &std::path::Path) -> basalt_model::Result<StoreFile> {
+    StoreFile::open(
+        &Env::default(),
+        path,
+        1,
+        &Bytes::from_static(b"f"),
+        &cache(),
+    )
 }
 
 /// A scanner seeked to the file's first cell.
@@ -185,16 +186,7 @@ fn corruption_is_reported_with_file_and_offset() {
     let mut data = std::fs::read(&path).unwrap();
     data[10] ^= 0x55; // inside the first data block
     std::fs::write(&path, &data).unwrap();
-    let f = Arc::new(
-        StoreFile::open(
-            &Env::default(),
-            &path,
-            1,
-            &Bytes::from_static(b"f"),
-            &cache(),
-        )
-        .unwrap(),
-    );
+    let f = Arc::new(open(&path).unwrap());
     let mut s = f.scanner(u64::MAX, Caching::QUERY).unwrap();
     let err = s.seek(&Cell::first_on_row(&Bytes::new())).unwrap_err();
     assert!(matches!(err, Error::Corruption { .. }));
@@ -207,24 +199,8 @@ fn corruption_is_reported_with_file_and_offset() {
     let n = data.len();
     data[n - 1] ^= 1;
     std::fs::write(&path, &data).unwrap();
-    let err = StoreFile::open(
-        &Env::default(),
-        &path,
-        1,
-        &Bytes::from_static(b"f"),
-        &cache(),
-    )
-    .unwrap_err();
+    let err = open(&path).unwrap_err();
     assert!(err.to_string().contains("bad magic"), "{err}");
     std::fs::write(&path, b"short").unwrap();
-    assert!(matches!(
-        StoreFile::open(
-            &Env::default(),
-            &path,
-            1,
-            &Bytes::from_static(b"f"),
-            &cache()
-        ),
-        Err(Error::Corruption { .. })
-    ));
+    assert!(matches!(open(&path), Err(Error::Corruption { .. })));
 }
