@@ -295,6 +295,7 @@ impl Database {
     pub fn flush(&self, name: &TableName) -> Result<()> {
         for r in self.state(name)?.regions.read().iter() {
             r.flush()?;
+            self.inner.background.after_flush(r);
         }
         self.inner.retire_wal()
     }

@@ -201,6 +201,12 @@ impl Background {
         }
     }
 
+    /// After a flush done outside the flusher (an explicit one): asks for a compaction when
+    /// the region's stores have gathered enough files, as the flusher does after its own.
+    pub fn after_flush(&self, region: &Region) {
+        self.shared.after_flush(region);
+    }
+
     /// Waits until no flush or compaction is queued or running.
     pub fn wait_idle(&self) {
         let s = &*self.shared;
@@ -315,6 +321,14 @@ impl Shared {
         }
     }
 
+    fn after_flush(&self, region: &Region) {
+        if self.cfg.compaction.automatic
+            && region.max_store_files() >= self.cfg.compaction.min_files
+        {
+            self.request_compaction(region.info().id);
+        }
+    }
+
     fn flush_largest(&self) {
         let largest = self
             .all_regions()
@@ -395,13 +409,7 @@ fn next_flush(s: &Shared) -> Option<(FlushRequest, Arc<Region>)> {
 fn flusher(s: &Shared) {
     while let Some((req, region)) = next_flush(s) {
         match region.flush().and_then(|()| s.retire_wal()) {
-            Ok(()) => {
-                if s.cfg.compaction.automatic
-                    && region.max_store_files() >= s.cfg.compaction.min_files
-                {
-                    s.request_compaction(req.region);
-                }
-            }
+            Ok(()) => s.after_flush(&region),
             Err(e) => {
                 s.note_error("flush", &region, &e);
                 // The snapshot stays in memory; try again after a pause (a full disk, say).

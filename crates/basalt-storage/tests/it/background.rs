@@ -233,3 +233,40 @@ fn periodic_major_compaction_follows_the_clock() {
     std::thread::sleep(Duration::from_millis(100));
     assert_eq!(db.engine_stats().major_compactions, 1);
 }
+
+#[test]
+fn background_compactions_keep_to_the_throughput_limit() {
+    use basalt_storage::compaction::ThroughputBounds;
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let limit = 4 << 20;
+    let bg = BackgroundConfig {
+        compaction_throughput: Some(ThroughputBounds {
+            lower_bytes_per_sec: limit,
+            higher_bytes_per_sec: limit,
+        }),
+        ..BackgroundConfig::default()
+    };
+    let db = open(dir.path(), &clock, bg);
+    let t = create(&db, "slow", 64);
+    let name = TableName::parse("slow").unwrap();
+    for file in 0..3 {
+        for i in 0..2000 {
+            t.put(put(file * 2000 + i)).unwrap();
+        }
+        db.flush(&name).unwrap();
+    }
+    // The third flush asked for a compaction of about 6 MiB of cells.
+    let start = Instant::now();
+    db.wait_for_background();
+    let took = start.elapsed().as_secs_f64();
+    let s = db.engine_stats();
+    assert_eq!(s.minor_compactions + s.major_compactions, 1, "{s:?}");
+    let floor = s.compacted_bytes_written as f64 / limit as f64 * 0.7;
+    assert!(
+        took >= floor,
+        "compacted {} bytes in {took:.2}s",
+        s.compacted_bytes_written
+    );
+    assert_eq!(files(&db, "slow"), 1);
+}
