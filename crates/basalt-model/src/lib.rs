@@ -19,6 +19,7 @@ pub mod limits;
 pub mod name;
 pub mod ops;
 pub mod result;
+pub mod split;
 pub mod time_range;
 
 pub use cell::{Cell, CellType, Timestamp, LATEST_TIMESTAMP};

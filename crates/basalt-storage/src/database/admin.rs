@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use basalt_model::split::SplitAlgorithm;
 use basalt_model::{ColumnFamilyDescriptor, Error, Result, TableDescriptor, TableName};
 use bytes::Bytes;
 
@@ -90,6 +91,19 @@ impl Database {
         self.inner.open_table(&entry)?;
         g.1.tables.insert(table_key(&name), entry);
         self.inner.commit_catalog(&mut g)
+    }
+
+    /// `create` with `NUMREGIONS` and `SPLITALGO`: `num_regions` regions cut by `algo`.
+    ///
+    /// # Errors
+    /// As [`Database::create_table`]; `IllegalArgument` for fewer than two regions.
+    pub fn create_table_pre_split(
+        &self,
+        desc: TableDescriptor,
+        algo: SplitAlgorithm,
+        num_regions: u32,
+    ) -> Result<()> {
+        self.create_table(desc, &algo.split(num_regions)?)
     }
 
     /// `exists`.

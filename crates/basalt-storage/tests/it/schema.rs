@@ -169,3 +169,65 @@ fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
         }
     }
 }
+
+#[test]
+fn numregions_with_a_split_algorithm_pre_splits_the_table() {
+    use basalt_model::split::{parse_splits_file, SplitAlgorithm};
+    let fx = Fixture::new();
+    let name = TableName::parse("hex").unwrap();
+    fx.db
+        .create_table_pre_split(
+            TableDescriptor::new(&name, [cf("f", 1)]),
+            SplitAlgorithm::HexStringSplit,
+            4,
+        )
+        .unwrap();
+    let bounds: Vec<(String, String)> = fx
+        .db
+        .regions(&name)
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                String::from_utf8_lossy(&r.start_key).into_owned(),
+                String::from_utf8_lossy(&r.end_key).into_owned(),
+            )
+        })
+        .collect();
+    let want = [
+        ("", "40000000"),
+        ("40000000", "80000000"),
+        ("80000000", "c0000000"),
+        ("c0000000", ""),
+    ];
+    assert_eq!(
+        bounds,
+        want.map(|(a, b)| (a.to_owned(), b.to_owned())).to_vec()
+    );
+    // Rows land in their regions and a scan crosses them in order.
+    let t = fx.db.table("hex").unwrap();
+    for row in ["0a", "7f", "90", "ff"] {
+        t.put(Put::new(row).add("f", "q", row)).unwrap();
+    }
+    let rows: Vec<String> = scan_all(&t, Scan::new())
+        .iter()
+        .map(|r| String::from_utf8_lossy(&r.row).into_owned())
+        .collect();
+    assert_eq!(rows, ["0a", "7f", "90", "ff"]);
+    // A splits file: lines of binary strings.
+    let keys = parse_splits_file("b\n\\x00\\xFF\nm\n");
+    let name = TableName::parse("fromfile").unwrap();
+    fx.db
+        .create_table(TableDescriptor::new(&name, [cf("f", 1)]), &keys)
+        .unwrap();
+    assert_eq!(fx.db.regions(&name).unwrap().len(), 4);
+    let err = fx
+        .db
+        .create_table_pre_split(
+            TableDescriptor::new(&TableName::parse("one").unwrap(), [cf("f", 1)]),
+            SplitAlgorithm::UniformSplit,
+            1,
+        )
+        .unwrap_err();
+    assert!(err.to_string().contains("must be greater than 1"), "{err}");
+}
