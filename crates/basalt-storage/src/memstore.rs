@@ -27,10 +27,62 @@ use crate::store::scanner::CellSource;
 /// average) and the allocator's rounding (HBase counts a fixed per-entry overhead the same way).
 pub const ENTRY_OVERHEAD_BYTES: usize = 64;
 
+/// Row bytes copied into each skip-list entry: a search decides most comparisons from the
+/// entry itself, without following the row's pointer to another allocation.
+const HEAD_LEN: usize = 24;
+
+/// A skip-list entry: the cell, and the head of its row kept inline.
+#[derive(Debug)]
+struct Entry {
+    head: [u8; HEAD_LEN],
+    cell: Cell,
+}
+
+impl Entry {
+    fn new(cell: Cell) -> Entry {
+        let mut head = [0u8; HEAD_LEN];
+        let n = cell.row.len().min(HEAD_LEN);
+        head[..n].copy_from_slice(&cell.row[..n]);
+        Entry { head, cell }
+    }
+
+    /// The row's head: all of it when it fits.
+    fn head(&self) -> &[u8] {
+        &self.head[..self.cell.row.len().min(HEAD_LEN)]
+    }
+}
+
+impl Ord for Entry {
+    /// The cells' order (cell.rs, invariant 1). Heads that differ within both rows' shared
+    /// length order the rows as the full rows would; otherwise the cells compare whole.
+    fn cmp(&self, other: &Entry) -> std::cmp::Ordering {
+        let (a, b) = (self.head(), other.head());
+        let n = a.len().min(b.len());
+        match a[..n].cmp(&b[..n]) {
+            std::cmp::Ordering::Equal => self.cell.cmp(&other.cell),
+            decided => decided,
+        }
+    }
+}
+
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, other: &Entry) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Entry) -> bool {
+        self.cmp(other).is_eq()
+    }
+}
+
+impl Eq for Entry {}
+
 /// One memstore segment.
 #[derive(Debug, Default)]
 pub struct MemStore {
-    cells: SkipSet<Cell>,
+    cells: SkipSet<Entry>,
     size_bytes: AtomicUsize,
     min_seq_id: AtomicU64,
 }
@@ -51,7 +103,7 @@ impl MemStore {
         let n = cell.heap_size() + ENTRY_OVERHEAD_BYTES;
         self.size_bytes.fetch_add(n, Ordering::Relaxed);
         self.min_seq_id.fetch_min(cell.seq_id, Ordering::Relaxed);
-        self.cells.insert(cell);
+        self.cells.insert(Entry::new(cell));
         n
     }
 
@@ -119,11 +171,18 @@ impl MemStoreScanner {
         self.buf.clear();
         let mut entry = match from {
             Bound::Unbounded => self.mem.cells.front(),
-            b => self.mem.cells.lower_bound(b),
+            Bound::Included(c) => self
+                .mem
+                .cells
+                .lower_bound(Bound::Included(&Entry::new(c.clone()))),
+            Bound::Excluded(c) => self
+                .mem
+                .cells
+                .lower_bound(Bound::Excluded(&Entry::new(c.clone()))),
         };
         let mut last = None;
         while let Some(e) = entry {
-            let c = e.value();
+            let c = &e.value().cell;
             if c.seq_id <= self.read_point {
                 self.buf.push_back(c.clone());
             }
@@ -169,12 +228,15 @@ impl CellSource for MemStoreScanner {
 
     fn last_row_before(&mut self, key: Option<&Cell>) -> Result<Option<Bytes>> {
         let mut entry = match key {
-            Some(k) => self.mem.cells.upper_bound(Bound::Excluded(k)),
+            Some(k) => self
+                .mem
+                .cells
+                .upper_bound(Bound::Excluded(&Entry::new(k.clone()))),
             None => self.mem.cells.back(),
         };
         while let Some(e) = entry {
-            if e.value().seq_id <= self.read_point {
-                return Ok(Some(e.value().row.clone()));
+            if e.value().cell.seq_id <= self.read_point {
+                return Ok(Some(e.value().cell.row.clone()));
             }
             entry = e.prev();
         }
@@ -184,5 +246,26 @@ impl CellSource for MemStoreScanner {
 
 /// Every cell of a memstore in key order, for a flush (no writer touches a snapshot).
 pub fn snapshot_cells(mem: &MemStore) -> impl Iterator<Item = Cell> + '_ {
-    mem.cells.iter().map(|e| e.value().clone())
+    mem.cells.iter().map(|e| e.value().cell.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn row() -> impl Strategy<Value = Vec<u8>> {
+        // Lengths around the inline head, few distinct bytes: shared prefixes are common.
+        prop::collection::vec(0u8..3, 0..30)
+    }
+
+    proptest! {
+        /// Entries order exactly as their cells do, whatever the rows' lengths.
+        #[test]
+        fn entries_order_as_cells(a in row(), b in row(), ts in 0i64..3, qa in 0u8..2, qb in 0u8..2) {
+            let ca = Cell::put(a, "f", vec![qa], ts, "v");
+            let cb = Cell::put(b, "f", vec![qb], 1, "v");
+            prop_assert_eq!(Entry::new(ca.clone()).cmp(&Entry::new(cb.clone())), ca.cmp(&cb));
+        }
+    }
 }
