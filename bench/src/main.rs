@@ -18,7 +18,11 @@ use rocksdb::{BlockBasedOptions, Cache, WaitForCompactOptions, WriteOptions, DB}
 
 #[derive(Parser, Debug)]
 struct Args {
-    #[arg(long, value_delimiter = ',', default_value = "fillseq,fillrandom,overwrite,readrandom,readrandomcold,readseq,seekrandom,readwhilewriting,fillsync1,fillsync8,fillsync32")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "fillseq,fillrandom,overwrite,readrandom,readrandomcold,readseq,seekrandom,readwhilewriting,fillsync1,fillsync8,fillsync32"
+    )]
     workloads: Vec<Workload>,
     #[arg(long, default_value_t = 1_000_000)]
     rows: u64,
@@ -151,10 +155,9 @@ fn main() -> anyhow::Result<()> {
         synced_puts: a.synced_puts,
     };
     let temporary = a.data_dir.is_none();
-    let root = a
-        .data_dir
-        .clone()
-        .unwrap_or_else(|| std::env::temp_dir().join(format!("basalt-vs-rocksdb-{}", std::process::id())));
+    let root = a.data_dir.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("basalt-vs-rocksdb-{}", std::process::id()))
+    });
     let cache = a.cache_mib << 20;
     println!(
         "{} rows, {}-byte values, 16-byte keys, {} MiB block cache, {} KiB blocks, no compression",
