@@ -124,7 +124,7 @@ impl Engine for BasaltEngine {
     fn settle(&self) -> anyhow::Result<()> {
         let db = &self.parts()?.0;
         db.flush(&TableName::parse(TABLE)?)?;
-        db.wait_for_background();
+        db.wait_for_background()?;
         Ok(())
     }
 

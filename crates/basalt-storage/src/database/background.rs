@@ -89,6 +89,9 @@ pub(crate) struct Shared {
     work: Condvar,
     progress: Condvar,
     errors: AtomicU64,
+    /// `errors` as the last wait saw it.
+    errors_reported: AtomicU64,
+    last_error: Mutex<Option<String>>,
 }
 
 /// The background workers of one database.
@@ -118,6 +121,8 @@ impl Background {
             work: Condvar::new(),
             progress: Condvar::new(),
             errors: AtomicU64::new(0),
+            errors_reported: AtomicU64::new(0),
+            last_error: Mutex::new(None),
         });
         let spawn = |name: &str, f: fn(&Shared)| {
             let s = Arc::clone(&shared);
@@ -208,11 +213,27 @@ impl Background {
     }
 
     /// Waits until no flush or compaction is queued or running.
-    pub fn wait_idle(&self) {
+    ///
+    /// # Errors
+    /// A flush or compaction failed since the last wait (it is retried, so waiting on would
+    /// not end while the cause lasts, a full disk say): the error says which and why. The
+    /// next wait reports only later failures.
+    pub fn wait_idle(&self) -> Result<()> {
         let s = &*self.shared;
         let mut st = s.state.lock();
-        while !st.shutdown && (st.busy > 0 || !st.flushes.is_empty() || !st.compactions.is_empty())
-        {
+        loop {
+            let errors = s.errors.load(Ordering::Relaxed);
+            if s.errors_reported.swap(errors, Ordering::Relaxed) != errors {
+                let why = s.last_error.lock().clone().unwrap_or_default();
+                return Err(Error::io(
+                    "background work failed",
+                    std::io::Error::other(why),
+                ));
+            }
+            let idle = st.busy == 0 && st.flushes.is_empty() && st.compactions.is_empty();
+            if st.shutdown || idle {
+                return Ok(());
+            }
             s.progress.wait_for(&mut st, Duration::from_millis(50));
         }
     }
@@ -365,6 +386,7 @@ impl Shared {
     }
 
     fn note_error(&self, what: &str, region: &Region, e: &Error) {
+        *self.last_error.lock() = Some(format!("{what} of {} failed: {e}", region_name(region)));
         self.errors.fetch_add(1, Ordering::Relaxed);
         tracing::warn!(region = %region_name(region), error = %e, "{what} failed; will retry");
     }

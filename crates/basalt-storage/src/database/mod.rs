@@ -234,8 +234,11 @@ impl Database {
 
     /// Waits until no flush or compaction is queued or running (tests, tools and benchmarks
     /// that want a settled store).
-    pub fn wait_for_background(&self) {
-        self.inner.background.wait_idle();
+    ///
+    /// # Errors
+    /// A background flush or compaction failed while waiting; it is retried later.
+    pub fn wait_for_background(&self) -> Result<()> {
+        self.inner.background.wait_idle()
     }
 
     /// Counters of flushes, compactions and write stalls.

@@ -62,7 +62,7 @@ fn flushes_and_minor_compactions_run_in_the_background() {
     for i in 0..20_000 {
         t.put(put(i)).unwrap();
     }
-    db.wait_for_background();
+    db.wait_for_background().unwrap();
     let s = db.engine_stats();
     assert!(s.flushes >= 10, "{s:?}");
     assert!(s.minor_compactions + s.major_compactions >= 2, "{s:?}");
@@ -258,7 +258,7 @@ fn background_compactions_keep_to_the_throughput_limit() {
     }
     // The third flush asked for a compaction of about 6 MiB of cells.
     let start = Instant::now();
-    db.wait_for_background();
+    db.wait_for_background().unwrap();
     let took = start.elapsed().as_secs_f64();
     let s = db.engine_stats();
     assert_eq!(s.minor_compactions + s.major_compactions, 1, "{s:?}");
@@ -269,4 +269,35 @@ fn background_compactions_keep_to_the_throughput_limit() {
         s.compacted_bytes_written
     );
     assert_eq!(files(&db, "slow"), 1);
+}
+
+#[test]
+fn a_failed_background_flush_is_reported_to_waiters_and_retried() {
+    use basalt_storage::env::{FaultInjector, Op};
+    let dir = tempfile::tempdir().unwrap();
+    let faults = Arc::new(FaultInjector::new(3));
+    let clock = Arc::new(ManualClock::new(T0));
+    let options = Options {
+        env: Env::with_faults(Arc::clone(&clock) as _, Arc::clone(&faults)),
+        ..Options::default()
+    };
+    let db = Database::open_with(dir.path(), options).unwrap();
+    let t = create(&db, "retry", 1);
+    // The next file created is the flush's store file: it fails once.
+    faults.fail_nth(Op::Create, 1);
+    for i in 0..1500 {
+        t.put(put(i)).unwrap();
+    }
+    eventually("the failed flush", || {
+        db.engine_stats().background_errors >= 1
+    });
+    let err = db.wait_for_background().unwrap_err();
+    assert!(err.to_string().contains("flush of retry,,"), "{err}");
+    assert!(err.to_string().contains("injected I/O error"), "{err}");
+    eventually("the retried flush", || db.engine_stats().flushes >= 1);
+    db.wait_for_background().unwrap();
+    assert_eq!(
+        t.scan(Scan::new()).unwrap().collect_rows().unwrap().len(),
+        1500
+    );
 }

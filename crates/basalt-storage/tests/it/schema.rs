@@ -110,7 +110,7 @@ fn memstore_flushes_by_itself_at_the_flush_size_and_old_wal_segments_go() {
         )
         .unwrap();
     }
-    db.wait_for_background();
+    db.wait_for_background().unwrap();
     let flushes = db.engine_stats().flushes;
     assert!(flushes >= 2, "expected automatic flushes, found {flushes}");
     // About 3 MiB went through 256 KiB segments; background flushes retired all but those
