@@ -42,6 +42,8 @@ struct Track {
 #[derive(Debug, Default)]
 struct State {
     ops: u64,
+    /// Operations that succeeded, by kind.
+    done: HashMap<Op, u64>,
     crash_at: Option<u64>,
     crashed: bool,
     tear: bool,
@@ -106,6 +108,12 @@ impl FaultInjector {
     #[must_use]
     pub fn op_count(&self) -> u64 {
         self.state.lock().ops
+    }
+
+    /// Operations of kind `op` that succeeded so far (syncs, say, to see group commit).
+    #[must_use]
+    pub fn done_count(&self, op: Op) -> u64 {
+        self.state.lock().done.get(&op).copied().unwrap_or(0)
     }
 
     /// Rewinds the files to what a power cut at the crash would have left, and clears every
@@ -192,6 +200,7 @@ impl FaultInjector {
     /// Records the effect of an operation that succeeded.
     pub(crate) fn done(&self, op: Op, path: &Path, len: usize) {
         let mut s = self.state.lock();
+        *s.done.entry(op).or_default() += 1;
         match op {
             Op::Create => {
                 let t = s.track(path);

@@ -282,3 +282,41 @@ fn a_full_disk_fails_writes_clearly_keeps_reads_and_resumes_when_space_returns()
         .collect();
     assert_eq!(without_unknown, acked);
 }
+
+#[test]
+fn concurrent_synced_writers_share_fdatasyncs() {
+    use basalt_storage::env::{Env, FaultInjector, Op, SystemClock};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let faults = Arc::new(FaultInjector::new(1));
+    let options = Options {
+        env: Env::with_faults(Arc::new(SystemClock), Arc::clone(&faults)),
+        ..Options::default()
+    };
+    let db = Database::open_with(dir.path(), options).unwrap();
+    let name = TableName::parse("t").unwrap();
+    db.create_table(TableDescriptor::new(&name, [cf("f", 1)]), &[])
+        .unwrap();
+    let t = db.table("t").unwrap();
+    let syncs_before = faults.done_count(Op::Sync);
+    let (writers, per) = (32, 40);
+    std::thread::scope(|s| {
+        for w in 0..writers {
+            let t = t.clone();
+            s.spawn(move || {
+                for i in 0..per {
+                    let row = format!("w{w:02}-{i:03}");
+                    t.put(Put::new(row).add("f", "q", "v")).unwrap(); // SYNC_WAL
+                }
+            });
+        }
+    });
+    let syncs = faults.done_count(Op::Sync) - syncs_before;
+    let puts = writers * per;
+    // Every put was acknowledged after an fdatasync covering it; group commit shares them.
+    assert!(
+        syncs > 0 && syncs * 4 < puts,
+        "{syncs} syncs for {puts} synced puts"
+    );
+    assert_eq!(scan_all(&t, Scan::new()).len(), puts as usize);
+}
