@@ -49,6 +49,7 @@ struct State {
     tear: bool,
     fail_once: HashMap<Op, u64>,
     space_left: Option<u64>,
+    sync_delay: Option<std::time::Duration>,
     files: HashMap<PathBuf, Track>,
     rng: u64,
 }
@@ -91,6 +92,20 @@ impl FaultInjector {
     /// Fails the `n`th operation of kind `op` from now once, with an I/O error.
     pub fn fail_nth(&self, op: Op, n: u64) {
         self.state.lock().fail_once.insert(op, n.max(1));
+    }
+
+    /// Makes every file sync take at least `delay` (a slow disk, whatever the test's file
+    /// system is).
+    pub fn set_sync_delay(&self, delay: Option<std::time::Duration>) {
+        self.state.lock().sync_delay = delay;
+    }
+
+    /// Sleeps for the sync delay, if one is set (outside the lock: syncs overlap).
+    pub(crate) fn delay_sync(&self) {
+        let delay = self.state.lock().sync_delay;
+        if let Some(d) = delay {
+            std::thread::sleep(d);
+        }
     }
 
     /// Limits the bytes that may still be written (`None`: no limit).

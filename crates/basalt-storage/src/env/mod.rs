@@ -355,6 +355,9 @@ impl WritableFile {
     /// `Io` naming the file.
     pub fn sync_data(&self) -> Result<()> {
         gate(self.faults.as_ref(), Op::Sync, &self.path, 0, "syncing")?;
+        if let Some(f) = &self.faults {
+            f.delay_sync();
+        }
         self.file
             .sync_data()
             .map_err(|e| Error::io(format!("syncing {}", self.path.display()), e))?;
@@ -368,6 +371,9 @@ impl WritableFile {
     /// `Io` naming the file.
     pub fn sync_all(&self) -> Result<()> {
         gate(self.faults.as_ref(), Op::Sync, &self.path, 0, "syncing")?;
+        if let Some(f) = &self.faults {
+            f.delay_sync();
+        }
         self.file
             .sync_all()
             .map_err(|e| Error::io(format!("syncing {}", self.path.display()), e))?;

@@ -298,6 +298,8 @@ fn concurrent_synced_writers_share_fdatasyncs() {
     db.create_table(TableDescriptor::new(&name, [cf("f", 1)]), &[])
         .unwrap();
     let t = db.table("t").unwrap();
+    // A disk whose syncs take a millisecond, whatever the test's file system.
+    faults.set_sync_delay(Some(std::time::Duration::from_millis(1)));
     let syncs_before = faults.done_count(Op::Sync);
     let (writers, per) = (32, 40);
     std::thread::scope(|s| {
