@@ -155,8 +155,7 @@ impl Background {
     /// `RegionTooBusy` (retryable).
     pub fn before_write(&self, region: &Region) -> Result<()> {
         let s = &*self.shared;
-        let blocking =
-            region.table().memstore_flushsize_bytes * s.cfg.memstore_block_multiplier.max(1);
+        let blocking = region.flush_size_bytes() * s.cfg.memstore_block_multiplier.max(1);
         let over = || {
             let region_over = region.memstore_size_bytes() as u64 >= blocking;
             let global_over =
@@ -197,7 +196,7 @@ impl Background {
     /// Asks for a flush once `region` passes its flush size (or the database its low mark).
     pub fn after_write(&self, region: &Region) {
         let s = &*self.shared;
-        if region.memstore_size_bytes() as u64 >= region.table().memstore_flushsize_bytes {
+        if region.memstore_size_bytes() as u64 >= region.flush_size_bytes() {
             s.request_flush(region.info().id);
         }
         let low_mark = s.cfg.global_memstore_limit_bytes / 100 * 95;

@@ -68,9 +68,7 @@ impl Region {
             freed += snap.as_ref().map_or(0, |s| s.size_bytes());
             store.finish_flush(file);
         }
-        self.config
-            .memstore_total
-            .fetch_sub(freed, Ordering::Relaxed);
+        self.memstore_shrank(freed);
         let stats = &self.config.stats;
         stats.flushes.fetch_add(1, Ordering::Relaxed);
         stats

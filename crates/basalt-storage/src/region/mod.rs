@@ -110,15 +110,15 @@ pub struct Region {
     row_locks: Vec<Mutex<()>>,
     updates: RwLock<()>,
     flush_lock: Mutex<()>,
+    /// Bytes in the region's memstores: the sum of its stores' sizes, kept as it changes so
+    /// the write path reads it without visiting the stores.
+    memstore_bytes: AtomicUsize,
     manifest: Mutex<(VersionedFile, RegionManifest)>,
 }
 
 impl Drop for Region {
     fn drop(&mut self) {
-        let held = self.memstore_size_bytes();
-        self.config
-            .memstore_total
-            .fetch_sub(held, Ordering::Relaxed);
+        self.memstore_shrank(self.memstore_size_bytes());
     }
 }
 
@@ -166,6 +166,7 @@ impl Region {
             row_locks: (0..ROW_LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
             updates: RwLock::new(()),
             flush_lock: Mutex::new(()),
+            memstore_bytes: AtomicUsize::new(0),
             manifest: Mutex::new((vf, manifest)),
         };
         region.commit_manifest()?;
@@ -228,8 +229,7 @@ impl Region {
                 .map_or(u64::MAX, |s| s.flushed_seq_id);
             if seq_id > flushed {
                 if let Some(store) = stores.get(&c.family) {
-                    let n = store.insert(c);
-                    self.config.memstore_total.fetch_add(n, Ordering::Relaxed);
+                    self.memstore_grew(store.insert(c));
                 }
             }
         }
@@ -238,7 +238,25 @@ impl Region {
     /// Bytes held in the region's memstores.
     #[must_use]
     pub fn memstore_size_bytes(&self) -> usize {
-        self.stores().iter().map(|s| s.memstore_size_bytes()).sum()
+        self.memstore_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Accounts for `n` bytes added to the region's memstores (and the database's).
+    fn memstore_grew(&self, n: usize) {
+        self.memstore_bytes.fetch_add(n, Ordering::Relaxed);
+        self.config.memstore_total.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Accounts for `n` bytes leaving the region's memstores (a flush, a dropped family).
+    fn memstore_shrank(&self, n: usize) {
+        self.memstore_bytes.fetch_sub(n, Ordering::Relaxed);
+        self.config.memstore_total.fetch_sub(n, Ordering::Relaxed);
+    }
+
+    /// The table's flush size (`MEMSTORE_FLUSHSIZE`), read without copying the schema.
+    #[must_use]
+    pub fn flush_size_bytes(&self) -> u64 {
+        self.table.read().memstore_flushsize_bytes
     }
 
     /// Lowest sequence id that may be only in memory (`u64::MAX` when all is flushed): the
@@ -352,10 +370,7 @@ impl Region {
         for s in removed {
             // A compaction of the store in flight finishes (and finds its family gone) first.
             let _c = s.compaction_lock();
-            let held = s.memstore_size_bytes();
-            self.config
-                .memstore_total
-                .fetch_sub(held, Ordering::Relaxed);
+            self.memstore_shrank(s.memstore_size_bytes());
             self.env.remove_dir_all(s.dir())?;
         }
         Ok(())

@@ -377,9 +377,7 @@ impl Region {
                     .expect("families were checked under the row lock")
                     .insert(c);
             }
-            self.config
-                .memstore_total
-                .fetch_add(added, std::sync::atomic::Ordering::Relaxed);
+            self.memstore_grew(added);
             (seq, ticket)
         };
         let synced = ticket.map_or(Ok(()), |t| self.wal.sync_for(t, durability));
