@@ -354,15 +354,7 @@ impl WritableFile {
     /// # Errors
     /// `Io` naming the file.
     pub fn sync_data(&self) -> Result<()> {
-        gate(self.faults.as_ref(), Op::Sync, &self.path, 0, "syncing")?;
-        if let Some(f) = &self.faults {
-            f.delay_sync();
-        }
-        self.file
-            .sync_data()
-            .map_err(|e| Error::io(format!("syncing {}", self.path.display()), e))?;
-        record(self.faults.as_ref(), Op::Sync, &self.path, 0);
-        Ok(())
+        self.sync(File::sync_data)
     }
 
     /// fsync: data and metadata survive a crash.
@@ -370,13 +362,15 @@ impl WritableFile {
     /// # Errors
     /// `Io` naming the file.
     pub fn sync_all(&self) -> Result<()> {
+        self.sync(File::sync_all)
+    }
+
+    fn sync(&self, how: fn(&File) -> std::io::Result<()>) -> Result<()> {
         gate(self.faults.as_ref(), Op::Sync, &self.path, 0, "syncing")?;
         if let Some(f) = &self.faults {
             f.delay_sync();
         }
-        self.file
-            .sync_all()
-            .map_err(|e| Error::io(format!("syncing {}", self.path.display()), e))?;
+        how(&self.file).map_err(|e| Error::io(format!("syncing {}", self.path.display()), e))?;
         record(self.faults.as_ref(), Op::Sync, &self.path, 0);
         Ok(())
     }

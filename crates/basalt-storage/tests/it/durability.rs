@@ -223,18 +223,8 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 
 #[test]
 fn a_full_disk_fails_writes_clearly_keeps_reads_and_resumes_when_space_returns() {
-    use basalt_storage::env::{Env, FaultInjector, SystemClock};
-    use std::sync::Arc;
-    let dir = tempfile::tempdir().unwrap();
-    let faults = Arc::new(FaultInjector::new(1));
-    let options = Options {
-        env: Env::with_faults(Arc::new(SystemClock), Arc::clone(&faults)),
-        ..Options::default()
-    };
-    let db = Database::open_with(dir.path(), options).unwrap();
+    let (dir, faults, db) = faulty_db();
     let name = TableName::parse("t").unwrap();
-    db.create_table(TableDescriptor::new(&name, [cf("f", 1)]), &[])
-        .unwrap();
     let t = db.table("t").unwrap();
     let put = |i: u32| Put::new(format!("row{i:05}")).add("f", "q", format!("v{i}"));
     for i in 0..300 {
@@ -285,18 +275,8 @@ fn a_full_disk_fails_writes_clearly_keeps_reads_and_resumes_when_space_returns()
 
 #[test]
 fn concurrent_synced_writers_share_fdatasyncs() {
-    use basalt_storage::env::{Env, FaultInjector, Op, SystemClock};
-    use std::sync::Arc;
-    let dir = tempfile::tempdir().unwrap();
-    let faults = Arc::new(FaultInjector::new(1));
-    let options = Options {
-        env: Env::with_faults(Arc::new(SystemClock), Arc::clone(&faults)),
-        ..Options::default()
-    };
-    let db = Database::open_with(dir.path(), options).unwrap();
-    let name = TableName::parse("t").unwrap();
-    db.create_table(TableDescriptor::new(&name, [cf("f", 1)]), &[])
-        .unwrap();
+    use basalt_storage::env::Op;
+    let (_dir, faults, db) = faulty_db();
     let t = db.table("t").unwrap();
     // A disk whose syncs take a millisecond, whatever the test's file system.
     faults.set_sync_delay(Some(std::time::Duration::from_millis(1)));
@@ -321,4 +301,25 @@ fn concurrent_synced_writers_share_fdatasyncs() {
         "{syncs} syncs for {puts} synced puts"
     );
     assert_eq!(scan_all(&t, Scan::new()).len(), puts as usize);
+}
+
+/// A database over a fault-injecting file layer, with table `t` (family `f`, one version).
+fn faulty_db() -> (
+    tempfile::TempDir,
+    std::sync::Arc<basalt_storage::env::FaultInjector>,
+    Database,
+) {
+    use basalt_storage::env::{Env, FaultInjector, SystemClock};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let faults = Arc::new(FaultInjector::new(1));
+    let options = Options {
+        env: Env::with_faults(Arc::new(SystemClock), Arc::clone(&faults)),
+        ..Options::default()
+    };
+    let db = Database::open_with(dir.path(), options).unwrap();
+    let name = TableName::parse("t").unwrap();
+    db.create_table(TableDescriptor::new(&name, [cf("f", 1)]), &[])
+        .unwrap();
+    (dir, faults, db)
 }
