@@ -53,6 +53,16 @@ pub enum Error {
     /// The region cannot take more writes right now (`RegionTooBusyException`); retry later.
     #[error("{0}")]
     RegionTooBusy(String),
+    /// The region is closed, or closing for a split or merge (`NotServingRegionException`);
+    /// look the row's region up again and retry.
+    #[error("{0} is not online")]
+    NotServingRegion(String),
+    /// No online region has that name (`UnknownRegionException`).
+    #[error("{0}")]
+    UnknownRegion(String),
+    /// Regions that cannot be merged (`MergeRegionException`).
+    #[error("{0}")]
+    MergeRegion(String),
     /// Stored bytes failed a check: a bad checksum, a truncated block, an impossible length.
     #[error("corrupt {what} in {}: {detail}", path.display())]
     Corruption {
@@ -90,6 +100,9 @@ impl Error {
                 "org.apache.hadoop.hbase.filter.IncompatibleFilterException"
             }
             Error::RegionTooBusy(_) => "org.apache.hadoop.hbase.RegionTooBusyException",
+            Error::NotServingRegion(_) => "org.apache.hadoop.hbase.NotServingRegionException",
+            Error::UnknownRegion(_) => "org.apache.hadoop.hbase.UnknownRegionException",
+            Error::MergeRegion(_) => "org.apache.hadoop.hbase.exceptions.MergeRegionException",
             Error::RowTooBig(_) => "org.apache.hadoop.hbase.regionserver.RowTooBigException",
             Error::Corruption { .. } => "org.apache.hadoop.hbase.io.hfile.CorruptHFileException",
             Error::Io { .. } => "java.io.IOException",
@@ -99,7 +112,10 @@ impl Error {
     /// Whether a client may retry the same request and expect a different outcome.
     #[must_use]
     pub fn is_retryable(&self) -> bool {
-        matches!(self, Error::RegionTooBusy(_) | Error::Io { .. })
+        matches!(
+            self,
+            Error::RegionTooBusy(_) | Error::NotServingRegion(_) | Error::Io { .. }
+        )
     }
 
     /// Wraps an I/O error with what was being done (a sentence fragment naming the file).

@@ -18,6 +18,7 @@ pub mod filter;
 pub mod limits;
 pub mod name;
 pub mod ops;
+pub mod region;
 pub mod result;
 pub mod split;
 pub mod time_range;

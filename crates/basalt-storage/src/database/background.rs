@@ -272,7 +272,7 @@ impl Drop for Background {
 }
 
 fn too_busy(region: &Region, blocking: u64, global: bool) -> Error {
-    let name = region_name(region);
+    let name = region.name();
     if global {
         return Error::RegionTooBusy(format!(
             "Above global memstore limit, regionName={name}, server=localhost"
@@ -282,16 +282,6 @@ fn too_busy(region: &Region, blocking: u64, global: bool) -> Error {
         "Over memstore limit={}, regionName={name}, server=localhost",
         binary_prefix(blocking)
     ))
-}
-
-/// HBase's region name: `table,start key,id`.
-fn region_name(region: &Region) -> String {
-    format!(
-        "{},{},{}",
-        region.table().table_name(),
-        basalt_model::bytes_fmt::to_string_binary(&region.info().start_key),
-        region.info().id
-    )
 }
 
 /// Sizes as HBase's `TraditionalBinaryPrefix.long2String(n, "", 1)` writes them: "512.0 M".
@@ -385,9 +375,9 @@ impl Shared {
     }
 
     fn note_error(&self, what: &str, region: &Region, e: &Error) {
-        *self.last_error.lock() = Some(format!("{what} of {} failed: {e}", region_name(region)));
+        *self.last_error.lock() = Some(format!("{what} of {} failed: {e}", region.name()));
         self.errors.fetch_add(1, Ordering::Relaxed);
-        tracing::warn!(region = %region_name(region), error = %e, "{what} failed; will retry");
+        tracing::warn!(region = %region.name(), error = %e, "{what} failed; will retry");
     }
 }
 

@@ -1,6 +1,7 @@
 //! Reading and writing a table: routing to regions, per-row batches, scans across regions.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use basalt_model::ops::{
     Append, CheckAndMutate, Delete, Get, Increment, Mutation, Put, RowMutations, Scan,
@@ -9,7 +10,7 @@ use basalt_model::{Error, Result, RowResult};
 use bytes::Bytes;
 
 use super::{DbInner, TableState};
-use crate::region::{Region, RegionScanner};
+use crate::region::{Region, RegionInfo, RegionScanner};
 
 /// A handle on one table (HBase's `Table`). Cheap to clone.
 #[derive(Clone, Debug)]
@@ -25,17 +26,13 @@ impl Table {
     }
 
     fn region_for(&self, row: &[u8]) -> Result<Arc<Region>> {
-        if !*self.state.enabled.read() {
-            return Err(Error::TableNotEnabled(self.state.name.to_string()));
-        }
-        let regions = self.state.regions.read();
-        let i = regions
-            .partition_point(|r| r.info().start_key[..] <= *row)
-            .saturating_sub(1);
-        regions
-            .get(i)
-            .cloned()
-            .ok_or_else(|| Error::TableNotFound(self.state.name.to_string()))
+        self.state.region_where(|start| start <= row)
+    }
+
+    /// Runs `f` on the region of `row`, looking the region up again while a split or merge
+    /// has it closed (`NotServingRegion`), as an HBase client does.
+    fn with_region<T>(&self, row: &[u8], mut f: impl FnMut(&Region) -> Result<T>) -> Result<T> {
+        retry_not_serving(|| f(&*self.region_for(row)?))
     }
 
     /// `put`.
@@ -104,12 +101,13 @@ impl Table {
 
     /// Runs a write on the region of `row` under flow control: it may wait for a flush, or be
     /// refused with `RegionTooBusy`, before anything is applied.
-    fn write_to<T>(&self, row: &[u8], f: impl FnOnce(&Region) -> Result<T>) -> Result<T> {
-        let region = self.region_for(row)?;
-        self.db.background.before_write(&region)?;
-        let out = f(&region);
-        self.db.background.after_write(&region);
-        out
+    fn write_to<T>(&self, row: &[u8], f: impl Fn(&Region) -> Result<T>) -> Result<T> {
+        self.with_region(row, |region| {
+            self.db.background.before_write(region)?;
+            let out = f(region);
+            self.db.background.after_write(region);
+            out
+        })
     }
 
     /// `mutateRow`: several mutations of one row, atomically.
@@ -142,7 +140,7 @@ impl Table {
     /// Bad input, unknown family, disabled table, corruption.
     pub fn get(&self, get: Get) -> Result<RowResult> {
         get.validate()?;
-        self.region_for(&get.row)?.get(get)
+        self.with_region(&get.row.clone(), |r| r.get(get.clone()))
     }
 
     /// `getScanner`: rows in order (or reverse order) across every region.
@@ -154,42 +152,70 @@ impl Table {
         if !*self.state.enabled.read() {
             return Err(Error::TableNotEnabled(self.state.name.to_string()));
         }
-        let regions = self.state.regions.read().clone();
-        let mut order: Vec<Arc<Region>> =
-            regions.into_iter().filter(|r| overlaps(r, &scan)).collect();
-        if scan.reversed {
-            order.reverse();
-        }
         Ok(TableScanner {
-            regions: order.into_iter(),
+            state: Arc::clone(&self.state),
             current: None,
             scan,
             rows: 0,
+            position: None,
+            done: false,
         })
     }
 }
 
-/// Whether a region can hold rows of the scan's range.
-fn overlaps(r: &Region, scan: &Scan) -> bool {
-    let (lo, hi) = if scan.reversed {
-        (&scan.stop_row, &scan.start_row)
-    } else {
-        (&scan.start_row, &scan.stop_row)
-    };
-    let info = r.info();
-    let below_hi = hi.is_empty() || info.start_key[..] <= hi[..];
-    let above_lo = lo.is_empty() || info.end_key.is_empty() || info.end_key[..] > lo[..];
-    below_hi && above_lo
+/// How long an operation keeps looking for an online region: a split or merge closes its
+/// regions for as long as a flush of their memstores takes.
+const REGION_RETRY_LIMIT: Duration = Duration::from_secs(60);
+
+/// Runs `op` until it does not fail with `NotServingRegion` (or the retry limit passes).
+fn retry_not_serving<T>(mut op: impl FnMut() -> Result<T>) -> Result<T> {
+    let deadline = Instant::now() + REGION_RETRY_LIMIT;
+    let mut pause = Duration::from_micros(50);
+    loop {
+        match op() {
+            Err(Error::NotServingRegion(_)) if Instant::now() < deadline => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(20));
+            }
+            out => return out,
+        }
+    }
 }
 
-/// Rows of a scan across regions. Each region gets its own copy of the filter, so a
-/// PageFilter limits rows per region, as in HBase (SEMANTICS.md #59).
+impl TableState {
+    /// The last region whose start key passes `starts_before` (regions are in key order).
+    pub(super) fn region_where(
+        &self,
+        starts_before: impl Fn(&[u8]) -> bool,
+    ) -> Result<Arc<Region>> {
+        if !*self.enabled.read() {
+            return Err(Error::TableNotEnabled(self.name.to_string()));
+        }
+        let regions = self.regions.read();
+        let i = regions
+            .partition_point(|r| starts_before(&r.info().start_key))
+            .saturating_sub(1);
+        regions
+            .get(i)
+            .cloned()
+            .ok_or_else(|| Error::TableNotFound(self.name.to_string()))
+    }
+}
+
+/// Rows of a scan across regions, in order or reverse order. The next region is looked up
+/// when the current one ends, from where it ended, so a scan crosses regions split or merged
+/// while it runs and returns every row once. Each region gets its own copy of the filter,
+/// so a PageFilter limits rows per region, as in HBase (SEMANTICS.md #59).
 #[derive(Debug)]
 pub struct TableScanner {
-    regions: std::vec::IntoIter<Arc<Region>>,
-    current: Option<RegionScanner>,
+    state: Arc<TableState>,
+    current: Option<(RegionInfo, RegionScanner)>,
     scan: Scan,
     rows: u64,
+    /// Where the rows not yet scanned begin (forward: at this row; reversed: below it).
+    /// `None` before the first region.
+    position: Option<Bytes>,
+    done: bool,
 }
 
 impl TableScanner {
@@ -202,20 +228,66 @@ impl TableScanner {
             if self.scan.limit > 0 && self.rows >= self.scan.limit {
                 return Ok(None);
             }
-            if let Some(s) = &mut self.current {
+            if let Some((info, s)) = &mut self.current {
                 if let Some(r) = s.next_row()? {
                     if !r.partial {
                         self.rows += 1;
                     }
                     return Ok(Some(r));
                 }
+                let info = info.clone();
                 self.current = None;
+                self.move_past(&info);
             }
-            let Some(region) = self.regions.next() else {
+            if self.done {
                 return Ok(None);
-            };
-            self.current = Some(region.scanner(&self.scan)?);
+            }
+            let opened = retry_not_serving(|| self.open_next())?;
+            self.current = Some(opened);
         }
+    }
+
+    /// Notes that the region `info` is scanned, and whether the scan ends with it.
+    fn move_past(&mut self, info: &RegionInfo) {
+        let stop = &self.scan.stop_row;
+        if self.scan.reversed {
+            // Rows below the region's start are below the stop row once it reaches it.
+            self.done = info.start_key.is_empty() || (!stop.is_empty() && info.start_key <= stop);
+            self.position = Some(info.start_key.clone());
+        } else {
+            let past_stop = !stop.is_empty()
+                && (info.end_key > stop || (info.end_key == stop && !self.scan.include_stop_row));
+            self.done = info.end_key.is_empty() || past_stop;
+            self.position = Some(info.end_key.clone());
+        }
+    }
+
+    /// Opens the region holding the next rows, with the scan clipped to where the previous
+    /// region ended (a region merged meanwhile may also hold rows already returned).
+    fn open_next(&self) -> Result<(RegionInfo, RegionScanner)> {
+        let mut scan = self.scan.clone();
+        scan.limit = scan.limit.saturating_sub(self.rows);
+        let region = match (&self.position, self.scan.reversed) {
+            (None, false) => self.state.region_where(|s| s <= &scan.start_row[..])?,
+            (None, true) if scan.start_row.is_empty() => self.state.region_where(|_| true)?,
+            (None, true) => self.state.region_where(|s| s <= &scan.start_row[..])?,
+            (Some(p), false) => {
+                if *p > scan.start_row {
+                    scan.start_row = p.clone();
+                    scan.include_start_row = true;
+                }
+                self.state.region_where(|s| s <= &p[..])?
+            }
+            (Some(p), true) => {
+                if scan.start_row.is_empty() || *p <= scan.start_row {
+                    scan.start_row = p.clone();
+                    scan.include_start_row = false;
+                }
+                self.state.region_where(|s| s < &p[..])?
+            }
+        };
+        let s = region.scanner(&scan)?;
+        Ok((region.info().clone(), s))
     }
 
     /// Every remaining result.

@@ -17,7 +17,7 @@ pub use scanner::RegionScanner;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use basalt_model::{ColumnFamilyDescriptor, Error, Result, TableDescriptor};
@@ -35,21 +35,7 @@ use mvcc::Mvcc;
 /// Row lock stripes: two rows share a lock only when their hashes collide.
 const ROW_LOCK_STRIPES: usize = 4096;
 
-/// Where a region sits: its table and key range. Empty keys mean the start or end of the table.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RegionInfo {
-    pub id: u64,
-    pub start_key: Bytes,
-    pub end_key: Bytes,
-}
-
-impl RegionInfo {
-    /// Whether `row` falls in `[start_key, end_key)`.
-    #[must_use]
-    pub fn contains(&self, row: &[u8]) -> bool {
-        row >= &self.start_key[..] && (self.end_key.is_empty() || row < &self.end_key[..])
-    }
-}
+pub use basalt_model::region::RegionInfo;
 
 /// Engine settings a region needs.
 #[derive(Clone, Debug)]
@@ -114,6 +100,9 @@ pub struct Region {
     /// the write path reads it without visiting the stores.
     memstore_bytes: AtomicUsize,
     manifest: Mutex<(VersionedFile, RegionManifest)>,
+    /// Set (under `updates` write-locked) when the region stops serving for a split or merge:
+    /// writes and new reads get `NotServingRegion` and look their region up again.
+    closed: AtomicBool,
 }
 
 impl Drop for Region {
@@ -168,6 +157,7 @@ impl Region {
             flush_lock: Mutex::new(()),
             memstore_bytes: AtomicUsize::new(0),
             manifest: Mutex::new((vf, manifest)),
+            closed: AtomicBool::new(false),
         };
         region.commit_manifest()?;
         region.remove_unlisted_files()?;
@@ -178,6 +168,26 @@ impl Region {
     #[must_use]
     pub fn info(&self) -> &RegionInfo {
         &self.info
+    }
+
+    /// HBase's region name, as text (`table,start key,id.encoded.`).
+    #[must_use]
+    pub fn name(&self) -> String {
+        self.info.region_name_string(&self.table().table_name())
+    }
+
+    /// Whether the region has stopped serving (closed for a split or merge).
+    #[must_use]
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// `NotServingRegion` when the region is closed.
+    fn check_serving(&self) -> Result<()> {
+        if self.is_closed() {
+            return Err(Error::NotServingRegion(self.name()));
+        }
+        Ok(())
     }
 
     /// The table's schema as this region knows it.

@@ -351,6 +351,8 @@ impl Region {
         let durability = durability.resolve(self.table().durability);
         let (seq, ticket) = {
             let _u = self.updates.read();
+            // Under `updates`: a close for a split or merge sees every write that got past here.
+            self.check_serving()?;
             let stores = self.stores.read();
             // An online alter may have dropped a family since the row was validated.
             if let Some(c) = cells.iter().find(|c| !stores.contains_key(&c.family)) {

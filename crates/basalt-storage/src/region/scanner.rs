@@ -54,6 +54,7 @@ impl Region {
     /// Invalid scan, unknown family, corrupt file.
     pub fn scanner(&self, scan: &Scan) -> Result<RegionScanner> {
         scan.validate()?;
+        self.check_serving()?;
         for f in scan.columns.families() {
             self.family(f)?;
         }
