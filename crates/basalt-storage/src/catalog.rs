@@ -15,8 +15,45 @@ use crate::region::RegionInfo;
 pub struct TableEntry {
     pub descriptor: TableDescriptor,
     pub enabled: bool,
-    /// Regions in key order; together they cover the whole key space.
+    /// Online regions in key order; together they cover the whole key space, with no gap
+    /// and no overlap.
     pub regions: Vec<RegionInfo>,
+    /// Regions split or merged away whose files online regions still read (HBase keeps
+    /// them in `hbase:meta` until its catalog janitor finds no reference left).
+    #[serde(default)]
+    pub retired: Vec<RetiredRegion>,
+}
+
+/// A region that stopped serving because it was split or merged.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RetiredRegion {
+    pub info: RegionInfo,
+    /// `SPLIT` or `MERGED`.
+    pub state: RegionState,
+    /// The regions that took its rows: two daughters, or the merged region.
+    pub successors: Vec<u64>,
+    /// When it was retired (ms).
+    pub at_ms: i64,
+}
+
+/// A region's state as `hbase:meta` names it (`info:state`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RegionState {
+    Open,
+    Split,
+    Merged,
+}
+
+impl RegionState {
+    /// The name HBase writes.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RegionState::Open => "OPEN",
+            RegionState::Split => "SPLIT",
+            RegionState::Merged => "MERGED",
+        }
+    }
 }
 
 /// The catalog document.
@@ -137,11 +174,23 @@ impl Catalog {
             .ok_or_else(|| Error::TableNotFound(t.to_string()))
     }
 
+    /// A new region id: the time in ms, as HBase's region ids are, made larger than every id
+    /// given before (so ids stay unique however the clock moves).
+    pub fn allocate_region_id(&mut self, now_ms: i64) -> u64 {
+        let now = u64::try_from(now_ms).unwrap_or(0);
+        self.next_region_id = (self.next_region_id + 1).max(now);
+        self.next_region_id
+    }
+
     /// Region boundaries for a new table with `split_keys`: sorted, unique, non-empty keys.
     ///
     /// # Errors
     /// `IllegalArgument` for an empty or repeated split key.
-    pub fn new_regions(&mut self, split_keys: &[bytes::Bytes]) -> Result<Vec<RegionInfo>> {
+    pub fn new_regions(
+        &mut self,
+        split_keys: &[bytes::Bytes],
+        now_ms: i64,
+    ) -> Result<Vec<RegionInfo>> {
         let mut keys = split_keys.to_vec();
         keys.sort();
         if keys.iter().any(bytes::Bytes::is_empty) {
@@ -159,13 +208,10 @@ impl Catalog {
         bounds.push(bytes::Bytes::new());
         let regions = bounds
             .windows(2)
-            .map(|w| {
-                self.next_region_id += 1;
-                RegionInfo {
-                    id: self.next_region_id,
-                    start_key: w[0].clone(),
-                    end_key: w[1].clone(),
-                }
+            .map(|w| RegionInfo {
+                id: self.allocate_region_id(now_ms),
+                start_key: w[0].clone(),
+                end_key: w[1].clone(),
             })
             .collect();
         Ok(regions)

@@ -37,7 +37,9 @@ pub mod store;
 pub mod storefile;
 pub mod wal;
 
+pub use catalog::{RegionState, RetiredRegion};
 pub use database::{BackgroundConfig, Database, EngineStatsSnapshot, Options, Table, TableScanner};
+pub use region::RegionInfo;
 
 /// The README's example, compiled and run as a doc test so it cannot rot.
 #[doc = include_str!("../../../README.md")]

@@ -81,11 +81,13 @@ impl Database {
         if g.1.tables.contains_key(&table_key(&name)) {
             return Err(Error::TableExists(name.to_string()));
         }
-        let regions = g.1.new_regions(split_keys)?;
+        let regions =
+            g.1.new_regions(split_keys, self.inner.options.env.now_ms())?;
         let entry = TableEntry {
             descriptor: desc,
             enabled: true,
             regions,
+            retired: Vec::new(),
         };
         // Regions (their directories and manifests) exist before the catalog names them.
         self.inner.open_table(&entry)?;
@@ -176,12 +178,7 @@ impl Database {
     }
 
     fn state(&self, name: &TableName) -> Result<Arc<TableState>> {
-        self.inner
-            .tables
-            .read()
-            .get(name)
-            .cloned()
-            .ok_or_else(|| Error::TableNotFound(name.to_string()))
+        self.inner.state(name)
     }
 
     fn set_enabled(&self, name: &TableName, enabled: bool) -> Result<()> {

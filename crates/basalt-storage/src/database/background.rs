@@ -15,13 +15,14 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, OnceLock, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use basalt_model::{Error, Result};
 use parking_lot::{Condvar, Mutex};
 
+use super::DbInner;
 use crate::compaction::{CompactionConfig, ThroughputBounds};
 use crate::region::{EngineStats, Region};
 use crate::wal::Wal;
@@ -85,6 +86,8 @@ pub(crate) struct Shared {
     memstore_total: Arc<AtomicUsize>,
     stats: Arc<EngineStats>,
     regions: Mutex<HashMap<u64, Weak<Region>>>,
+    /// The database, for splits and the catalog janitor.
+    db: OnceLock<Weak<DbInner>>,
     state: Mutex<State>,
     work: Condvar,
     progress: Condvar,
@@ -117,6 +120,7 @@ impl Background {
             memstore_total,
             stats,
             regions: Mutex::new(HashMap::new()),
+            db: OnceLock::new(),
             state: Mutex::new(State::default()),
             work: Condvar::new(),
             progress: Condvar::new(),
@@ -139,6 +143,18 @@ impl Background {
             shared,
             threads: Mutex::new(threads),
         })
+    }
+
+    /// Lets the workers split regions and run the catalog janitor (they hold the database
+    /// weakly: it owns them).
+    pub fn attach(&self, db: &Arc<DbInner>) {
+        let _ = self.shared.db.set(Arc::downgrade(db));
+    }
+
+    /// Asks the compactor to look at `region` (a region that just took over from split or
+    /// merged parents rewrites their files).
+    pub fn request_compaction(&self, region: u64) {
+        self.shared.request_compaction(region);
     }
 
     /// Makes `region` known to the workers.
@@ -332,11 +348,34 @@ impl Shared {
     }
 
     fn after_flush(&self, region: &Region) {
-        if self.cfg.compaction.automatic
-            && region.max_store_files() >= self.cfg.compaction.min_files
-        {
+        let compact = self.cfg.compaction.automatic
+            && region.max_store_files() >= self.cfg.compaction.min_files;
+        // The compactor also splits: a region grown past its split threshold goes there.
+        if compact || region.should_split() {
             self.request_compaction(region.info().id);
         }
+    }
+
+    /// The compactor's work on one region besides compacting: a split when the region has
+    /// grown past its threshold, and the janitor when it stopped reading its parents' files.
+    fn split_and_clean(&self, region: &Arc<Region>, had_references: bool) -> Result<()> {
+        let Some(db) = self.db.get().and_then(Weak::upgrade) else {
+            return Ok(());
+        };
+        if had_references && !region.has_references() {
+            db.clean_retired()?;
+        }
+        if region.should_split() {
+            let name = region.table().table_name();
+            if let Some(state) = db.tables.read().get(&name).cloned() {
+                // A region closed or replaced meanwhile is not split: nothing is lost.
+                match db.split(&state, region, None) {
+                    Ok(_) | Err(Error::NotServingRegion(_)) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        Ok(())
     }
 
     fn flush_largest(&self) {
@@ -466,11 +505,15 @@ fn compactor(s: &Shared) {
             continue;
         };
         if let Some(region) = s.region(id) {
+            let had_references = region.has_references();
             if s.cfg.compaction.automatic {
                 let bounds = s.cfg.compaction_throughput.as_ref();
                 if let Err(e) = region.compact_by_policy(&s.cfg.compaction, bounds) {
                     s.note_error("compaction", &region, &e);
                 }
+            }
+            if let Err(e) = s.split_and_clean(&region, had_references) {
+                s.note_error("split", &region, &e);
             }
         }
         // A delayed flush may go ahead now.

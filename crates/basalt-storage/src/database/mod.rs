@@ -10,6 +10,7 @@
 
 mod admin;
 mod background;
+mod regions;
 mod table;
 
 pub use background::BackgroundConfig;
@@ -68,6 +69,9 @@ pub struct Options {
     pub time_to_purge_deletes_ms: i64,
     /// WAL segment roll size (64 MiB).
     pub wal_roll_size_bytes: u64,
+    /// `hbase.hregion.max.filesize` (10 GiB): a region splits when its largest store passes
+    /// it, unless its table sets its own `MAX_FILESIZE`.
+    pub max_filesize_bytes: u64,
     /// Block cache capacity (256 MiB); 0 caches nothing.
     pub block_cache_bytes: usize,
     /// Flushes, compactions and write stalls.
@@ -82,6 +86,7 @@ impl Default for Options {
             max_row_size_bytes: basalt_model::limits::DEFAULT_MAX_ROW_SIZE_BYTES,
             time_to_purge_deletes_ms: 0,
             wal_roll_size_bytes: DEFAULT_ROLL_SIZE_BYTES,
+            max_filesize_bytes: basalt_model::descriptor::DEFAULT_MAX_FILESIZE_BYTES,
             block_cache_bytes: DEFAULT_BLOCK_CACHE_BYTES,
             background: BackgroundConfig::default(),
         }
@@ -171,6 +176,7 @@ impl Database {
             options,
             _lock: lock,
         };
+        inner.remove_orphans(&catalog)?;
         for entry in catalog.tables.values() {
             inner.open_table(entry)?;
         }
@@ -195,9 +201,11 @@ impl Database {
         if fresh {
             inner.commit_catalog(&mut inner.catalog.lock())?;
         }
-        Ok(Database {
-            inner: Arc::new(inner),
-        })
+        let inner = Arc::new(inner);
+        inner.background.attach(&inner);
+        // Parents a crash kept past the compaction that freed them.
+        inner.clean_retired()?;
+        Ok(Database { inner })
     }
 
     /// The data directory.
@@ -299,6 +307,7 @@ impl DbInner {
             time_to_purge_deletes_ms: self.options.time_to_purge_deletes_ms,
             max_cell_size_bytes: self.options.max_cell_size_bytes,
             max_row_size_bytes: self.options.max_row_size_bytes,
+            max_filesize_bytes: self.options.max_filesize_bytes,
             block_cache: Arc::clone(&self.block_cache),
             memstore_total: Arc::clone(&self.memstore_total),
             stats: Arc::clone(&self.stats),

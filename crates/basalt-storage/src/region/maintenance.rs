@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use basalt_model::Result;
 
-use super::Region;
+use super::{ManifestFile, Region};
 use crate::compaction::{
     policy, CompactionConfig, FileStat, Selection, Throttle, ThroughputBounds,
 };
@@ -46,7 +46,8 @@ impl Region {
         let committed = self.edit_manifest(|m| {
             for ((_, store), file) in snaps.iter().zip(&written) {
                 let sm = m.stores.entry(family_dir_name(store.name())).or_default();
-                sm.files.extend(file.as_ref().map(|f| f.id()));
+                sm.files
+                    .extend(file.as_ref().map(|f| ManifestFile::Own(f.id().file)));
                 // Everything at or below flush_seq is in files now, except what a retried
                 // snapshot left in the active memstore.
                 let active_min = store.min_unflushed_seq_id_excluding_snapshot();
@@ -85,8 +86,11 @@ impl Region {
     pub fn compact(&self, major: bool) -> Result<()> {
         for store in self.stores() {
             let _c = store.compaction_lock();
+            if self.is_closed() {
+                return Ok(());
+            }
             let inputs = store.files();
-            if inputs.is_empty() || (!major && inputs.len() < 2) {
+            if inputs.is_empty() || (!major && inputs.len() < 2 && !store.has_references()) {
                 continue;
             }
             self.run_compaction(&store, &inputs, major, &mut Throttle::new(None))?;
@@ -122,15 +126,28 @@ impl Region {
         let mut ran = 0;
         for store in self.stores() {
             let _c = store.compaction_lock();
+            if self.is_closed() {
+                return Ok(ran);
+            }
             let files = store.files();
             let stats: Vec<FileStat> = files.iter().map(|f| file_stat(f)).collect();
             let seed = xxhash_rust::xxh3::xxh3_64(store.dir().as_os_str().as_encoded_bytes());
             let ttl = store.family().ttl_ms();
             let now = self.env.now_ms();
+            let selection = if store.has_references() {
+                // After a split or merge every file is rewritten at once, as HBase does, so
+                // the region stops reading its parents' files and may split again.
+                Some(Selection {
+                    files: (0..files.len()).collect(),
+                    major: true,
+                })
+            } else {
+                policy::select(&stats, cfg, min_size, now, seed, ttl)
+            };
             let Some(Selection {
                 files: picked,
                 major,
-            }) = policy::select(&stats, cfg, min_size, now, seed, ttl)
+            }) = selection
             else {
                 continue;
             };
@@ -164,14 +181,13 @@ impl Region {
                 return false;
             };
             // The output takes the place of the oldest input, keeping the list ordered by age.
-            let at = sm
-                .files
-                .iter()
-                .position(|id| inputs.iter().any(|f| f.id() == *id))
-                .unwrap_or(sm.files.len());
-            sm.files.retain(|id| !inputs.iter().any(|f| f.id() == *id));
+            let own = self.info.id;
+            let is_input = |m: &ManifestFile| inputs.iter().any(|f| f.id() == m.id(own));
+            let at = sm.files.iter().position(is_input).unwrap_or(sm.files.len());
+            sm.files.retain(|m| !is_input(m));
             if let Some(o) = &out {
-                sm.files.insert(at.min(sm.files.len()), o.id());
+                sm.files
+                    .insert(at.min(sm.files.len()), ManifestFile::of(o.id(), own));
             }
             true
         });
@@ -197,7 +213,9 @@ impl Region {
             .compacted_bytes_written
             .fetch_add(written, Ordering::Relaxed);
         store.finish_compaction(inputs, out);
-        for f in inputs {
+        // References are not this region's to delete: the files go when no region reads
+        // them any more (the database's catalog janitor).
+        for f in inputs.iter().filter(|f| f.id().region == self.info.id) {
             self.env.remove_file(f.path())?;
         }
         Ok(())

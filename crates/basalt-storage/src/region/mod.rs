@@ -12,8 +12,10 @@ mod maintenance;
 mod mutate;
 mod mvcc;
 mod scanner;
+mod split;
 
 pub use scanner::RegionScanner;
+pub use split::{join_handed_files, HandedFiles};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -29,6 +31,7 @@ use crate::block_cache::BlockCache;
 use crate::env::Env;
 use crate::manifest::VersionedFile;
 use crate::store::{family_dir_name, file_name, Store};
+use crate::storefile::FileId;
 use crate::wal::Wal;
 use mvcc::Mvcc;
 
@@ -46,6 +49,8 @@ pub struct RegionConfig {
     pub max_cell_size_bytes: usize,
     /// `hbase.table.max.rowsize`.
     pub max_row_size_bytes: usize,
+    /// `hbase.hregion.max.filesize`: the split threshold of tables that set no `MAX_FILESIZE`.
+    pub max_filesize_bytes: u64,
     /// The database's block cache, shared by every store.
     pub block_cache: Arc<BlockCache>,
     /// Bytes in every memstore of the database (the global memstore limit's measure).
@@ -69,10 +74,39 @@ pub struct EngineStats {
     pub refused_writes: AtomicU64,
 }
 
+/// A file in a store manifest: a number of the region's own (written as a bare number), or a
+/// reference to a file of the region this one was split from or merged out of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+enum ManifestFile {
+    Own(u64),
+    Reference { region: u64, file: u64 },
+}
+
+impl ManifestFile {
+    fn id(self, own: u64) -> FileId {
+        match self {
+            ManifestFile::Own(file) => FileId { region: own, file },
+            ManifestFile::Reference { region, file } => FileId { region, file },
+        }
+    }
+
+    fn of(id: FileId, own: u64) -> ManifestFile {
+        if id.region == own {
+            ManifestFile::Own(id.file)
+        } else {
+            ManifestFile::Reference {
+                region: id.region,
+                file: id.file,
+            }
+        }
+    }
+}
+
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 struct StoreManifest {
     flushed_seq_id: u64,
-    files: Vec<u64>,
+    files: Vec<ManifestFile>,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -136,7 +170,8 @@ impl Region {
                 flushed_seq_id: current_seq,
                 files: Vec::new(),
             });
-            let store = Store::open(env, dir, f.clone(), &sm.files, &config.block_cache)?;
+            let ids: Vec<FileId> = sm.files.iter().map(|f| f.id(info.id)).collect();
+            let store = Store::open(env, dir, &info, f.clone(), &ids, &config.block_cache)?;
             stores.insert(f.name.clone(), Arc::new(store));
         }
         manifest
@@ -324,7 +359,9 @@ impl Region {
                 continue;
             };
             for f in self.env.list(&path)? {
-                if !sm.files.iter().any(|id| file_name(*id) == f) {
+                let listed =
+                    |m: &ManifestFile| matches!(m, ManifestFile::Own(n) if file_name(*n) == f);
+                if !sm.files.iter().any(listed) {
                     self.env.remove_file(&path.join(f))?;
                 }
             }
@@ -345,7 +382,7 @@ impl Region {
         for f in table.families.values() {
             if !stores.contains_key(&f.name) {
                 let cache = &self.config.block_cache;
-                let store = Store::open(&self.env, &self.dir, f.clone(), &[], cache)?;
+                let store = Store::open(&self.env, &self.dir, &self.info, f.clone(), &[], cache)?;
                 added.push((f.name.clone(), Arc::new(store)));
             }
         }

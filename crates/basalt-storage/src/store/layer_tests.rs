@@ -135,7 +135,7 @@ proptest! {
         let mut w = StoreFileWriter::create(&Env::default(), &path, &family, 0).unwrap();
         all.iter().for_each(|c| w.add(c).unwrap());
         w.finish(false).unwrap();
-        let f = Arc::new(StoreFile::open(&Env::default(), &path, 1, &Bytes::from_static(b"f"), &BlockCache::new(1 << 20)).unwrap());
+        let f = Arc::new(StoreFile::open(&Env::default(), &path, crate::storefile::FileId { region: 1, file: 1 }, &Bytes::from_static(b"f"), &BlockCache::new(1 << 20)).unwrap());
         let want = model(&cells, read_point);
         check_source(&mut f.scanner(read_point, Caching::QUERY).unwrap(), &want, &probes)?;
         for c in &all {
@@ -169,7 +169,7 @@ proptest! {
             data.truncate(c.index(data.len()));
         }
         std::fs::write(&path, &data).unwrap();
-        if let Ok(f) = StoreFile::open(&Env::default(), &path, 1, &Bytes::from_static(b"f"), &BlockCache::new(1 << 20)) {
+        if let Ok(f) = StoreFile::open(&Env::default(), &path, crate::storefile::FileId { region: 1, file: 1 }, &Bytes::from_static(b"f"), &BlockCache::new(1 << 20)) {
             let f = Arc::new(f);
             if let Ok(mut s) = f.scanner(u64::MAX, Caching::QUERY) {
                 let _ = s.seek(&Cell::first_on_row(&Bytes::new()));

@@ -6,6 +6,7 @@
 //! memstores or file lists. Scanners hold `Arc`s to what they read, so a flush or compaction
 //! never pulls data out from under a reader.
 
+mod half;
 pub mod query_matcher;
 pub mod scanner;
 
@@ -25,7 +26,9 @@ use crate::block_cache::{BlockCache, Priority};
 use crate::compaction::Throttle;
 use crate::env::Env;
 use crate::memstore::{snapshot_cells, MemStore};
-use crate::storefile::{Caching, StoreFile, StoreFileWriter};
+use crate::region::RegionInfo;
+use crate::storefile::{Caching, FileId, StoreFile, StoreFileWriter};
+use half::RowRangeSource;
 use query_matcher::{Mode, QueryMatcher, ScanInfo};
 use scanner::{CellSource, StoreScanner};
 
@@ -51,6 +54,8 @@ struct StoreState {
 pub struct Store {
     family: RwLock<Arc<ColumnFamilyDescriptor>>,
     name: Bytes,
+    /// The region's key range: files shared with other regions are read only within it.
+    region: RegionInfo,
     dir: PathBuf,
     env: Env,
     cache: Arc<BlockCache>,
@@ -64,22 +69,37 @@ pub fn family_dir_name(family: &[u8]) -> String {
     family.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// A store file's name from its id.
+/// A store file's name from its number.
 #[must_use]
-pub fn file_name(id: u64) -> String {
-    format!("{id:016x}.sf")
+pub fn file_name(file: u64) -> String {
+    format!("{file:016x}.sf")
+}
+
+/// Where file `id` of `family` lies, seen from the directory of region `own`: in it, or in
+/// its sibling directory of the region that wrote the file.
+#[must_use]
+pub fn file_path(region_dir: &Path, own: u64, family: &[u8], id: FileId) -> PathBuf {
+    let dir = if id.region == own {
+        region_dir.to_owned()
+    } else {
+        let table_dir = region_dir.parent().unwrap_or(region_dir);
+        table_dir.join(id.region.to_string())
+    };
+    dir.join(family_dir_name(family)).join(file_name(id.file))
 }
 
 impl Store {
-    /// Opens a store whose files are `file_ids` (from the region manifest).
+    /// Opens the store of `region` (whose directory is `region_dir`) whose files are
+    /// `file_ids` (from the region manifest); files of other regions are references.
     ///
     /// # Errors
     /// A listed file is missing or corrupt.
     pub fn open(
         env: &Env,
         region_dir: &Path,
+        region: &RegionInfo,
         family: ColumnFamilyDescriptor,
-        file_ids: &[u64],
+        file_ids: &[FileId],
         cache: &Arc<BlockCache>,
     ) -> Result<Store> {
         let dir = region_dir.join(family_dir_name(&family.name));
@@ -88,12 +108,14 @@ impl Store {
         let files = file_ids
             .iter()
             .map(|&id| {
-                StoreFile::open(env, &dir.join(file_name(id)), id, &name, cache).map(Arc::new)
+                let path = file_path(region_dir, region.id, &name, id);
+                StoreFile::open(env, &path, id, &name, cache).map(Arc::new)
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(Store {
             family: RwLock::new(Arc::new(family)),
             name,
+            region: region.clone(),
             dir,
             env: env.clone(),
             cache: Arc::clone(cache),
@@ -207,10 +229,67 @@ impl Store {
         }
         for f in st.files.iter().rev() {
             if file_may_match(f, hint)? {
-                sources.push(Box::new(f.scanner(read_point, caching)?));
+                sources.push(self.file_source(f, read_point, caching)?);
             }
         }
         Ok(StoreScanner::new(sources, matcher))
+    }
+
+    /// A scanner of file `f`, cut to the region's rows when the file is shared with other
+    /// regions (a reference).
+    fn file_source(
+        &self,
+        f: &Arc<StoreFile>,
+        read_point: u64,
+        caching: Caching,
+    ) -> Result<Box<dyn CellSource>> {
+        let s = Box::new(f.scanner(read_point, caching)?);
+        if f.id().region == self.region.id {
+            return Ok(s);
+        }
+        let r = &self.region;
+        Ok(Box::new(RowRangeSource::new(
+            s,
+            r.start_key.clone(),
+            r.end_key.clone(),
+        )))
+    }
+
+    /// Whether the store reads files of another region (references left by a split or
+    /// merge). Such a region is not split or merged again before a compaction rewrites them.
+    #[must_use]
+    pub fn has_references(&self) -> bool {
+        self.state
+            .read()
+            .files
+            .iter()
+            .any(|f| f.id().region != self.region.id)
+    }
+
+    /// Bytes in the store's files.
+    #[must_use]
+    pub fn size_bytes(&self) -> u64 {
+        self.state.read().files.iter().map(|f| f.size_bytes()).sum()
+    }
+
+    /// Where to split the store: the middle row of its largest file, unless that is the
+    /// file's first or last row (HBase's `getSplitPoint`).
+    ///
+    /// # Errors
+    /// A damaged block.
+    pub fn split_point(&self) -> Result<Option<Bytes>> {
+        let Some(largest) = self.files().into_iter().max_by_key(|f| f.size_bytes()) else {
+            return Ok(None);
+        };
+        let Some(mid) = largest.mid_row()? else {
+            return Ok(None);
+        };
+        let info = largest.info();
+        let at_edge = |k: &Option<Cell>| k.as_ref().is_some_and(|k| k.row == mid);
+        if at_edge(&info.first_key) || at_edge(&info.last_key) {
+            return Ok(None);
+        }
+        Ok(Some(mid))
     }
 
     /// Lowest sequence id in the active memstore (`u64::MAX` when empty).
@@ -293,10 +372,7 @@ impl Store {
         let sources = inputs
             .iter()
             .rev()
-            .map(|f| {
-                f.scanner(u64::MAX, Caching::COMPACTION)
-                    .map(|s| Box::new(s) as Box<dyn CellSource>)
-            })
+            .map(|f| self.file_source(f, u64::MAX, Caching::COMPACTION))
             .collect::<Result<Vec<_>>>()?;
         let mut scanner = StoreScanner::new(sources, matcher);
         scanner.seek_to_first()?;
@@ -306,12 +382,12 @@ impl Store {
     fn write_file(
         &self,
         mut scanner: StoreScanner,
-        file_id: u64,
+        file: u64,
         now_ms: i64,
         major: bool,
         throttle: &mut Throttle,
     ) -> Result<Option<Arc<StoreFile>>> {
-        let path = self.dir.join(file_name(file_id));
+        let path = self.dir.join(file_name(file));
         let family = self.family();
         let mut w = StoreFileWriter::create(&self.env, &path, &family, now_ms)?;
         let written = scanner
@@ -340,10 +416,14 @@ impl Store {
                 return Err(e);
             }
         }
+        let id = FileId {
+            region: self.region.id,
+            file,
+        };
         Ok(Some(Arc::new(StoreFile::open(
             &self.env,
             &path,
-            file_id,
+            id,
             &self.name,
             &self.cache,
         )?)))
@@ -352,7 +432,7 @@ impl Store {
     /// Replaces compacted inputs by their output in the file list.
     pub fn finish_compaction(&self, inputs: &[Arc<StoreFile>], output: Option<Arc<StoreFile>>) {
         let mut st = self.state.write();
-        let gone: Vec<u64> = inputs.iter().map(|f| f.id()).collect();
+        let gone: Vec<FileId> = inputs.iter().map(|f| f.id()).collect();
         let at = st
             .files
             .iter()

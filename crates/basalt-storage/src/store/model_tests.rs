@@ -105,7 +105,7 @@ proptest! {
         let kdc = if keep { KeepDeletedCells::True } else { KeepDeletedCells::False };
         let family = ColumnFamilyDescriptor::new("f").with_max_versions(versions).with_keep_deleted_cells(kdc).with_block_size_bytes(1024);
         let tmp = tempfile::tempdir().unwrap();
-        let store = Store::open(&Env::default(), tmp.path(), family.clone(), &[], &BlockCache::new(1 << 20)).unwrap();
+        let store = Store::open(&Env::default(), tmp.path(), &whole_table(), family.clone(), &[], &BlockCache::new(1 << 20)).unwrap();
         let mut oracle = Oracle::new(std::slice::from_ref(&family));
         let (mut seq, mut file_id) = (0u64, 0u64);
         for op in &ops {
@@ -152,5 +152,13 @@ proptest! {
         let want: Vec<_> = oracle.scan(&Scan::new().raw().all_versions(), NOW).iter().flat_map(|r| r.cells.iter().map(key)).collect();
         let got: Vec<_> = read_store(&store, true, u32::MAX, TimeRange::all()).iter().map(key).collect();
         prop_assert_eq!(got, want);
+    }
+}
+
+fn whole_table() -> crate::region::RegionInfo {
+    crate::region::RegionInfo {
+        id: 1,
+        start_key: bytes::Bytes::new(),
+        end_key: bytes::Bytes::new(),
     }
 }

@@ -13,6 +13,15 @@ pub use writer::StoreFileWriter;
 
 use basalt_model::{Cell, Timestamp};
 
+/// A store file's identity within its table: the region whose directory holds it and its
+/// number there. After a split or merge a region reads files of the region it came from
+/// (references), so a file's number alone does not name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FileId {
+    pub region: u64,
+    pub file: u64,
+}
+
 /// What a store file says about itself (its file-info block).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FileInfo {

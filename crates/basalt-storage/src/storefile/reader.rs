@@ -10,7 +10,7 @@ use bytes::Bytes;
 use super::block::{self, decode_data_block};
 use super::bloom::Bloom;
 use super::keys::{check_key, DataBlock, IndexKeys};
-use super::{FileInfo, FORMAT_VERSION, MAGIC, TRAILER_LEN};
+use super::{FileId, FileInfo, FORMAT_VERSION, MAGIC, TRAILER_LEN};
 use crate::block_cache::{Block, BlockCache, BlockKey, Priority};
 use crate::codec::Reader;
 use crate::env::{Env, RandomAccessFile};
@@ -51,7 +51,7 @@ static NEXT_CACHE_ID: AtomicU64 = AtomicU64::new(1);
 /// miss; its file info stays in memory.
 #[derive(Debug)]
 pub struct StoreFile {
-    id: u64,
+    id: FileId,
     cache_id: u64,
     file: RandomAccessFile,
     family: Bytes,
@@ -77,7 +77,7 @@ impl StoreFile {
     pub fn open(
         env: &Env,
         path: &Path,
-        id: u64,
+        id: FileId,
         family: &Bytes,
         cache: &Arc<BlockCache>,
     ) -> Result<StoreFile> {
@@ -126,9 +126,9 @@ impl StoreFile {
         f.bloom_kind = f.bloom()?.map_or(BloomType::None, |b| b.kind);
         Ok(f)
     }
-    /// The file's id in its store.
+    /// The file's identity in its table.
     #[must_use]
-    pub fn id(&self) -> u64 {
+    pub fn id(&self) -> FileId {
         self.id
     }
 
@@ -148,6 +148,36 @@ impl StoreFile {
     #[must_use]
     pub fn path(&self) -> &Path {
         self.file.path()
+    }
+
+    /// The row in the middle of the file's data (HBase splits a region at its largest
+    /// file's mid key): the cell half way through the data by bytes, found through the block
+    /// offsets and then by position in its block. `None` for an empty file.
+    ///
+    /// # Errors
+    /// A damaged block.
+    pub fn mid_row(&self) -> Result<Option<Bytes>> {
+        let index = self.index()?;
+        let Some(last) = index.len().checked_sub(1) else {
+            return Ok(None);
+        };
+        let (first_at, _) = index.block(0);
+        let (last_at, last_len) = index.block(last);
+        let target = first_at + (last_at + u64::from(last_len) - first_at) / 2;
+        let b = (0..=last)
+            .find(|&i| {
+                let (at, len) = index.block(i);
+                at + u64::from(len) > target
+            })
+            .unwrap_or(last);
+        let (at, len) = index.block(b);
+        let block = self.data_block(&index, b, Caching::COMPACTION)?;
+        if block.is_empty() {
+            return Ok(None);
+        }
+        let into = (target.saturating_sub(at) as f64 / f64::from(len.max(1))).min(1.0);
+        let pos = ((block.len() as f64 * into) as usize).min(block.len() - 1);
+        Ok(Some(block.row(pos)))
     }
 
     /// Number of data blocks.

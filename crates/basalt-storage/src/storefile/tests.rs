@@ -55,7 +55,7 @@ fn open(path: &std::path::Path) -> basalt_model::Result<StoreFile> {
     StoreFile::open(
         &Env::default(),
         path,
-        1,
+        super::FileId { region: 1, file: 1 },
         &Bytes::from_static(b"f"),
         &cache(),
     )

@@ -7,6 +7,7 @@ mod durability;
 mod errors;
 mod model;
 mod read_path;
+mod regions;
 mod schema;
 mod semantics;
 mod semantics_more;

@@ -1,0 +1,272 @@
+//! Regions: splits and merges on request and by size, references, the catalog janitor,
+//! routing and scans across changing regions.
+
+use std::sync::Arc;
+
+use basalt_model::ops::{Get, Put, Scan};
+use basalt_model::{Error, TableDescriptor, TableName};
+use basalt_storage::env::{Env, ManualClock};
+use basalt_storage::{Database, Options, RegionInfo, Table};
+use bytes::Bytes;
+
+use crate::support::{cf, scan_all, Fixture, T0};
+
+fn row(i: u32) -> String {
+    format!("row{i:05}")
+}
+
+fn fill(t: &Table, rows: std::ops::Range<u32>) {
+    for i in rows {
+        t.put(
+            Put::new(row(i))
+                .add("f", "q", format!("v{i}"))
+                .add("g", "q", "x"),
+        )
+        .unwrap();
+    }
+}
+
+fn rows_of(t: &Table, scan: Scan) -> Vec<String> {
+    scan_all(t, scan)
+        .iter()
+        .map(|r| String::from_utf8_lossy(&r.row).into_owned())
+        .collect()
+}
+
+/// Regions are sorted and cover the key space with no gap or overlap.
+pub fn assert_covering(regions: &[RegionInfo]) {
+    assert!(!regions.is_empty());
+    assert!(regions[0].start_key.is_empty(), "{regions:?}");
+    assert!(regions[regions.len() - 1].end_key.is_empty(), "{regions:?}");
+    for w in regions.windows(2) {
+        assert_eq!(w[0].end_key, w[1].start_key, "{regions:?}");
+        assert!(w[0].start_key < w[0].end_key, "{regions:?}");
+    }
+}
+
+fn check_all(t: &Table, n: u32) {
+    let want: Vec<String> = (0..n).map(row).collect();
+    assert_eq!(rows_of(t, Scan::new()), want);
+    let mut rev = want.clone();
+    rev.reverse();
+    assert_eq!(rows_of(t, Scan::new().reversed()), rev);
+    for i in (0..n).step_by(97) {
+        let r = t.get(Get::new(row(i))).unwrap();
+        assert_eq!(r.value(b"f", b"q").unwrap(), &Bytes::from(format!("v{i}")));
+    }
+}
+
+#[test]
+fn split_on_request_keeps_every_row_and_routes_new_writes() {
+    let fx = Fixture::new();
+    let t = fx.create("t", vec![cf("f", 1), cf("g", 1)]);
+    let name = TableName::parse("t").unwrap();
+    fill(&t, 0..1000);
+    fx.db.split_table(&name, Some(row(400).as_bytes())).unwrap();
+    let regions = fx.db.regions(&name).unwrap();
+    assert_eq!(regions.len(), 2);
+    assert_covering(&regions);
+    assert_eq!(regions[0].end_key, Bytes::from(row(400)));
+    check_all(&t, 1000);
+    // Writes after the split land in the daughters; ranged scans cross the boundary.
+    fill(&t, 1000..1200);
+    check_all(&t, 1200);
+    let got = rows_of(
+        &t,
+        Scan::new()
+            .with_start_row(row(398), true)
+            .with_stop_row(row(402), true),
+    );
+    assert_eq!(got, (398..=402).map(row).collect::<Vec<_>>());
+    let got = rows_of(
+        &t,
+        Scan::new()
+            .with_start_row(row(402), true)
+            .with_stop_row(row(398), false)
+            .reversed(),
+    );
+    assert_eq!(got, [row(402), row(401), row(400), row(399)]);
+    assert_eq!(
+        rows_of(&t, Scan::new().with_limit(3).with_start_row(row(399), true)).len(),
+        3
+    );
+    // Daughters read the parent's files until compacted; then the janitor deletes the parent.
+    fx.major("t");
+    assert_eq!(fx.db.run_catalog_janitor().unwrap(), 1);
+    check_all(&t, 1200);
+    // Boundaries survive a restart.
+    drop(t);
+    let fx = fx.reopen();
+    assert_eq!(fx.db.regions(&name).unwrap(), regions);
+    check_all(&fx.db.table("t").unwrap(), 1200);
+}
+
+#[test]
+fn split_without_a_key_uses_the_middle_of_the_largest_file() {
+    let fx = Fixture::new();
+    let t = fx.create("t", vec![cf("f", 1), cf("g", 1)]);
+    let name = TableName::parse("t").unwrap();
+    // Nothing to split in an empty table.
+    fx.db.split_table(&name, None).unwrap();
+    assert_eq!(fx.db.regions(&name).unwrap().len(), 1);
+    fill(&t, 0..3000);
+    fx.flush("t");
+    fx.db.split_table(&name, None).unwrap();
+    let regions = fx.db.regions(&name).unwrap();
+    assert_eq!(regions.len(), 2);
+    let mid: String = String::from_utf8_lossy(&regions[0].end_key).into_owned();
+    assert!(mid > row(1000) && mid < row(2000), "split at {mid}");
+    check_all(&t, 3000);
+    // Daughters with references are not split again before a compaction.
+    let err = fx
+        .db
+        .split_table(&name, Some(row(10).as_bytes()))
+        .unwrap_err();
+    assert!(err.to_string().contains("compact it first"), "{err}");
+    fx.major("t");
+    fx.db.split_table(&name, Some(row(10).as_bytes())).unwrap();
+    assert_eq!(fx.db.regions(&name).unwrap().len(), 3);
+    check_all(&t, 3000);
+}
+
+#[test]
+fn bad_split_requests_are_refused_and_change_nothing() {
+    let fx = Fixture::new();
+    let t = fx.create("t", vec![cf("f", 1), cf("g", 1)]);
+    let name = TableName::parse("t").unwrap();
+    fill(&t, 0..100);
+    fx.db.split_table(&name, Some(b"m")).unwrap();
+    let regions = fx.db.regions(&name).unwrap();
+    fx.major("t");
+    let err = fx.db.split_table(&name, Some(b"m")).unwrap_err();
+    assert_eq!(err.to_string(), "Split row is equal to startkey: m");
+    let enc = regions[0].encoded_name(&name);
+    let err = fx.db.split_region(enc.as_bytes(), Some(b"z")).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("Split row is not inside region key range splitKey:z"),
+        "{err}"
+    );
+    let err = fx.db.split_region(b"nope", None).unwrap_err();
+    assert!(matches!(err, Error::UnknownRegion(_)), "{err}");
+    // SPLIT_ENABLED => false.
+    let mut desc = fx.db.describe(&name).unwrap();
+    desc.split_enabled = false;
+    fx.db.modify_table(desc).unwrap();
+    let err = fx.db.split_table(&name, Some(b"c")).unwrap_err();
+    assert!(err.to_string().contains("split is disabled"), "{err}");
+    assert_eq!(fx.db.regions(&name).unwrap(), regions);
+    check_all(&t, 100);
+}
+
+#[test]
+fn merge_joins_adjacent_regions() {
+    let fx = Fixture::new();
+    let name = TableName::parse("t").unwrap();
+    let splits: Vec<Bytes> = [200, 400, 600]
+        .iter()
+        .map(|i| Bytes::from(row(*i)))
+        .collect();
+    fx.db
+        .create_table(
+            TableDescriptor::new(&name, [cf("f", 1), cf("g", 1)]),
+            &splits,
+        )
+        .unwrap();
+    let t = fx.db.table("t").unwrap();
+    fill(&t, 0..800);
+    let regions = fx.db.regions(&name).unwrap();
+    let enc: Vec<String> = regions.iter().map(|r| r.encoded_name(&name)).collect();
+    // Not adjacent, only one, unknown.
+    let err = fx
+        .db
+        .merge_regions(&[enc[0].as_bytes(), enc[2].as_bytes()], false)
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("Unable to merge non-adjacent regions"),
+        "{err}"
+    );
+    let err = fx
+        .db
+        .merge_regions(&[enc[0].as_bytes()], false)
+        .unwrap_err();
+    assert!(matches!(err, Error::MergeRegion(_)), "{err}");
+    // Full region names work as well as encoded ones.
+    let full = regions[2].region_name(&name);
+    fx.db
+        .merge_regions(&[enc[1].as_bytes(), &full[..]], false)
+        .unwrap();
+    let merged = fx.db.regions(&name).unwrap();
+    assert_eq!(merged.len(), 3);
+    assert_covering(&merged);
+    assert_eq!(merged[1].start_key, regions[1].start_key);
+    assert_eq!(merged[1].end_key, regions[2].end_key);
+    check_all(&t, 800);
+    fill(&t, 800..900);
+    check_all(&t, 900);
+    // The merged region reads its parents' files until compacted.
+    let err = fx
+        .db
+        .merge_regions(
+            &[enc[0].as_bytes(), merged[1].encoded_name(&name).as_bytes()],
+            false,
+        )
+        .unwrap_err();
+    assert!(err.to_string().contains("compact it first"), "{err}");
+    fx.major("t");
+    assert_eq!(fx.db.run_catalog_janitor().unwrap(), 2);
+    let all: Vec<String> = fx
+        .db
+        .regions(&name)
+        .unwrap()
+        .iter()
+        .map(|r| r.encoded_name(&name))
+        .collect();
+    let refs: Vec<&[u8]> = all.iter().map(String::as_bytes).collect();
+    fx.db.merge_regions(&refs, true).unwrap();
+    assert_eq!(fx.db.regions(&name).unwrap().len(), 1);
+    check_all(&t, 900);
+    drop(t);
+    let fx = fx.reopen();
+    assert_eq!(fx.db.regions(&name).unwrap().len(), 1);
+    check_all(&fx.db.table("t").unwrap(), 900);
+}
+
+fn open_small(dir: &std::path::Path, clock: &Arc<ManualClock>, max_filesize: u64) -> Database {
+    let mut options = Options {
+        env: Env::with_clock(Arc::clone(clock) as _),
+        max_filesize_bytes: max_filesize,
+        ..Options::default()
+    };
+    options.background.compaction.automatic = true;
+    Database::open_with(dir, options).unwrap()
+}
+
+#[test]
+fn regions_split_on_their_own_past_max_filesize() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let db = open_small(dir.path(), &clock, 1 << 20);
+    let name = TableName::parse("t").unwrap();
+    let mut desc = TableDescriptor::new(&name, [cf("f", 1), cf("g", 1)]);
+    desc.memstore_flushsize_bytes = 1 << 20;
+    db.create_table(desc, &[]).unwrap();
+    let t = db.table("t").unwrap();
+    let pad = "p".repeat(300);
+    for i in 0..20_000 {
+        t.put(
+            Put::new(row(i))
+                .add("f", "q", format!("v{i}"))
+                .add("g", "q", pad.clone()),
+        )
+        .unwrap();
+    }
+    db.flush(&name).unwrap();
+    db.wait_for_background().unwrap();
+    db.wait_for_background().unwrap();
+    let regions = db.regions(&name).unwrap();
+    assert!(regions.len() >= 4, "{} regions", regions.len());
+    assert_covering(&regions);
+    check_all(&t, 20_000);
+}
