@@ -11,4 +11,5 @@ mod regions;
 mod schema;
 mod semantics;
 mod semantics_more;
+mod split_crash;
 mod support;
