@@ -90,7 +90,7 @@ impl Region {
                 return Ok(());
             }
             let inputs = store.files();
-            if inputs.is_empty() || (!major && inputs.len() < 2 && !store.has_references()) {
+            if inputs.is_empty() || (!major && inputs.len() < 2) {
                 continue;
             }
             self.run_compaction(&store, &inputs, major, &mut Throttle::new(None))?;

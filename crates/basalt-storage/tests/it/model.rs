@@ -1,5 +1,6 @@
-//! Model-based property test: random histories of writes, reads, flushes, compactions and
-//! reopens run against `Database` and the in-memory oracle; every read must agree.
+//! Model-based property test: random histories of writes, reads, flushes, compactions,
+//! reopens, splits and merges run against `Database` and the in-memory oracle (one per
+//! region); every read must agree.
 //! Storage settings vary per case (block size, codec, bloom, KEEP_DELETED_CELLS) — the answers
 //! must not (a metamorphic check across configurations).
 
@@ -11,8 +12,10 @@ use basalt_model::{
     TableDescriptor, TableName,
 };
 use basalt_storage::env::ManualClock;
+use basalt_testkit::oracle::regions::RegionedOracle;
 use basalt_testkit::oracle::Oracle;
 use basalt_testkit::strategies::{op, Op};
+use bytes::Bytes;
 use proptest::prelude::*;
 
 use super::support::{open, T0};
@@ -85,8 +88,84 @@ fn async_wal(m: Mutation) -> Mutation {
     }
 }
 
+/// A step of a history: an operation, or a change of the table's regions.
+#[allow(clippy::large_enum_variant)] // test input, built once per step
+#[derive(Clone, Debug)]
+enum Step {
+    Op(Op),
+    /// Split the region holding this row there.
+    Split(Bytes),
+    /// Merge region `i % (n - 1)` with the next.
+    Merge(usize),
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    let keys = ["r1", "r2", "r2x", "r3", "r4"].map(|k| Bytes::from_static(k.as_bytes()));
+    prop_oneof![
+        30 => op().prop_map(Step::Op),
+        2 => prop::sample::select(keys.to_vec()).prop_map(Step::Split),
+        1 => (0usize..4).prop_map(Step::Merge),
+    ]
+}
+
+/// A refusal the model allows: a region that still reads its parents' files is neither
+/// split nor merged until a compaction rewrites them.
+fn refused_for_references(r: basalt_model::Result<()>) -> Result<bool, TestCaseError> {
+    match r {
+        Ok(()) => Ok(false),
+        Err(e) if e.to_string().contains("compact it first") => Ok(true),
+        Err(e) => Err(TestCaseError::fail(format!("unexpected error: {e}"))),
+    }
+}
+
+/// Applies a split or merge to the database and, when it happened, to the oracle.
+fn change_regions(
+    db: &basalt_storage::Database,
+    name: &TableName,
+    oracle: &mut RegionedOracle,
+    step: &Step,
+    now: i64,
+) -> Result<(), TestCaseError> {
+    match step {
+        Step::Split(key) => {
+            let starts = oracle.starts();
+            if starts.contains(key) {
+                return Ok(());
+            }
+            if !refused_for_references(db.split_table(name, Some(key)))? {
+                prop_assert!(oracle.split(key, now));
+            }
+        }
+        Step::Merge(i) => {
+            let regions = db.regions(name).unwrap();
+            prop_assert_eq!(regions.len(), oracle.starts().len());
+            if regions.len() < 2 {
+                return Ok(());
+            }
+            let i = i % (regions.len() - 1);
+            let enc: Vec<String> = regions[i..i + 2]
+                .iter()
+                .map(|r| r.encoded_name(name))
+                .collect();
+            let both = [enc[0].as_bytes(), enc[1].as_bytes()];
+            if !refused_for_references(db.merge_regions(&both, false))? {
+                oracle.merge(i, now);
+            }
+        }
+        Step::Op(_) => {}
+    }
+    let starts: Vec<Bytes> = db
+        .regions(name)
+        .unwrap()
+        .into_iter()
+        .map(|r| r.start_key)
+        .collect();
+    prop_assert_eq!(starts, oracle.starts());
+    Ok(())
+}
+
 #[allow(clippy::too_many_lines)] // one arm per operation, each a few lines
-fn run(config: &Config, ops: &[Op]) -> Result<(), TestCaseError> {
+fn run(config: &Config, steps: &[Step]) -> Result<(), TestCaseError> {
     let dir = tempfile::tempdir().unwrap();
     let clock = Arc::new(ManualClock::new(T0));
     let name = TableName::parse("m").unwrap();
@@ -95,9 +174,14 @@ fn run(config: &Config, ops: &[Op]) -> Result<(), TestCaseError> {
     db.create_table(TableDescriptor::new(&name, fams.clone()), &[])
         .unwrap();
     let mut table = db.table("m").unwrap();
-    let mut oracle = Oracle::new(&fams);
-    for (step, o) in ops.iter().enumerate() {
+    let mut oracle = RegionedOracle::new(Oracle::new(&fams));
+    for (step, s) in steps.iter().enumerate() {
         let now = clock.now_ms_for_tests();
+        let Step::Op(o) = s else {
+            change_regions(&db, &name, &mut oracle, s, now)?;
+            clock.advance(1);
+            continue;
+        };
         match o {
             Op::Put(p) => {
                 table.mutate(async_wal(Mutation::Put(p.clone()))).unwrap();
@@ -216,8 +300,8 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: cases(), max_shrink_iters: 2000, ..ProptestConfig::default() })]
 
     #[test]
-    fn database_agrees_with_the_oracle(config in config(), ops in prop::collection::vec(op(), 1..80)) {
-        run(&config, &ops)?;
+    fn database_agrees_with_the_oracle(config in config(), steps in prop::collection::vec(step(), 1..80)) {
+        run(&config, &steps)?;
     }
 }
 
@@ -230,12 +314,13 @@ fn oracle_sanity_put_then_get() {
         bloom: BloomType::Row,
         block_size_bytes: 1024,
     };
-    let ops = [
-        Op::Put(Put::new("r1").add_at("f", "a", 1, "x")),
-        Op::Flush,
-        Op::Get(basalt_model::ops::Get::new("r1")),
+    let steps = [
+        Step::Op(Op::Put(Put::new("r1").add_at("f", "a", 1, "x"))),
+        Step::Op(Op::Flush),
+        Step::Split(Bytes::from_static(b"r1")),
+        Step::Op(Op::Get(basalt_model::ops::Get::new("r1"))),
     ];
-    run(&config, &ops).unwrap();
+    run(&config, &steps).unwrap();
     let mut o = Oracle::new(&families(&config));
     o.put(&Put::new("r1").add_at("f", "a", 1, "x"), T0);
     assert_eq!(

@@ -5,6 +5,7 @@
 //! rules of [`retain`]. Reads are in [`read`].
 
 pub mod read;
+pub mod regions;
 pub mod retain;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -20,7 +21,32 @@ pub use read::Query;
 pub struct FamilyState {
     pub spec: ColumnFamilyDescriptor,
     pub mem: BTreeSet<Cell>,
-    pub files: Vec<Vec<Cell>>,
+    pub files: Vec<File>,
+}
+
+/// One store file.
+#[derive(Clone, Debug)]
+pub struct File {
+    pub cells: Vec<Cell>,
+    /// The oldest Put's timestamp as the file's metadata says (`i64::MAX`: none). A region
+    /// reading part of a parent's file after a split sees the parent file's metadata, as in
+    /// HBase, so this may be older than any Put of `cells`.
+    pub earliest_put_ts: i64,
+}
+
+impl File {
+    fn new(cells: Vec<Cell>) -> File {
+        let earliest_put_ts = cells
+            .iter()
+            .filter(|c| c.cell_type == CellType::Put)
+            .map(|c| c.timestamp)
+            .min()
+            .unwrap_or(i64::MAX);
+        File {
+            cells,
+            earliest_put_ts,
+        }
+    }
 }
 
 /// An in-memory table.
@@ -225,7 +251,7 @@ impl Oracle {
             let cells: Vec<Cell> = std::mem::take(&mut fam.mem).into_iter().collect();
             let kept = retain::retain(&cells, &fam.spec, retain::Mode::Minor, now);
             if !kept.is_empty() {
-                fam.files.push(kept);
+                fam.files.push(File::new(kept));
             }
         }
     }
@@ -239,12 +265,10 @@ impl Oracle {
             let files = std::mem::take(&mut fam.files);
             let earliest_put_ts = files
                 .iter()
-                .flatten()
-                .filter(|c| c.cell_type == CellType::Put)
-                .map(|c| c.timestamp)
+                .map(|f| f.earliest_put_ts)
                 .min()
                 .unwrap_or(i64::MAX);
-            let mut all: Vec<Cell> = files.into_iter().flatten().collect();
+            let mut all: Vec<Cell> = files.into_iter().flat_map(|f| f.cells).collect();
             all.sort();
             let mode = if major {
                 retain::Mode::Major { earliest_put_ts }
@@ -253,7 +277,7 @@ impl Oracle {
             };
             let kept = retain::retain(&all, &fam.spec, mode, now);
             if !kept.is_empty() {
-                fam.files.push(kept);
+                fam.files.push(File::new(kept));
             }
         }
     }
@@ -271,7 +295,7 @@ impl Oracle {
             family
                 .files
                 .iter()
-                .flatten()
+                .flat_map(|f| &f.cells)
                 .filter(|c| c.row == row)
                 .cloned(),
         );
@@ -287,7 +311,7 @@ impl Oracle {
             .flat_map(|f| {
                 f.mem
                     .iter()
-                    .chain(f.files.iter().flatten())
+                    .chain(f.files.iter().flat_map(|f| &f.cells))
                     .map(|c| c.row.clone())
             })
             .collect()
