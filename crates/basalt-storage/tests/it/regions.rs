@@ -270,3 +270,124 @@ fn regions_split_on_their_own_past_max_filesize() {
     assert_covering(&regions);
     check_all(&t, 20_000);
 }
+
+/// The value of row `i` in the large tests: `len` bytes derived from `i`.
+fn big_value(i: u32, len: usize) -> Vec<u8> {
+    let seed = format!("{i:08}-");
+    seed.bytes().cycle().take(len).collect()
+}
+
+#[test]
+fn hundreds_of_mib_end_in_many_regions_with_every_cell() {
+    const ROWS: u32 = 260_000;
+    const LEN: usize = 1024;
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let db = open_small(dir.path(), &clock, 8 << 20);
+    let name = TableName::parse("big").unwrap();
+    let mut desc = TableDescriptor::new(&name, [cf("f", 1)]);
+    desc.memstore_flushsize_bytes = 4 << 20;
+    db.create_table(desc, &[]).unwrap();
+    // Two writers over interleaved rows, so splits happen under concurrent writes.
+    std::thread::scope(|s| {
+        for w in 0..2u32 {
+            let t = db.table("big").unwrap();
+            s.spawn(move || {
+                for i in (w..ROWS).step_by(2) {
+                    let key = format!("{:08x}", i.wrapping_mul(2_654_435_761));
+                    let p = Put::new(key)
+                        .add("f", "q", big_value(i, LEN))
+                        .with_durability(basalt_model::Durability::AsyncWal);
+                    t.put(p).unwrap();
+                }
+            });
+        }
+    });
+    db.flush(&name).unwrap();
+    db.wait_for_background().unwrap();
+    let regions = db.regions(&name).unwrap();
+    assert_covering(&regions);
+    assert!(regions.len() >= 16, "{} regions", regions.len());
+    eprintln!(
+        "{} regions after {} MiB",
+        regions.len(),
+        (u64::from(ROWS) * LEN as u64) >> 20
+    );
+    // Every cell, once, with its value: a full scan in order, and gets of a sample.
+    let t = db.table("big").unwrap();
+    let mut want: Vec<(String, u32)> = (0..ROWS)
+        .map(|i| (format!("{:08x}", i.wrapping_mul(2_654_435_761)), i))
+        .collect();
+    want.sort();
+    let mut n = 0;
+    for (r, (key, i)) in t.scan(Scan::new()).unwrap().zip(&want) {
+        let r = r.unwrap();
+        assert_eq!(r.row, key.as_bytes());
+        assert_eq!(r.value(b"f", b"q").unwrap()[..], big_value(*i, LEN)[..]);
+        n += 1;
+    }
+    assert_eq!(n, ROWS as usize);
+    for (key, i) in want.iter().step_by(997) {
+        let r = t.get(Get::new(key.clone())).unwrap();
+        assert_eq!(r.value(b"f", b"q").unwrap()[..], big_value(*i, LEN)[..]);
+    }
+}
+
+#[test]
+fn splits_and_merges_under_concurrent_writes_lose_and_duplicate_nothing() {
+    let fx = Fixture::new();
+    let t = fx.create("t", vec![cf("f", 1), cf("g", 1)]);
+    let name = TableName::parse("t").unwrap();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let writers: Vec<_> = (0..3u32)
+            .map(|w| {
+                let t = t.clone();
+                s.spawn(move || {
+                    // Each writer owns its rows and bumps a counter in each, 4 times.
+                    for round in 0..4 {
+                        for i in 0..500u32 {
+                            let r = format!("{i:04}-{w}");
+                            t.increment_column_value(r.clone(), "g", "n", 1).unwrap();
+                            if round == 0 {
+                                t.put(Put::new(r).add("f", "q", "v")).unwrap();
+                            }
+                        }
+                    }
+                })
+            })
+            .collect();
+        s.spawn(|| {
+            let mut k = 0u32;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                k += 1;
+                let key = format!("{:04}", (k * 137) % 500);
+                let _ = fx.db.split_table(&name, Some(key.as_bytes()));
+                if k % 3 == 0 {
+                    fx.major("t");
+                    let regions = fx.db.regions(&name).unwrap();
+                    if regions.len() > 2 {
+                        let i = (k as usize) % (regions.len() - 1);
+                        let a = regions[i].encoded_name(&name);
+                        let b = regions[i + 1].encoded_name(&name);
+                        let _ = fx.db.merge_regions(&[a.as_bytes(), b.as_bytes()], false);
+                    }
+                }
+            }
+        });
+        for w in writers {
+            w.join().unwrap();
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
+    let regions = fx.db.regions(&name).unwrap();
+    assert_covering(&regions);
+    assert!(regions.len() > 1);
+    let rows = scan_all(&t, Scan::new());
+    assert_eq!(rows.len(), 1500);
+    for r in &rows {
+        let n = r.value(b"g", b"n").unwrap();
+        assert_eq!(i64::from_be_bytes(n[..].try_into().unwrap()), 4, "{r:?}");
+        assert!(r.value(b"f", b"q").is_some());
+    }
+}
