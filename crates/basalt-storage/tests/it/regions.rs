@@ -363,7 +363,7 @@ fn splits_and_merges_under_concurrent_writes_lose_and_duplicate_nothing() {
                 k += 1;
                 let key = format!("{:04}", (k * 137) % 500);
                 let _ = fx.db.split_table(&name, Some(key.as_bytes()));
-                if k % 3 == 0 {
+                if k.is_multiple_of(3) {
                     fx.major("t");
                     let regions = fx.db.regions(&name).unwrap();
                     if regions.len() > 2 {
