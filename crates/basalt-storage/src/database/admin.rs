@@ -78,7 +78,7 @@ impl Database {
         let name = desc.table_name();
         let mut g = self.inner.catalog.lock();
         g.1.namespace(name.namespace())?;
-        if g.1.tables.contains_key(&table_key(&name)) {
+        if g.1.tables.contains_key(&table_key(&name)) || self.table_exists(&name) {
             return Err(Error::TableExists(name.to_string()));
         }
         let regions =
@@ -158,7 +158,15 @@ impl Database {
     /// # Errors
     /// `TableNotFound`.
     pub fn describe(&self, name: &TableName) -> Result<TableDescriptor> {
-        Ok(self.inner.catalog.lock().1.table(name)?.descriptor.clone())
+        if let Ok(entry) = self.inner.catalog.lock().1.table(name) {
+            return Ok(entry.descriptor.clone());
+        }
+        // A system table the catalog does not list (hbase:meta).
+        let state = self.state(name)?;
+        let region = state.regions.read().first().cloned();
+        region
+            .map(|r| (*r.table()).clone())
+            .ok_or_else(|| Error::TableNotFound(name.to_string()))
     }
 
     /// `is_enabled`.

@@ -10,6 +10,7 @@
 
 mod admin;
 mod background;
+mod meta;
 mod regions;
 mod table;
 
@@ -76,6 +77,9 @@ pub struct Options {
     pub block_cache_bytes: usize,
     /// Flushes, compactions and write stalls.
     pub background: BackgroundConfig,
+    /// The host and port `hbase:meta` names as the regions' server.
+    pub server_host: String,
+    pub server_port: u16,
 }
 
 impl Default for Options {
@@ -89,6 +93,8 @@ impl Default for Options {
             max_filesize_bytes: basalt_model::descriptor::DEFAULT_MAX_FILESIZE_BYTES,
             block_cache_bytes: DEFAULT_BLOCK_CACHE_BYTES,
             background: BackgroundConfig::default(),
+            server_host: "localhost".to_owned(),
+            server_port: 16020,
         }
     }
 }
@@ -96,7 +102,28 @@ impl Default for Options {
 /// An open database. Cheap to clone; every clone is the same database.
 #[derive(Clone, Debug)]
 pub struct Database {
-    inner: Arc<DbInner>,
+    inner: Arc<Handle>,
+}
+
+/// What users hold (through `Database` and `Table`): when the last goes, the background
+/// workers are stopped and joined before the database itself is dropped, so the directory
+/// lock is free once the user's last handle is gone (a worker may hold the database for the
+/// length of a split).
+#[derive(Debug)]
+pub(crate) struct Handle(Arc<DbInner>);
+
+impl std::ops::Deref for Handle {
+    type Target = DbInner;
+
+    fn deref(&self) -> &DbInner {
+        &self.0
+    }
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        self.0.background.shutdown();
+    }
 }
 
 #[derive(Debug)]
@@ -112,6 +139,8 @@ pub(crate) struct DbInner {
     /// Serializes catalog changes (DDL).
     catalog: Mutex<(VersionedFile, Catalog)>,
     tables: RwLock<HashMap<TableName, Arc<TableState>>>,
+    meta: meta::MetaMirror,
+    server: meta::ServerName,
     _lock: File,
 }
 
@@ -173,6 +202,12 @@ impl Database {
             block_cache: BlockCache::new(options.block_cache_bytes),
             catalog: Mutex::new((vf, catalog.clone())),
             tables: RwLock::new(HashMap::new()),
+            meta: meta::MetaMirror::default(),
+            server: meta::ServerName {
+                host: options.server_host.clone(),
+                port: options.server_port,
+                start_code: env.now_ms(),
+            },
             options,
             _lock: lock,
         };
@@ -201,11 +236,14 @@ impl Database {
         if fresh {
             inner.commit_catalog(&mut inner.catalog.lock())?;
         }
+        inner.open_meta(&catalog)?;
         let inner = Arc::new(inner);
         inner.background.attach(&inner);
         // Parents a crash kept past the compaction that freed them.
         inner.clean_retired()?;
-        Ok(Database { inner })
+        Ok(Database {
+            inner: Arc::new(Handle(inner)),
+        })
     }
 
     /// The data directory.
@@ -360,7 +398,9 @@ impl DbInner {
 
     fn commit_catalog(&self, g: &mut (VersionedFile, Catalog)) -> Result<()> {
         let (vf, doc) = g;
-        vf.commit(&self.options.env, doc)
+        vf.commit(&self.options.env, doc)?;
+        self.refresh_meta(doc);
+        Ok(())
     }
 
     /// Deletes WAL segments every region has flushed past.

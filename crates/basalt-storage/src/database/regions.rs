@@ -303,6 +303,7 @@ impl DbInner {
             return Err(e);
         }
         g.1 = next;
+        self.refresh_meta(&g.1);
         self.install(state, &gone, opened);
         Ok(())
     }
@@ -406,6 +407,7 @@ impl DbInner {
         }
         g.0.commit(&self.options.env, &next)?;
         g.1 = next;
+        self.refresh_meta(&g.1);
         drop(g);
         for dir in &gone {
             self.options.env.remove_dir_all(dir)?;

@@ -9,19 +9,19 @@ use basalt_model::ops::{
 use basalt_model::{Error, Result, RowResult};
 use bytes::Bytes;
 
-use super::{DbInner, TableState};
+use super::{Handle, TableState};
 use crate::region::{Region, RegionInfo, RegionScanner};
 
 /// A handle on one table (HBase's `Table`). Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct Table {
     /// Keeps the database (its WAL and directory lock) open while the handle lives.
-    db: Arc<DbInner>,
+    db: Arc<Handle>,
     state: Arc<TableState>,
 }
 
 impl Table {
-    pub(super) fn new(db: Arc<DbInner>, state: Arc<TableState>) -> Table {
+    pub(super) fn new(db: Arc<Handle>, state: Arc<TableState>) -> Table {
         Table { db, state }
     }
 

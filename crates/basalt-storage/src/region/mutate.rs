@@ -343,6 +343,15 @@ impl Region {
         Ok(c)
     }
 
+    /// Writes cells the engine made (the `hbase:meta` mirror) as one edit without a WAL
+    /// record: no read-only or range check applies.
+    ///
+    /// # Errors
+    /// `NotServingRegion`; an unknown family.
+    pub fn write_system(&self, cells: Vec<Cell>) -> Result<()> {
+        self.write(Durability::SkipWal, cells)
+    }
+
     /// Writes prepared cells as one edit: one sequence id, one WAL record (row lock held).
     fn write(&self, durability: Durability, mut cells: Vec<Cell>) -> Result<()> {
         if cells.is_empty() {

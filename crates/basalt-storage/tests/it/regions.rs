@@ -391,3 +391,174 @@ fn splits_and_merges_under_concurrent_writes_lose_and_duplicate_nothing() {
         assert!(r.value(b"f", b"q").is_some());
     }
 }
+
+/// `hbase:meta` rows as (row, [qualifiers]) for the info and table families.
+fn meta_rows(db: &Database) -> Vec<(String, Vec<String>)> {
+    let meta = db.table("hbase:meta").unwrap();
+    scan_all(&meta, Scan::new())
+        .iter()
+        .map(|r| {
+            let cols = r
+                .cells
+                .iter()
+                .map(|c| {
+                    let f = String::from_utf8_lossy(&c.family).into_owned();
+                    format!("{f}:{}", String::from_utf8_lossy(&c.qualifier))
+                })
+                .collect();
+            (basalt_model::bytes_fmt::to_string_binary(&r.row), cols)
+        })
+        .collect()
+}
+
+#[test]
+fn hbase_meta_is_the_catalog_as_a_table() {
+    use basalt_model::region::decode_meta_region_info;
+    let fx = Fixture::new();
+    let name = TableName::parse("ns:t").unwrap();
+    fx.db.create_namespace("ns", Default::default()).unwrap();
+    fx.db
+        .create_table(
+            TableDescriptor::new(&name, [cf("f", 1)]),
+            &[Bytes::from_static(b"m")],
+        )
+        .unwrap();
+    let regions = fx.db.regions(&name).unwrap();
+    let rows = meta_rows(&fx.db);
+    let region_cols = [
+        "info:regioninfo",
+        "info:server",
+        "info:serverstartcode",
+        "info:sn",
+        "info:state",
+    ];
+    // The table's row sorts before its regions' rows.
+    let cols = || region_cols.map(String::from).to_vec();
+    let want: Vec<(String, Vec<String>)> = vec![
+        ("ns:t".to_owned(), vec!["table:state".to_owned()]),
+        (regions[0].region_name_string(&name), cols()),
+        (regions[1].region_name_string(&name), cols()),
+    ];
+    assert_eq!(rows, want);
+    assert!(
+        rows[1].0.starts_with(&format!("ns:t,,{}.", regions[0].id)),
+        "{}",
+        rows[1].0
+    );
+    // Values decode as HBase's; reads with columns and filters work as on any table.
+    let meta = fx.db.table("hbase:meta").unwrap();
+    let row0 = regions[0].region_name(&name);
+    let got = meta
+        .get(Get::new(row0.clone()).add_column("info", "regioninfo"))
+        .unwrap();
+    let (t, info, offline, split) =
+        decode_meta_region_info(got.value(b"info", b"regioninfo").unwrap()).unwrap();
+    assert_eq!(
+        (t, info, offline, split),
+        (name.clone(), regions[0].clone(), false, false)
+    );
+    let state = meta
+        .get(Get::new(row0).add_column("info", "state"))
+        .unwrap();
+    assert_eq!(
+        state.value(b"info", b"state").unwrap(),
+        &Bytes::from_static(b"OPEN")
+    );
+    let t_state = meta.get(Get::new("ns:t")).unwrap();
+    assert_eq!(
+        t_state.value(b"table", b"state").unwrap(),
+        &Bytes::from_static(b"PBUF\x08\x00")
+    );
+    // Disabling shows.
+    fx.db.disable_table(&name).unwrap();
+    let t_state = meta.get(Get::new("ns:t")).unwrap();
+    assert_eq!(
+        t_state.value(b"table", b"state").unwrap(),
+        &Bytes::from_static(b"PBUF\x08\x01")
+    );
+    fx.db.enable_table(&name).unwrap();
+    // Users cannot write to it; dropping a table removes its rows.
+    let err = meta
+        .put(Put::new("x").add("info", "state", "OPEN"))
+        .unwrap_err();
+    assert!(err.to_string().contains("read only"), "{err}");
+    fx.db.disable_table(&name).unwrap();
+    fx.db.delete_table(&name).unwrap();
+    assert!(meta_rows(&fx.db).is_empty());
+    // It is rebuilt at open.
+    let t2 = TableName::parse("t2").unwrap();
+    fx.db
+        .create_table(TableDescriptor::new(&t2, [cf("f", 1)]), &[])
+        .unwrap();
+    drop(meta);
+    let fx = fx.reopen();
+    assert_eq!(meta_rows(&fx.db).len(), 2);
+    assert!(fx.db.list_tables(None).unwrap() == ["t2"]);
+}
+
+#[test]
+fn hbase_meta_shows_split_parents_and_merge_parents_until_freed() {
+    use basalt_model::region::decode_meta_region_info;
+    let fx = Fixture::new();
+    let name = TableName::parse("t").unwrap();
+    fx.db
+        .create_table(
+            TableDescriptor::new(&name, [cf("f", 1)]),
+            &[Bytes::from_static(b"m")],
+        )
+        .unwrap();
+    let regions = fx.db.regions(&name).unwrap();
+    let meta = fx.db.table("hbase:meta").unwrap();
+    let t = fx.db.table("t").unwrap();
+    for r in ["a", "c", "e", "x"] {
+        t.put(Put::new(r).add("f", "q", "v")).unwrap();
+    }
+    fx.db.split_table(&name, Some(b"c")).unwrap();
+    let parent = regions[0].region_name(&name);
+    let got = meta.get(Get::new(parent.clone())).unwrap();
+    assert_eq!(
+        got.value(b"info", b"state").unwrap(),
+        &Bytes::from_static(b"SPLIT")
+    );
+    let (_, _, offline, split) =
+        decode_meta_region_info(got.value(b"info", b"regioninfo").unwrap()).unwrap();
+    assert!(offline && split);
+    let (_, a, _, _) = decode_meta_region_info(got.value(b"info", b"splitA").unwrap()).unwrap();
+    assert_eq!(a.end_key, Bytes::from_static(b"c"));
+    assert_eq!(meta_rows(&fx.db).len(), 5);
+    fx.major("t");
+    fx.db.run_catalog_janitor().unwrap();
+    assert!(meta.get(Get::new(parent)).unwrap().cells.is_empty());
+    // A merged region names its parents until they are freed.
+    let now = fx.db.regions(&name).unwrap();
+    let enc: Vec<String> = now[..2].iter().map(|r| r.encoded_name(&name)).collect();
+    fx.db
+        .merge_regions(&[enc[0].as_bytes(), enc[1].as_bytes()], false)
+        .unwrap();
+    let merged = fx.db.regions(&name).unwrap()[0].region_name(&name);
+    let got = meta.get(Get::new(merged.clone())).unwrap();
+    assert!(
+        got.value(b"info", b"merge0000").is_some() && got.value(b"info", b"merge0001").is_some()
+    );
+    fx.major("t");
+    fx.db.run_catalog_janitor().unwrap();
+    let got = meta.get(Get::new(merged)).unwrap();
+    assert!(got.value(b"info", b"merge0000").is_none(), "{got:?}");
+    // Users cannot write to it; dropping a table removes its rows.
+    let err = meta
+        .put(Put::new("x").add("info", "state", "OPEN"))
+        .unwrap_err();
+    assert!(err.to_string().contains("read only"), "{err}");
+    fx.db.disable_table(&name).unwrap();
+    fx.db.delete_table(&name).unwrap();
+    assert!(meta_rows(&fx.db).is_empty());
+    // It is rebuilt at open.
+    let t2 = TableName::parse("t2").unwrap();
+    fx.db
+        .create_table(TableDescriptor::new(&t2, [cf("f", 1)]), &[])
+        .unwrap();
+    drop((t, meta));
+    let fx = fx.reopen();
+    assert_eq!(meta_rows(&fx.db).len(), 2);
+    assert!(fx.db.list_tables(None).unwrap() == ["t2"]);
+}
