@@ -15,6 +15,10 @@ pub struct BasaltEngine {
     dir: PathBuf,
     options: Options,
     family: ColumnFamilyDescriptor,
+    /// Split keys of the table when it is created (a pre-split table).
+    split_keys: Vec<bytes::Bytes>,
+    /// The table's `MEMSTORE_FLUSHSIZE` (HBase's default when `None`).
+    flush_size_bytes: Option<u64>,
     db: Option<(Database, Table)>,
 }
 
@@ -35,10 +39,34 @@ impl BasaltEngine {
             dir: dir.to_owned(),
             options,
             family,
+            split_keys: Vec::new(),
+            flush_size_bytes: None,
             db: None,
         };
         e.reopen()?;
         Ok(e)
+    }
+
+    /// Creates the table anew with `regions` regions of equal key ranges (for `rows` keys),
+    /// as `create 'bench', 'f', SPLITS => [...]` would, and the flush size given.
+    ///
+    /// # Errors
+    /// Dropping or creating the table failed.
+    pub fn recreate_table(
+        &mut self,
+        regions: u64,
+        rows: u64,
+        flush_size_bytes: Option<u64>,
+    ) -> anyhow::Result<()> {
+        self.split_keys = (1..regions)
+            .map(|j| bytes::Bytes::copy_from_slice(&crate::key(rows * j / regions)))
+            .collect();
+        self.flush_size_bytes = flush_size_bytes;
+        let (db, _) = self.parts()?;
+        let name = TableName::parse(TABLE)?;
+        db.disable_table(&name)?;
+        db.delete_table(&name)?;
+        self.reopen()
     }
 
     fn reopen(&mut self) -> anyhow::Result<()> {
@@ -49,7 +77,11 @@ impl BasaltEngine {
         let db = Database::open_with(&self.dir, self.options.clone())?;
         let name = TableName::parse(TABLE)?;
         if !db.table_exists(&name) {
-            db.create_table(TableDescriptor::new(&name, [self.family.clone()]), &[])?;
+            let mut desc = TableDescriptor::new(&name, [self.family.clone()]);
+            if let Some(n) = self.flush_size_bytes {
+                desc.memstore_flushsize_bytes = n;
+            }
+            db.create_table(desc, &self.split_keys)?;
         }
         let t = db.table(TABLE)?;
         self.db = Some((db, t));

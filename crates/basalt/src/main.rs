@@ -49,6 +49,16 @@ enum Command {
         /// Data directory (a fresh temporary one when omitted; removed afterwards).
         #[arg(long)]
         data_dir: Option<PathBuf>,
+        /// Region split threshold (`hbase.hregion.max.filesize`) in MiB; HBase's 10 GiB
+        /// when omitted.
+        #[arg(long)]
+        max_filesize_mib: Option<u64>,
+        /// Regions the table starts with, of equal key ranges (a pre-split table).
+        #[arg(long, default_value_t = 1)]
+        pre_split: u64,
+        /// The table's MEMSTORE_FLUSHSIZE in MiB (HBase's 128 when omitted).
+        #[arg(long)]
+        flush_mib: Option<u64>,
     },
 }
 
@@ -63,6 +73,9 @@ fn main() -> anyhow::Result<()> {
             cache_mib,
             block_kib,
             data_dir,
+            max_filesize_mib,
+            pre_split,
+            flush_mib,
         } => {
             let cfg = Config {
                 rows,
@@ -70,38 +83,63 @@ fn main() -> anyhow::Result<()> {
                 reads,
                 synced_puts,
             };
-            bench(&workloads, &cfg, cache_mib, block_kib, data_dir)
+            let mut options = Options {
+                block_cache_bytes: cache_mib << 20,
+                ..Options::default()
+            };
+            if let Some(m) = max_filesize_mib {
+                options.max_filesize_bytes = m << 20;
+            }
+            let layout = Layout {
+                block_kib,
+                pre_split,
+                flush_bytes: flush_mib.map(|m| m << 20),
+                data_dir,
+            };
+            bench(&workloads, &cfg, options, &layout)
         }
     }
+}
+
+/// How the benchmark's table is laid out.
+struct Layout {
+    block_kib: u32,
+    pre_split: u64,
+    flush_bytes: Option<u64>,
+    data_dir: Option<PathBuf>,
 }
 
 fn bench(
     workloads: &[Workload],
     cfg: &Config,
-    cache_mib: usize,
-    block_kib: u32,
-    data_dir: Option<PathBuf>,
+    options: Options,
+    layout: &Layout,
 ) -> anyhow::Result<()> {
-    let temporary = data_dir.is_none();
-    let dir = data_dir.unwrap_or_else(|| {
+    let temporary = layout.data_dir.is_none();
+    let dir = layout.data_dir.clone().unwrap_or_else(|| {
         std::env::temp_dir().join(format!("basalt-bench-{}", std::process::id()))
     });
-    let options = Options {
-        block_cache_bytes: cache_mib << 20,
-        ..Options::default()
-    };
+    let cache_mib = options.block_cache_bytes >> 20;
+    let max_mib = options.max_filesize_bytes >> 20;
+    let block_kib = layout.block_kib;
     let family = ColumnFamilyDescriptor::new("f")
         .with_block_size_bytes(block_kib << 10)
         .with_compression(Compression::None);
     let mut engine = BasaltEngine::open(&dir, options, family).context("opening the database")?;
+    if layout.pre_split > 1 || layout.flush_bytes.is_some() {
+        engine.recreate_table(layout.pre_split, cfg.rows, layout.flush_bytes)?;
+    }
     println!(
-        "basalt: {} rows, {}-byte values, {cache_mib} MiB block cache, {block_kib} KiB blocks",
-        cfg.rows, cfg.value_size
+        "basalt: {} rows, {}-byte values, {cache_mib} MiB block cache, {block_kib} KiB blocks, \
+         {} regions to start, split past {max_mib} MiB",
+        cfg.rows, cfg.value_size, layout.pre_split
     );
     basalt_bench::run(&mut engine, workloads, cfg, |r| println!("{r}"))?;
-    let stats = engine.database()?.engine_stats();
+    let db = engine.database()?;
+    let stats = db.engine_stats();
+    let regions = db.regions(&basalt_model::TableName::parse("bench")?)?.len();
     println!(
-        "flushes {}, minor compactions {}, major compactions {}, delayed writes {}",
+        "flushes {}, minor compactions {}, major compactions {}, delayed writes {}, regions {regions}",
         stats.flushes, stats.minor_compactions, stats.major_compactions, stats.delayed_writes
     );
     engine.close()?;
