@@ -324,10 +324,11 @@ impl Database {
     /// # Errors
     /// `TableNotFound`; `Io`; corruption.
     pub fn compact(&self, name: &TableName) -> Result<()> {
-        for r in self.state(name)?.regions.read().iter() {
+        for r in self.state(name)?.regions.read().clone() {
             r.compact(false)?;
         }
-        Ok(())
+        // Regions that compacted their references away free their parents.
+        self.inner.clean_retired().map(drop)
     }
 
     /// `major_compact`: rewrites each store into one file, dropping what HBase drops.
@@ -335,10 +336,10 @@ impl Database {
     /// # Errors
     /// `TableNotFound`; `Io`; corruption.
     pub fn major_compact(&self, name: &TableName) -> Result<()> {
-        for r in self.state(name)?.regions.read().iter() {
+        for r in self.state(name)?.regions.read().clone() {
             r.compact(true)?;
         }
-        Ok(())
+        self.inner.clean_retired().map(drop)
     }
 
     /// Store file count of each family of the table (diagnostics and tests).

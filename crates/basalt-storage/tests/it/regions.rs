@@ -62,6 +62,7 @@ fn split_on_request_keeps_every_row_and_routes_new_writes() {
     let t = fx.create("t", vec![cf("f", 1), cf("g", 1)]);
     let name = TableName::parse("t").unwrap();
     fill(&t, 0..1000);
+    let first_region_id = fx.db.regions(&name).unwrap()[0].id;
     fx.db.split_table(&name, Some(row(400).as_bytes())).unwrap();
     let regions = fx.db.regions(&name).unwrap();
     assert_eq!(regions.len(), 2);
@@ -91,8 +92,15 @@ fn split_on_request_keeps_every_row_and_routes_new_writes() {
         3
     );
     // Daughters read the parent's files until compacted; then the janitor deletes the parent.
+    let parent_dir = fx
+        .dir
+        .path()
+        .join("data/default/t")
+        .join(first_region_id.to_string());
+    assert!(parent_dir.exists());
     fx.major("t");
-    assert_eq!(fx.db.run_catalog_janitor().unwrap(), 1);
+    assert!(!parent_dir.exists());
+    assert_eq!(fx.db.run_catalog_janitor().unwrap(), 0);
     check_all(&t, 1200);
     // Boundaries survive a restart.
     drop(t);
@@ -215,7 +223,15 @@ fn merge_joins_adjacent_regions() {
         .unwrap_err();
     assert!(err.to_string().contains("compact it first"), "{err}");
     fx.major("t");
-    assert_eq!(fx.db.run_catalog_janitor().unwrap(), 2);
+    assert_eq!(
+        fx.dir
+            .path()
+            .join("data/default/t")
+            .read_dir()
+            .unwrap()
+            .count(),
+        3
+    );
     let all: Vec<String> = fx
         .db
         .regions(&name)
@@ -561,4 +577,28 @@ fn hbase_meta_shows_split_parents_and_merge_parents_until_freed() {
     let fx = fx.reopen();
     assert_eq!(meta_rows(&fx.db).len(), 2);
     assert!(fx.db.list_tables(None).unwrap() == ["t2"]);
+}
+
+#[test]
+fn a_batch_across_regions_reports_each_row() {
+    use basalt_model::ops::Mutation;
+    let fx = Fixture::new();
+    let name = TableName::parse("t").unwrap();
+    let splits = [Bytes::from_static(b"h"), Bytes::from_static(b"p")];
+    fx.db
+        .create_table(TableDescriptor::new(&name, [cf("f", 1)]), &splits)
+        .unwrap();
+    let t = fx.db.table("t").unwrap();
+    let batch = vec![
+        Mutation::Put(Put::new("a").add("f", "q", "1")),
+        Mutation::Put(Put::new("k").add("nope", "q", "2")),
+        Mutation::Put(Put::new("m").add("f", "q", "3")),
+        Mutation::Put(Put::new("z").add("f", "q", "4")),
+    ];
+    let results = t.batch(batch);
+    let ok: Vec<bool> = results.iter().map(Result::is_ok).collect();
+    assert_eq!(ok, [true, false, true, true]);
+    let err = results[1].as_ref().unwrap_err();
+    assert!(matches!(err, Error::NoSuchColumnFamily { .. }), "{err}");
+    assert_eq!(rows_of(&t, Scan::new()), ["a", "m", "z"]);
 }
