@@ -77,6 +77,9 @@ pub struct Options {
     pub block_cache_bytes: usize,
     /// Flushes, compactions and write stalls.
     pub background: BackgroundConfig,
+    /// How long an operation keeps retrying a region that a split or merge has closed
+    /// (`NotServingRegion`) before it gives up with that error (60 s).
+    pub region_retry_timeout: std::time::Duration,
     /// The host and port `hbase:meta` names as the regions' server.
     pub server_host: String,
     pub server_port: u16,
@@ -93,6 +96,7 @@ impl Default for Options {
             max_filesize_bytes: basalt_model::descriptor::DEFAULT_MAX_FILESIZE_BYTES,
             block_cache_bytes: DEFAULT_BLOCK_CACHE_BYTES,
             background: BackgroundConfig::default(),
+            region_retry_timeout: std::time::Duration::from_secs(60),
             server_host: "localhost".to_owned(),
             server_port: 16020,
         }

@@ -32,7 +32,8 @@ impl Table {
     /// Runs `f` on the region of `row`, looking the region up again while a split or merge
     /// has it closed (`NotServingRegion`), as an HBase client does.
     fn with_region<T>(&self, row: &[u8], mut f: impl FnMut(&Region) -> Result<T>) -> Result<T> {
-        retry_not_serving(|| f(&*self.region_for(row)?))
+        let limit = self.db.options.region_retry_timeout;
+        retry_not_serving(limit, || f(&*self.region_for(row)?))
     }
 
     /// `put`.
@@ -153,6 +154,7 @@ impl Table {
             return Err(Error::TableNotEnabled(self.state.name.to_string()));
         }
         Ok(TableScanner {
+            retry_limit: self.db.options.region_retry_timeout,
             state: Arc::clone(&self.state),
             current: None,
             scan,
@@ -163,13 +165,10 @@ impl Table {
     }
 }
 
-/// How long an operation keeps looking for an online region: a split or merge closes its
-/// regions for as long as a flush of their memstores takes.
-const REGION_RETRY_LIMIT: Duration = Duration::from_secs(60);
-
-/// Runs `op` until it does not fail with `NotServingRegion` (or the retry limit passes).
-fn retry_not_serving<T>(mut op: impl FnMut() -> Result<T>) -> Result<T> {
-    let deadline = Instant::now() + REGION_RETRY_LIMIT;
+/// Runs `op` until it does not fail with `NotServingRegion` or `limit` passes: a split or
+/// merge closes its regions for as long as a flush of their memstores takes.
+fn retry_not_serving<T>(limit: Duration, mut op: impl FnMut() -> Result<T>) -> Result<T> {
+    let deadline = Instant::now() + limit;
     let mut pause = Duration::from_micros(50);
     loop {
         match op() {
@@ -208,6 +207,7 @@ impl TableState {
 /// so a PageFilter limits rows per region, as in HBase (SEMANTICS.md #59).
 #[derive(Debug)]
 pub struct TableScanner {
+    retry_limit: Duration,
     state: Arc<TableState>,
     current: Option<(RegionInfo, RegionScanner)>,
     scan: Scan,
@@ -242,7 +242,7 @@ impl TableScanner {
             if self.done {
                 return Ok(None);
             }
-            let opened = retry_not_serving(|| self.open_next())?;
+            let opened = retry_not_serving(self.retry_limit, || self.open_next())?;
             self.current = Some(opened);
         }
     }

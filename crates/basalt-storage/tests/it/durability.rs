@@ -35,9 +35,11 @@ fn writes_survive_reopen_from_wal_and_files() {
 
 fn kill_test_options() -> Options {
     let mut options = Options::default();
-    // Files pile up fast and compactions run all the time, so kills land in them.
+    // Files pile up fast and compactions run all the time, so kills land in them; regions
+    // split past 256 KiB, so kills land in splits and their compactions too.
     options.background.compaction.min_files = 2;
     options.background.compaction_throughput = None;
+    options.max_filesize_bytes = 256 << 10;
     options
 }
 
@@ -93,7 +95,7 @@ fn kill_9_loses_no_acknowledged_write() {
     }
     let mut rng = rand::rngs::StdRng::seed_from_u64(9);
     let mut acked_total: Vec<u64> = Vec::new();
-    let (mut flushes, mut compactions) = (0, 0);
+    let (mut flushes, mut compactions, mut region_count) = (0, 0, 0);
     for round in 0..rounds {
         let start = acked_total.last().map_or(0, |l| l + 1);
         let mut child = Command::new(std::env::current_exe().unwrap())
@@ -141,11 +143,18 @@ fn kill_9_loses_no_acknowledged_write() {
                 "round {round}: acknowledged row{i:08} lost or damaged"
             );
         }
+        let regions = db.regions(&TableName::parse("t").unwrap()).unwrap();
+        crate::regions::assert_covering(&regions);
+        region_count = regions.len();
         db.close().unwrap();
     }
     assert!(
         flushes > 0 && compactions > 0,
         "kills should land among flushes ({flushes}) and compactions ({compactions})"
+    );
+    assert!(
+        rounds < 8 || region_count > 2,
+        "{region_count} regions: no split happened"
     );
 }
 
