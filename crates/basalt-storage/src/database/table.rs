@@ -141,7 +141,8 @@ impl Table {
     /// Bad input, unknown family, disabled table, corruption.
     pub fn get(&self, get: Get) -> Result<RowResult> {
         get.validate()?;
-        self.with_region(&get.row.clone(), |r| r.get(get.clone()))
+        let scan = get.into_scan();
+        self.with_region(&scan.start_row, |r| r.get_scan(&scan))
     }
 
     /// `getScanner`: rows in order (or reverse order) across every region.

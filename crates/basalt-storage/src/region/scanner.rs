@@ -41,10 +41,18 @@ impl Region {
     /// Invalid Get, unknown family, corrupt file.
     pub fn get(&self, get: Get) -> Result<RowResult> {
         get.validate()?;
-        let row = get.row.clone();
-        let mut s = self.scanner(&get.into_scan())?;
+        self.get_scan(&get.into_scan())
+    }
+
+    /// Reads one row with a Get already turned into its scan ([`Get::into_scan`]), so a read
+    /// retried on another region is not converted again.
+    ///
+    /// # Errors
+    /// As [`Region::get`].
+    pub fn get_scan(&self, scan: &Scan) -> Result<RowResult> {
+        let mut s = self.scanner(scan)?;
         Ok(s.next_row()?
-            .unwrap_or_else(|| RowResult::new(row, Vec::new())))
+            .unwrap_or_else(|| RowResult::new(scan.start_row.clone(), Vec::new())))
     }
 
     /// Opens a scanner over this region for `scan` (bounds already clipped to the region by
