@@ -106,6 +106,8 @@ fn read_filter() -> impl Strategy<Value = Option<Filter>> {
         4 => Just(None),
         1 => value().prop_map(|v| Some(Filter::value(CompareOp::Equal, Comparator::Binary(v)))),
         1 => prop::sample::select(&["r1", "r", "r3"][..]).prop_map(|p| Some(Filter::prefix(p))),
+        // Rows per region: over several regions a scan returns up to n per region (#59).
+        1 => (1u64..4).prop_map(|n| Some(Filter::page(n))),
     ]
 }
 

@@ -17,6 +17,9 @@ pub struct Query {
     pub value_equals: Option<Bytes>,
     /// `PrefixFilter('p')`.
     pub row_prefix: Option<Bytes>,
+    /// `PageFilter(n)`: at most n rows (that have cells) per region; each call of
+    /// [`scan`] is one region's.
+    pub page_size: Option<u64>,
 }
 
 impl Query {
@@ -33,11 +36,15 @@ impl Query {
                 cmp: Comparator::Binary(v),
             }) => Query {
                 value_equals: Some(v.clone()),
-                row_prefix: None,
+                ..Query::default()
             },
             Some(Filter::Prefix { prefix, .. }) => Query {
-                value_equals: None,
                 row_prefix: Some(prefix.clone()),
+                ..Query::default()
+            },
+            Some(Filter::Page { page_size, .. }) => Query {
+                page_size: Some(*page_size),
+                ..Query::default()
             },
             Some(other) => panic!("the oracle does not model {other:?}"),
         }
@@ -71,6 +78,9 @@ pub(super) fn scan(o: &Oracle, scan: &Scan, now: i64) -> Vec<RowResult> {
             out.push(RowResult::new(row, cells));
         }
         if scan.limit > 0 && out.len() as u64 >= scan.limit {
+            break;
+        }
+        if q.page_size.is_some_and(|n| out.len() as u64 >= n) {
             break;
         }
     }
