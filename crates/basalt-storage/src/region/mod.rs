@@ -115,6 +115,17 @@ struct RegionManifest {
     stores: BTreeMap<String, StoreManifest>,
 }
 
+impl RegionManifest {
+    /// The highest flushed sequence id of any store.
+    fn flushed_seq_id(&self) -> u64 {
+        self.stores
+            .values()
+            .map(|s| s.flushed_seq_id)
+            .max()
+            .unwrap_or(0)
+    }
+}
+
 /// One region of a table.
 #[derive(Debug)]
 pub struct Region {
@@ -246,13 +257,7 @@ impl Region {
     /// The highest sequence id any store file of the region holds.
     #[must_use]
     pub fn max_stored_seq_id(&self) -> u64 {
-        let m = &self.manifest.lock().1;
-        let flushed = m
-            .stores
-            .values()
-            .map(|s| s.flushed_seq_id)
-            .max()
-            .unwrap_or(0);
+        let flushed = self.manifest.lock().1.flushed_seq_id();
         let in_files = self
             .stores()
             .iter()

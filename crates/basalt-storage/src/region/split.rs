@@ -117,13 +117,7 @@ impl Region {
             .iter()
             .map(|(k, s)| (k.clone(), s.files.iter().map(|f| f.id(own)).collect()))
             .collect();
-        let flushed = m
-            .stores
-            .values()
-            .map(|s| s.flushed_seq_id)
-            .max()
-            .unwrap_or(0);
-        (files, flushed)
+        (files, m.flushed_seq_id())
     }
 
     /// Writes the manifest of a new region `id` in `dir` whose stores read `files` (those of
