@@ -1,7 +1,9 @@
-//! The `basalt` binary. `basalt bench` runs engine workloads in-process and prints throughput
-//! and latency percentiles.
+//! The `basalt` binary. `basalt shell` is the HBase shell; `basalt bench` runs engine
+//! workloads in-process and prints throughput and latency percentiles.
 
 use std::path::PathBuf;
+
+mod shell;
 
 use anyhow::Context;
 use basalt_bench::{BasaltEngine, Config, Workload};
@@ -22,6 +24,19 @@ const DEFAULT_WORKLOADS: &str = "fillseq,fillrandom,overwrite,readrandom,readran
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// The HBase shell, on a data directory opened in this process (refused while a server
+    /// holds it). Runs a script file, or what stdin pipes in, or interactively.
+    Shell {
+        /// The data directory to open.
+        #[arg(long, default_value = "./basalt-data")]
+        data_dir: PathBuf,
+        /// Non-interactive: read commands from stdin even on a terminal. Scripts and piped
+        /// input always stop at the first error with a non-zero exit code.
+        #[arg(short = 'n', long = "noninteractive")]
+        noninteractive: bool,
+        /// A script of shell commands to run instead of reading the terminal.
+        script: Option<PathBuf>,
+    },
     /// Runs engine workloads in-process: 16-byte keys, 100-byte values (db_bench's).
     Bench {
         /// Workloads in order: fillseq, fillrandom, overwrite, readrandom, readrandomcold,
@@ -64,6 +79,14 @@ enum Command {
 
 fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
+        Command::Shell {
+            data_dir,
+            noninteractive,
+            script,
+        } => {
+            let code = shell::run(&data_dir, noninteractive, script.as_deref())?;
+            std::process::exit(code);
+        }
         Command::Bench {
             workloads,
             rows,

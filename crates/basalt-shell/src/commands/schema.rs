@@ -1,0 +1,336 @@
+//! Family and table options: read from `{NAME => 'f', VERSIONS => 5, ...}` hashes and printed
+//! as `describe` prints them (ColumnFamilyDescriptor.toString in HBase 2.5).
+
+use basalt_model::descriptor::{
+    DEFAULT_MAX_FILESIZE_BYTES, DEFAULT_MEMSTORE_FLUSHSIZE_BYTES, TTL_FOREVER_SECONDS,
+};
+use basalt_model::{
+    BloomType, ColumnFamilyDescriptor, Compression, DataBlockEncoding, Durability,
+    KeepDeletedCells, TableDescriptor,
+};
+
+use crate::args::{boolean, int, key_name};
+use crate::parser::Value;
+use crate::ShellError;
+
+fn upper(v: &Value) -> String {
+    v.to_s().to_ascii_uppercase()
+}
+
+fn bad(what: &str, v: &Value) -> ShellError {
+    ShellError::usage(format!("{what} is not valid: {v}"))
+}
+
+fn small(v: &Value, what: &str) -> Result<u32, ShellError> {
+    u32::try_from(int(v, what)?).map_err(|_| bad(what, v))
+}
+
+/// Applies one family option; false when `key` is not a family option.
+pub fn apply_family_option(
+    f: &mut ColumnFamilyDescriptor,
+    key: &str,
+    v: &Value,
+) -> Result<bool, ShellError> {
+    match key {
+        "VERSIONS" => f.max_versions = small(v, key)?,
+        "MIN_VERSIONS" => f.min_versions = small(v, key)?,
+        "TTL" => {
+            f.ttl_seconds = match upper(v).as_str() {
+                "FOREVER" => TTL_FOREVER_SECONDS,
+                _ => small(v, key)?,
+            }
+        }
+        "KEEP_DELETED_CELLS" => {
+            f.keep_deleted_cells = match upper(v).as_str() {
+                "TRUE" => KeepDeletedCells::True,
+                "FALSE" => KeepDeletedCells::False,
+                "TTL" => KeepDeletedCells::Ttl,
+                _ => return Err(bad(key, v)),
+            }
+        }
+        "BLOOMFILTER" => {
+            f.bloom_filter = match upper(v).as_str() {
+                "NONE" => BloomType::None,
+                "ROW" => BloomType::Row,
+                "ROWCOL" => BloomType::RowCol,
+                _ => return Err(bad(key, v)),
+            }
+        }
+        "COMPRESSION" => {
+            f.compression = match upper(v).as_str() {
+                "NONE" => Compression::None,
+                "LZ4" => Compression::Lz4,
+                "ZSTD" => Compression::Zstd,
+                "SNAPPY" => Compression::Snappy,
+                "GZ" => Compression::Gz,
+                _ => return Err(bad(key, v)),
+            }
+        }
+        "DATA_BLOCK_ENCODING" => {
+            f.data_block_encoding = match upper(v).as_str() {
+                "NONE" => DataBlockEncoding::None,
+                "PREFIX" => DataBlockEncoding::Prefix,
+                "DIFF" => DataBlockEncoding::Diff,
+                "FAST_DIFF" => DataBlockEncoding::FastDiff,
+                "ROW_INDEX_V1" => DataBlockEncoding::RowIndexV1,
+                _ => return Err(bad(key, v)),
+            }
+        }
+        "BLOCKSIZE" => f.block_size_bytes = small(v, key)?,
+        "BLOCKCACHE" => f.block_cache = boolean(v, key)?,
+        "IN_MEMORY" => f.in_memory = boolean(v, key)?,
+        "REPLICATION_SCOPE" => f.replication_scope = small(v, key)?,
+        "CONFIGURATION" | "METADATA" => {
+            let Value::Hash(pairs) = v else {
+                return Err(bad(key, v));
+            };
+            let map = if key == "CONFIGURATION" {
+                &mut f.configuration
+            } else {
+                &mut f.metadata
+            };
+            for (k, v) in pairs {
+                map.insert(key_name(k), v.to_s());
+            }
+        }
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// Applies one table attribute; false when `key` is not one.
+pub fn apply_table_option(
+    t: &mut TableDescriptor,
+    key: &str,
+    v: &Value,
+) -> Result<bool, ShellError> {
+    let size = |v: &Value| u64::try_from(int(v, key)?).map_err(|_| bad(key, v));
+    match key {
+        "MAX_FILESIZE" => t.max_filesize_bytes = size(v)?,
+        "MEMSTORE_FLUSHSIZE" => t.memstore_flushsize_bytes = size(v)?,
+        "READONLY" => t.read_only = boolean(v, key)?,
+        "COMPACTION_ENABLED" => t.compaction_enabled = boolean(v, key)?,
+        "SPLIT_ENABLED" => t.split_enabled = boolean(v, key)?,
+        "MERGE_ENABLED" => t.merge_enabled = boolean(v, key)?,
+        "DURABILITY" => {
+            t.durability = match upper(v).as_str() {
+                "USE_DEFAULT" => Durability::UseDefault,
+                "SKIP_WAL" => Durability::SkipWal,
+                "ASYNC_WAL" => Durability::AsyncWal,
+                "SYNC_WAL" => Durability::SyncWal,
+                "FSYNC_WAL" => Durability::FsyncWal,
+                _ => return Err(bad(key, v)),
+            }
+        }
+        "CONFIGURATION" | "METADATA" => {
+            let Value::Hash(pairs) = v else {
+                return Err(bad(key, v));
+            };
+            let map = if key == "CONFIGURATION" {
+                &mut t.configuration
+            } else {
+                &mut t.metadata
+            };
+            for (k, v) in pairs {
+                map.insert(key_name(k), v.to_s());
+            }
+        }
+        "OWNER" | "NORMALIZATION_ENABLED" | "REGION_REPLICATION" | "PRIORITY" => {
+            t.metadata.insert(key.to_owned(), v.to_s());
+        }
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// `describe`'s line for a family.
+#[must_use]
+pub fn family_line(f: &ColumnFamilyDescriptor) -> String {
+    let yes = |b: bool| if b { "true" } else { "false" };
+    let mut parts = vec![
+        format!("NAME => '{}'", String::from_utf8_lossy(&f.name)),
+        "INDEX_BLOCK_ENCODING => 'NONE'".to_owned(),
+        format!("VERSIONS => '{}'", f.max_versions),
+        format!("KEEP_DELETED_CELLS => '{}'", kdc_name(f.keep_deleted_cells)),
+        format!(
+            "DATA_BLOCK_ENCODING => '{}'",
+            encoding_name(f.data_block_encoding)
+        ),
+        format!("TTL => '{}'", ttl_text(f.ttl_seconds)),
+        format!("MIN_VERSIONS => '{}'", f.min_versions),
+        format!("REPLICATION_SCOPE => '{}'", f.replication_scope),
+        format!("BLOOMFILTER => '{}'", bloom_name(f.bloom_filter)),
+        format!("IN_MEMORY => '{}'", yes(f.in_memory)),
+        format!("COMPRESSION => '{}'", compression_name(f.compression)),
+        format!("BLOCKCACHE => '{}'", yes(f.block_cache)),
+        format!(
+            "BLOCKSIZE => '{}'",
+            size_text(u64::from(f.block_size_bytes))
+        ),
+    ];
+    if !f.configuration.is_empty() {
+        parts.push(format!("CONFIGURATION => {}", map_text(&f.configuration)));
+    }
+    if !f.metadata.is_empty() {
+        parts.push(format!("METADATA => {}", map_text(&f.metadata)));
+    }
+    format!("{{{}}}", parts.join(", "))
+}
+
+/// `describe`'s table line: the name, then the attributes that differ from the defaults.
+#[must_use]
+pub fn table_line(t: &TableDescriptor) -> String {
+    let mut attrs = Vec::new();
+    if t.max_filesize_bytes != DEFAULT_MAX_FILESIZE_BYTES {
+        attrs.push(format!("MAX_FILESIZE => '{}'", t.max_filesize_bytes));
+    }
+    if t.read_only {
+        attrs.push("READONLY => 'true'".to_owned());
+    }
+    if t.memstore_flushsize_bytes != DEFAULT_MEMSTORE_FLUSHSIZE_BYTES {
+        attrs.push(format!(
+            "MEMSTORE_FLUSHSIZE => '{}'",
+            t.memstore_flushsize_bytes
+        ));
+    }
+    if t.durability != Durability::UseDefault {
+        attrs.push(format!("DURABILITY => '{}'", durability_name(t.durability)));
+    }
+    for (flag, name) in [
+        (t.compaction_enabled, "COMPACTION_ENABLED"),
+        (t.split_enabled, "SPLIT_ENABLED"),
+        (t.merge_enabled, "MERGE_ENABLED"),
+    ] {
+        if !flag {
+            attrs.push(format!("{name} => 'false'"));
+        }
+    }
+    if !t.configuration.is_empty() {
+        attrs.push(format!("CONFIGURATION => {}", map_text(&t.configuration)));
+    }
+    if !t.metadata.is_empty() {
+        attrs.push(format!("METADATA => {}", map_text(&t.metadata)));
+    }
+    let name = t.table_name().to_string();
+    if attrs.is_empty() {
+        return name;
+    }
+    format!("{name}, {{TABLE_ATTRIBUTES => {{{}}}}}", attrs.join(", "))
+}
+
+fn map_text(m: &std::collections::BTreeMap<String, String>) -> String {
+    let items: Vec<String> = m.iter().map(|(k, v)| format!("'{k}' => '{v}'")).collect();
+    format!("{{{}}}", items.join(", "))
+}
+
+fn kdc_name(k: KeepDeletedCells) -> &'static str {
+    match k {
+        KeepDeletedCells::False => "FALSE",
+        KeepDeletedCells::True => "TRUE",
+        KeepDeletedCells::Ttl => "TTL",
+    }
+}
+
+fn bloom_name(b: BloomType) -> &'static str {
+    match b {
+        BloomType::None => "NONE",
+        BloomType::Row => "ROW",
+        BloomType::RowCol => "ROWCOL",
+    }
+}
+
+fn compression_name(c: Compression) -> &'static str {
+    match c {
+        Compression::None => "NONE",
+        Compression::Lz4 => "LZ4",
+        Compression::Zstd => "ZSTD",
+        Compression::Snappy => "SNAPPY",
+        Compression::Gz => "GZ",
+    }
+}
+
+fn encoding_name(e: DataBlockEncoding) -> &'static str {
+    match e {
+        DataBlockEncoding::None => "NONE",
+        DataBlockEncoding::Prefix => "PREFIX",
+        DataBlockEncoding::Diff => "DIFF",
+        DataBlockEncoding::FastDiff => "FAST_DIFF",
+        DataBlockEncoding::RowIndexV1 => "ROW_INDEX_V1",
+    }
+}
+
+fn durability_name(d: Durability) -> &'static str {
+    match d {
+        Durability::UseDefault => "USE_DEFAULT",
+        Durability::SkipWal => "SKIP_WAL",
+        Durability::AsyncWal => "ASYNC_WAL",
+        Durability::SyncWal => "SYNC_WAL",
+        Durability::FsyncWal => "FSYNC_WAL",
+    }
+}
+
+/// A TTL as HBase's PrettyPrinter writes it: `FOREVER`, `30 SECONDS`,
+/// `2592000 SECONDS (30 DAYS)`, `90061 SECONDS (1 DAY 1 HOUR 1 MINUTE 1 SECOND)`.
+#[must_use]
+pub fn ttl_text(secs: u32) -> String {
+    if secs == TTL_FOREVER_SECONDS {
+        return "FOREVER".to_owned();
+    }
+    if secs < 60 {
+        return format!("{secs} SECONDS");
+    }
+    let parts = [
+        (secs / 86_400, "DAY"),
+        (secs % 86_400 / 3600, "HOUR"),
+        (secs % 3600 / 60, "MINUTE"),
+        (secs % 60, "SECOND"),
+    ];
+    let words: Vec<String> = parts
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, unit)| format!("{n} {unit}{}", if *n > 1 { "S" } else { "" }))
+        .collect();
+    format!("{secs} SECONDS ({})", words.join(" "))
+}
+
+/// A byte size as HBase 2.4+ prints BLOCKSIZE: `65536 B (64KB)`.
+#[must_use]
+pub fn size_text(n: u64) -> String {
+    let units = [(1u64 << 30, "GB"), (1 << 20, "MB"), (1 << 10, "KB")];
+    for (size, unit) in units {
+        if n >= size && n.is_multiple_of(size) {
+            return format!("{n} B ({}{unit})", n / size);
+        }
+    }
+    format!("{n} B ({n}B)")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ttls_and_sizes_print_as_hbase() {
+        assert_eq!(ttl_text(TTL_FOREVER_SECONDS), "FOREVER");
+        assert_eq!(ttl_text(30), "30 SECONDS");
+        assert_eq!(ttl_text(2_592_000), "2592000 SECONDS (30 DAYS)");
+        assert_eq!(
+            ttl_text(90_061),
+            "90061 SECONDS (1 DAY 1 HOUR 1 MINUTE 1 SECOND)"
+        );
+        assert_eq!(size_text(65_536), "65536 B (64KB)");
+        assert_eq!(size_text(1000), "1000 B (1000B)");
+    }
+
+    #[test]
+    fn a_default_family_describes_as_hbase_2_5() {
+        let f = ColumnFamilyDescriptor::new("f1");
+        assert_eq!(
+            family_line(&f),
+            "{NAME => 'f1', INDEX_BLOCK_ENCODING => 'NONE', VERSIONS => '1', KEEP_DELETED_CELLS => 'FALSE', \
+             DATA_BLOCK_ENCODING => 'NONE', TTL => 'FOREVER', MIN_VERSIONS => '0', REPLICATION_SCOPE => '0', \
+             BLOOMFILTER => 'ROW', IN_MEMORY => 'false', COMPRESSION => 'NONE', BLOCKCACHE => 'true', \
+             BLOCKSIZE => '65536 B (64KB)'}"
+        );
+    }
+}

@@ -1,0 +1,261 @@
+//! The shell run on scripts against an embedded database; output compared exactly, with
+//! `Took` timings masked.
+#![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
+
+use std::sync::Arc;
+
+use basalt_shell::{ScriptEnd, Shell};
+use basalt_storage::env::{Env, ManualClock};
+use basalt_storage::{Database, Options};
+
+const T0: i64 = 1_700_000_000_000;
+
+struct Run {
+    out: String,
+    end: ScriptEnd,
+}
+
+fn run_on(db: &Database, script: &str) -> Run {
+    let buf = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let end = {
+        let sink = SharedBuf(std::rc::Rc::clone(&buf));
+        let mut sh = Shell::new(db, Box::new(sink));
+        sh.run_script(script, true).unwrap()
+    };
+    let text = String::from_utf8(buf.borrow().clone()).unwrap();
+    let out = text
+        .lines()
+        .map(|l| {
+            if l.starts_with("Took ") && l.ends_with(" seconds") {
+                "Took X seconds".to_owned()
+            } else {
+                l.to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    Run { out, end }
+}
+
+struct SharedBuf(std::rc::Rc<std::cell::RefCell<Vec<u8>>>);
+
+impl std::io::Write for SharedBuf {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.borrow_mut().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn db() -> (tempfile::TempDir, Database) {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let options = Options {
+        env: Env::with_clock(clock),
+        ..Options::default()
+    };
+    let db = Database::open_with(dir.path(), options).unwrap();
+    (dir, db)
+}
+
+/// Expected output, written `|text` per line so leading spaces show; `{tN}` stands for
+/// timestamp N as the shell prints it (a local date-time).
+fn lines(s: &str) -> String {
+    let text = s
+        .lines()
+        .map(|l| l.trim_start().strip_prefix('|').unwrap_or(l))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut out = text;
+    for ts in [3, 5, 6, 8, 9] {
+        out = out.replace(
+            &format!("{{t{ts}}}"),
+            &basalt_shell::format::local_date_time(ts),
+        );
+    }
+    out
+}
+
+#[test]
+fn namespace_walkthrough() {
+    let (_d, db) = db();
+    let r = run_on(
+        &db,
+        "create_namespace 'my_ns'
+         create 'my_ns:my_table', 'fam'
+         list_namespace_tables 'my_ns'
+         drop_namespace 'my_ns'",
+    );
+    let want = lines(
+        "|Took X seconds
+         |Created table my_ns:my_table
+         |Took X seconds
+         |TABLE
+         |my_table
+         |1 row(s)
+         |Took X seconds
+         |ERROR: org.apache.hadoop.hbase.constraint.ConstraintException: Only empty namespaces can be removed. Namespace my_ns has 1 tables
+         |
+         |For usage try 'help \"drop_namespace\"'
+         |
+         |Took X seconds",
+    );
+    assert_eq!(r.out, want);
+    assert_eq!(r.end, ScriptEnd::Failed);
+    let r = run_on(
+        &db,
+        "disable 'my_ns:my_table'
+         drop 'my_ns:my_table'
+         drop_namespace 'my_ns'
+         list_namespace",
+    );
+    let want = lines(
+        "|Took X seconds
+         |Took X seconds
+         |Took X seconds
+         |NAMESPACE
+         |default
+         |hbase
+         |2 row(s)
+         |Took X seconds",
+    );
+    assert_eq!(r.out, want);
+    assert_eq!(r.end, ScriptEnd::Done);
+}
+
+/// The webtable of HBase's data-model chapter: two rows, families contents, anchor and
+/// people, versions t3 to t9; each read returns what the chapter says it returns.
+#[test]
+fn webtable_reads_return_what_the_data_model_chapter_says() {
+    let (_d, db) = db();
+    let setup = run_on(
+        &db,
+        "create 'webtable', {NAME => 'contents', VERSIONS => 3}, 'anchor', 'people'
+         put 'webtable', 'com.cnn.www', 'anchor:cnnsi.com', 'CNN', 9
+         put 'webtable', 'com.cnn.www', 'anchor:my.look.ca', 'CNN.com', 8
+         put 'webtable', 'com.cnn.www', 'contents:html', '<html>v6', 6
+         put 'webtable', 'com.cnn.www', 'contents:html', '<html>v5', 5
+         put 'webtable', 'com.cnn.www', 'contents:html', '<html>v3', 3
+         put 'webtable', 'com.example.www', 'contents:html', '<html>ex', 5
+         put 'webtable', 'com.example.www', 'people:author', 'John Doe', 5",
+    );
+    assert_eq!(setup.end, ScriptEnd::Done, "{}", setup.out);
+    // No value at exactly t8 for contents:html, nor at t9 for anchor:my.look.ca.
+    let r = run_on(
+        &db,
+        "get 'webtable', 'com.cnn.www', {COLUMN => 'contents:html', TIMESTAMP => 8}
+         get 'webtable', 'com.cnn.www', {COLUMN => 'anchor:my.look.ca', TIMESTAMP => 9}",
+    );
+    let want = lines(
+        "|COLUMN  CELL
+         |0 row(s)
+         |Took X seconds
+         |COLUMN  CELL
+         |0 row(s)
+         |Took X seconds",
+    );
+    assert_eq!(r.out, want);
+    // Without a timestamp: the newest version; the whole row: the newest of each column.
+    let r = run_on(
+        &db,
+        "get 'webtable', 'com.cnn.www', 'contents:html'
+         get 'webtable', 'com.cnn.www'
+         get 'webtable', 'com.cnn.www', {COLUMN => 'contents:html', VERSIONS => 3}",
+    );
+    let want = lines(
+        "|COLUMN  CELL
+         | contents:html timestamp={t6}, value=<html>v6
+         |1 row(s)
+         |Took X seconds
+         |COLUMN  CELL
+         | anchor:cnnsi.com timestamp={t9}, value=CNN
+         | anchor:my.look.ca timestamp={t8}, value=CNN.com
+         | contents:html timestamp={t6}, value=<html>v6
+         |1 row(s)
+         |Took X seconds
+         |COLUMN  CELL
+         | contents:html timestamp={t6}, value=<html>v6
+         | contents:html timestamp={t5}, value=<html>v5
+         | contents:html timestamp={t3}, value=<html>v3
+         |1 row(s)
+         |Took X seconds",
+    );
+    assert_eq!(r.out, want);
+    let r = run_on(&db, "scan 'webtable'");
+    let want = lines(
+        "|ROW  COLUMN+CELL
+         | com.cnn.www column=anchor:cnnsi.com, timestamp={t9}, value=CNN
+         | com.cnn.www column=anchor:my.look.ca, timestamp={t8}, value=CNN.com
+         | com.cnn.www column=contents:html, timestamp={t6}, value=<html>v6
+         | com.example.www column=contents:html, timestamp={t5}, value=<html>ex
+         | com.example.www column=people:author, timestamp={t5}, value=John Doe
+         |2 row(s)
+         |Took X seconds",
+    );
+    assert_eq!(r.out, want);
+}
+
+#[test]
+fn alter_changes_versions_and_min_versions_and_describe_shows_them() {
+    let (_d, db) = db();
+    let r = run_on(
+        &db,
+        "create 't1', 'f1'
+         alter 't1', NAME => 'f1', VERSIONS => 5
+         alter 't1', NAME => 'f1', MIN_VERSIONS => 2
+         describe 't1'",
+    );
+    let want = lines(
+        "|Created table t1
+         |Took X seconds
+         |Updating all regions with the new schema...
+         |1/1 regions updated.
+         |Done.
+         |Took X seconds
+         |Updating all regions with the new schema...
+         |1/1 regions updated.
+         |Done.
+         |Took X seconds
+         |Table t1 is ENABLED
+         |t1
+         |COLUMN FAMILIES DESCRIPTION
+         |{NAME => 'f1', INDEX_BLOCK_ENCODING => 'NONE', VERSIONS => '5', KEEP_DELETED_CELLS => 'FALSE', DATA_BLOCK_ENCODING => 'NONE', TTL => 'FOREVER', MIN_VERSIONS => '2', REPLICATION_SCOPE => '0', BLOOMFILTER => 'ROW', IN_MEMORY => 'false', COMPRESSION => 'NONE', BLOCKCACHE => 'true', BLOCKSIZE => '65536 B (64KB)'}
+         |
+         |1 row(s)
+         |Quota is disabled
+         |Took X seconds",
+    );
+    assert_eq!(r.out, want);
+}
+
+#[test]
+fn errors_are_worded_as_hbase_words_them() {
+    let (_d, db) = db();
+    let r = run_on(&db, "create 't1', 'f1'\ncreate 't1', 'f1'");
+    assert!(
+        r.out.ends_with(&lines(
+            "|ERROR: Table already exists: t1!
+         |
+         |For usage try 'help \"create\"'
+         |
+         |Took X seconds"
+        )),
+        "{}",
+        r.out
+    );
+    for (script, error) in [
+        ("describe 'nope'", "ERROR: Unknown table nope!"),
+        (
+            "put 't1', 'r', 'nofam:q', 'v'",
+            "ERROR: Unknown column family! Valid column names: f1:*",
+        ),
+        ("create 'ns9:t', 'f'", "ERROR: Unknown namespace ns9!"),
+        ("drop 't1'", "ERROR: Table t1 should be disabled!"),
+    ] {
+        let r = run_on(&db, script);
+        assert_eq!(r.end, ScriptEnd::Failed, "{script}");
+        assert!(r.out.starts_with(error), "{script}: {}", r.out);
+    }
+}

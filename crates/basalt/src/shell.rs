@@ -1,0 +1,151 @@
+//! `basalt shell`: the HBase shell in a terminal, or on a script or stdin.
+
+use std::io::{IsTerminal, Read};
+use std::path::Path;
+
+use anyhow::Context;
+use basalt_shell::{ScriptEnd, Shell};
+use basalt_storage::Database;
+use rustyline::completion::{Completer, Pair};
+use rustyline::error::ReadlineError;
+use rustyline::highlight::Highlighter;
+use rustyline::hint::Hinter;
+use rustyline::validate::{ValidationContext, ValidationResult, Validator};
+use rustyline::{Editor, Helper};
+
+/// Runs the shell: a script file, or stdin when it is not a terminal or `-n` is given, or
+/// else interactively. Returns the process exit code.
+///
+/// # Errors
+/// The data directory cannot be opened (in use by a server, say) or the script read.
+pub fn run(dir: &Path, noninteractive: bool, script: Option<&Path>) -> anyhow::Result<i32> {
+    let db = Database::open(dir)
+        .with_context(|| format!("opening the data directory {}", dir.display()))?;
+    let stdin_is_tty = std::io::stdin().is_terminal();
+    let source = match script {
+        Some(path) => Some(
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?,
+        ),
+        None if noninteractive || !stdin_is_tty => {
+            let mut s = String::new();
+            std::io::stdin().read_to_string(&mut s)?;
+            Some(s)
+        }
+        None => None,
+    };
+    let code = match source {
+        Some(src) => {
+            // Scripted use stops at the first error, with a non-zero exit code.
+            let mut sh = Shell::new(&db, Box::new(std::io::stdout()));
+            match sh.run_script(&src, true)? {
+                ScriptEnd::Failed => 1,
+                ScriptEnd::Done => 0,
+            }
+        }
+        None => interactive(&db)?,
+    };
+    db.close()?;
+    Ok(code)
+}
+
+fn interactive(db: &Database) -> anyhow::Result<i32> {
+    let mut sh = Shell::new(db, Box::new(std::io::stdout()));
+    sh.echo = true;
+    sh.formatter.width = terminal_size::terminal_size().map_or(0, |(w, _)| usize::from(w.0));
+    println!("HBase Shell");
+    println!("Use \"help\" to get list of supported commands.");
+    println!("Use \"exit\" to quit this interactive shell.");
+    println!(
+        "Version Basalt {}, HBase 2.5 compatible",
+        env!("CARGO_PKG_VERSION")
+    );
+    let mut rl: Editor<ShellHelper, rustyline::history::FileHistory> = Editor::new()?;
+    rl.set_helper(Some(ShellHelper { db: db.clone() }));
+    let history = std::env::var_os("HOME").map(|h| Path::new(&h).join(".basalt_shell_history"));
+    if let Some(h) = &history {
+        let _ = rl.load_history(h);
+    }
+    let mut n = 1;
+    loop {
+        match rl.readline(&format!("hbase:{n:03}:0> ")) {
+            Ok(line) => {
+                if line.trim().is_empty() {
+                    continue;
+                }
+                let _ = rl.add_history_entry(line.as_str());
+                n += 1;
+                let trimmed = line.trim();
+                if trimmed == "exit" || trimmed == "quit" {
+                    break;
+                }
+                sh.run_script(&line, false)?;
+            }
+            Err(ReadlineError::Interrupted) => {}
+            Err(ReadlineError::Eof) => break,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    if let Some(h) = &history {
+        let _ = rl.save_history(h);
+    }
+    Ok(0)
+}
+
+/// Tab completion of command names and, inside quotes, table names; multi-line statements.
+struct ShellHelper {
+    db: Database,
+}
+
+impl Completer for ShellHelper {
+    type Candidate = Pair;
+
+    fn complete(
+        &self,
+        line: &str,
+        pos: usize,
+        _ctx: &rustyline::Context<'_>,
+    ) -> rustyline::Result<(usize, Vec<Pair>)> {
+        let head = &line[..pos];
+        let start = head
+            .rfind(|c: char| c.is_whitespace() || c == '\'' || c == '"' || c == ',')
+            .map_or(0, |i| i + 1);
+        let word = &head[start..];
+        let quoted = head[..start].ends_with(['\'', '"']);
+        let candidates: Vec<String> = if quoted {
+            self.db.list_tables(None).unwrap_or_default()
+        } else if start == 0 {
+            Shell::command_names()
+                .into_iter()
+                .map(str::to_owned)
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let pairs = candidates
+            .into_iter()
+            .filter(|c| c.starts_with(word))
+            .map(|c| Pair {
+                display: c.clone(),
+                replacement: c,
+            })
+            .collect();
+        Ok((start, pairs))
+    }
+}
+
+impl Hinter for ShellHelper {
+    type Hint = String;
+}
+
+impl Highlighter for ShellHelper {}
+
+impl Validator for ShellHelper {
+    fn validate(&self, ctx: &mut ValidationContext<'_>) -> rustyline::Result<ValidationResult> {
+        if basalt_shell::parser::is_incomplete(ctx.input()) {
+            return Ok(ValidationResult::Incomplete);
+        }
+        Ok(ValidationResult::Valid(None))
+    }
+}
+
+impl Helper for ShellHelper {}

@@ -1,0 +1,84 @@
+//! `basalt shell` as a process: scripts, stdin, exit codes, and the data directory lock.
+#![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+fn basalt() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_basalt"))
+}
+
+fn masked(out: &[u8]) -> String {
+    String::from_utf8_lossy(out)
+        .lines()
+        .map(|l| {
+            if l.starts_with("Took ") {
+                "Took X seconds"
+            } else {
+                l
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn a_script_runs_and_its_first_error_gives_a_non_zero_exit() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("s.hb");
+    std::fs::write(
+        &script,
+        "create 't1', 'f1'\nput 't1', 'r1', 'f1:a', 'v1'\ncount 't1'\n",
+    )
+    .unwrap();
+    let data = dir.path().join("data");
+    let out = basalt()
+        .args(["shell", "--data-dir"])
+        .arg(&data)
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", masked(&out.stderr));
+    assert_eq!(
+        masked(&out.stdout),
+        "Created table t1\nTook X seconds\nTook X seconds\n1 row(s)\nTook X seconds"
+    );
+    // Piped in: the first error stops the run with exit code 1; what follows does not run.
+    let mut child = basalt()
+        .args(["shell", "-n", "--data-dir"])
+        .arg(&data)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"create 't1', 'f1'\ncreate 't2', 'f1'\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let text = masked(&out.stdout);
+    assert!(
+        text.starts_with("ERROR: Table already exists: t1!"),
+        "{text}"
+    );
+    assert!(!text.contains("Created table t2"), "{text}");
+}
+
+#[test]
+fn a_directory_in_use_is_refused_with_a_clear_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = basalt_storage::Database::open(dir.path()).unwrap();
+    let out = basalt()
+        .args(["shell", "-n", "--data-dir"])
+        .arg(dir.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("is in use by another process"), "{err}");
+    drop(db);
+}
