@@ -80,8 +80,7 @@ fn deletes_counters_and_appends() {
          put 't', 'r', 'f:a', 'v2', 2
          put 't', 'r', 'f:b', 'w', 2",
     );
-    // delete takes one version; deleteall a column's versions, or the row. (The counter's
-    // second write is stamped max(now, previous + 1), as HBase stamps increments.)
+    // delete takes one version; deleteall a column's versions, or the row.
     let out = ok(
         &db,
         "delete 't', 'r', 'f:a'\nget 't', 'r', {COLUMN => 'f:a', VERSIONS => 3}",
@@ -110,6 +109,7 @@ fn deletes_counters_and_appends() {
         "deleteall 't', 'r', 'f:a'\ndeleteall 't', 'r'\ncount 't'",
     );
     assert!(out.ends_with("0 row(s)\nTook X seconds"), "{out}");
+    // The counter's second write is stamped max(now, previous + 1), as HBase stamps them.
     let out = ok(
         &db,
         "incr 't', 'c', 'f:n'
