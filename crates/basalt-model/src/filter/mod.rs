@@ -16,10 +16,11 @@ mod comparator;
 mod list;
 mod parse;
 mod simple;
+mod unparse;
 
 pub use comparator::Comparator;
 pub use list::FilterListOp;
-pub use parse::{parse_filter, FILTER_NAMES};
+pub use parse::{parse_filter, parse_filter_bytes, FILTER_NAMES};
 
 use std::collections::BTreeSet;
 

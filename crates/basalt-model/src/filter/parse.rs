@@ -47,10 +47,16 @@ pub const FILTER_NAMES: &[&str] = &[
 /// `IllegalArgument` with HBase's messages: "Filter Name X not supported", "Mismatched
 /// parenthesis", "Incorrect Filter String", "Invalid compare operator", ...
 pub fn parse_filter(s: &str) -> Result<Filter> {
-    let mut p = Parser {
-        s: s.as_bytes(),
-        pos: 0,
-    };
+    parse_filter_bytes(s.as_bytes())
+}
+
+/// [`parse_filter`] of a filter string given as bytes: quoted operands may hold any bytes,
+/// as in HBase, where the filter string is a byte array (Thrift's `filterString`).
+///
+/// # Errors
+/// As [`parse_filter`].
+pub fn parse_filter_bytes(s: &[u8]) -> Result<Filter> {
+    let mut p = Parser { s, pos: 0 };
     p.skip_ws();
     if p.at_end() {
         return Err(Error::illegal("Incorrect Filter String"));
