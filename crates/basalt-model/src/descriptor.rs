@@ -85,6 +85,55 @@ impl Durability {
     }
 }
 
+/// HBase's names of an enumerated setting, as the shell, `describe` and the wire write them.
+macro_rules! hbase_names {
+    ($t:ty { $($v:ident => $n:literal),+ $(,)? }) => {
+        impl $t {
+            /// HBase's name of the setting (`describe` prints it).
+            #[must_use]
+            pub fn hbase_name(self) -> &'static str {
+                match self {
+                    $(<$t>::$v => $n),+
+                }
+            }
+
+            /// The setting HBase calls `name` (any case).
+            #[must_use]
+            pub fn from_hbase_name(name: &str) -> Option<$t> {
+                let upper = name.to_ascii_uppercase();
+                match upper.as_str() {
+                    $($n => Some(<$t>::$v),)+
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+hbase_names!(KeepDeletedCells { False => "FALSE", True => "TRUE", Ttl => "TTL" });
+hbase_names!(BloomType { None => "NONE", Row => "ROW", RowCol => "ROWCOL" });
+hbase_names!(Compression {
+    None => "NONE",
+    Lz4 => "LZ4",
+    Zstd => "ZSTD",
+    Snappy => "SNAPPY",
+    Gz => "GZ",
+});
+hbase_names!(DataBlockEncoding {
+    None => "NONE",
+    Prefix => "PREFIX",
+    Diff => "DIFF",
+    FastDiff => "FAST_DIFF",
+    RowIndexV1 => "ROW_INDEX_V1",
+});
+hbase_names!(Durability {
+    UseDefault => "USE_DEFAULT",
+    SkipWal => "SKIP_WAL",
+    AsyncWal => "ASYNC_WAL",
+    SyncWal => "SYNC_WAL",
+    FsyncWal => "FSYNC_WAL",
+});
+
 /// A column family's schema (ColumnFamilyDescriptor).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ColumnFamilyDescriptor {

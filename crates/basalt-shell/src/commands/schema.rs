@@ -41,40 +41,18 @@ pub fn apply_family_option(
             }
         }
         "KEEP_DELETED_CELLS" => {
-            f.keep_deleted_cells = match upper(v).as_str() {
-                "TRUE" => KeepDeletedCells::True,
-                "FALSE" => KeepDeletedCells::False,
-                "TTL" => KeepDeletedCells::Ttl,
-                _ => return Err(bad(key, v)),
-            }
+            f.keep_deleted_cells =
+                KeepDeletedCells::from_hbase_name(&v.to_s()).ok_or_else(|| bad(key, v))?;
         }
         "BLOOMFILTER" => {
-            f.bloom_filter = match upper(v).as_str() {
-                "NONE" => BloomType::None,
-                "ROW" => BloomType::Row,
-                "ROWCOL" => BloomType::RowCol,
-                _ => return Err(bad(key, v)),
-            }
+            f.bloom_filter = BloomType::from_hbase_name(&v.to_s()).ok_or_else(|| bad(key, v))?;
         }
         "COMPRESSION" => {
-            f.compression = match upper(v).as_str() {
-                "NONE" => Compression::None,
-                "LZ4" => Compression::Lz4,
-                "ZSTD" => Compression::Zstd,
-                "SNAPPY" => Compression::Snappy,
-                "GZ" => Compression::Gz,
-                _ => return Err(bad(key, v)),
-            }
+            f.compression = Compression::from_hbase_name(&v.to_s()).ok_or_else(|| bad(key, v))?;
         }
         "DATA_BLOCK_ENCODING" => {
-            f.data_block_encoding = match upper(v).as_str() {
-                "NONE" => DataBlockEncoding::None,
-                "PREFIX" => DataBlockEncoding::Prefix,
-                "DIFF" => DataBlockEncoding::Diff,
-                "FAST_DIFF" => DataBlockEncoding::FastDiff,
-                "ROW_INDEX_V1" => DataBlockEncoding::RowIndexV1,
-                _ => return Err(bad(key, v)),
-            }
+            f.data_block_encoding =
+                DataBlockEncoding::from_hbase_name(&v.to_s()).ok_or_else(|| bad(key, v))?;
         }
         "BLOCKSIZE" => f.block_size_bytes = small(v, key)?,
         "BLOCKCACHE" => f.block_cache = boolean(v, key)?,
@@ -113,14 +91,7 @@ pub fn apply_table_option(
         "SPLIT_ENABLED" => t.split_enabled = boolean(v, key)?,
         "MERGE_ENABLED" => t.merge_enabled = boolean(v, key)?,
         "DURABILITY" => {
-            t.durability = match upper(v).as_str() {
-                "USE_DEFAULT" => Durability::UseDefault,
-                "SKIP_WAL" => Durability::SkipWal,
-                "ASYNC_WAL" => Durability::AsyncWal,
-                "SYNC_WAL" => Durability::SyncWal,
-                "FSYNC_WAL" => Durability::FsyncWal,
-                _ => return Err(bad(key, v)),
-            }
+            t.durability = Durability::from_hbase_name(&v.to_s()).ok_or_else(|| bad(key, v))?;
         }
         "CONFIGURATION" | "METADATA" => {
             let Value::Hash(pairs) = v else {
@@ -151,17 +122,20 @@ pub fn family_line(f: &ColumnFamilyDescriptor) -> String {
         format!("NAME => '{}'", String::from_utf8_lossy(&f.name)),
         "INDEX_BLOCK_ENCODING => 'NONE'".to_owned(),
         format!("VERSIONS => '{}'", f.max_versions),
-        format!("KEEP_DELETED_CELLS => '{}'", kdc_name(f.keep_deleted_cells)),
+        format!(
+            "KEEP_DELETED_CELLS => '{}'",
+            f.keep_deleted_cells.hbase_name()
+        ),
         format!(
             "DATA_BLOCK_ENCODING => '{}'",
-            encoding_name(f.data_block_encoding)
+            f.data_block_encoding.hbase_name()
         ),
         format!("TTL => '{}'", ttl_text(f.ttl_seconds)),
         format!("MIN_VERSIONS => '{}'", f.min_versions),
         format!("REPLICATION_SCOPE => '{}'", f.replication_scope),
-        format!("BLOOMFILTER => '{}'", bloom_name(f.bloom_filter)),
+        format!("BLOOMFILTER => '{}'", f.bloom_filter.hbase_name()),
         format!("IN_MEMORY => '{}'", yes(f.in_memory)),
-        format!("COMPRESSION => '{}'", compression_name(f.compression)),
+        format!("COMPRESSION => '{}'", f.compression.hbase_name()),
         format!("BLOCKCACHE => '{}'", yes(f.block_cache)),
         format!(
             "BLOCKSIZE => '{}'",
@@ -194,7 +168,7 @@ pub fn table_line(t: &TableDescriptor) -> String {
         ));
     }
     if t.durability != Durability::UseDefault {
-        attrs.push(format!("DURABILITY => '{}'", durability_name(t.durability)));
+        attrs.push(format!("DURABILITY => '{}'", t.durability.hbase_name()));
     }
     for (flag, name) in [
         (t.compaction_enabled, "COMPACTION_ENABLED"),
@@ -221,52 +195,6 @@ pub fn table_line(t: &TableDescriptor) -> String {
 fn map_text(m: &std::collections::BTreeMap<String, String>) -> String {
     let items: Vec<String> = m.iter().map(|(k, v)| format!("'{k}' => '{v}'")).collect();
     format!("{{{}}}", items.join(", "))
-}
-
-fn kdc_name(k: KeepDeletedCells) -> &'static str {
-    match k {
-        KeepDeletedCells::False => "FALSE",
-        KeepDeletedCells::True => "TRUE",
-        KeepDeletedCells::Ttl => "TTL",
-    }
-}
-
-fn bloom_name(b: BloomType) -> &'static str {
-    match b {
-        BloomType::None => "NONE",
-        BloomType::Row => "ROW",
-        BloomType::RowCol => "ROWCOL",
-    }
-}
-
-fn compression_name(c: Compression) -> &'static str {
-    match c {
-        Compression::None => "NONE",
-        Compression::Lz4 => "LZ4",
-        Compression::Zstd => "ZSTD",
-        Compression::Snappy => "SNAPPY",
-        Compression::Gz => "GZ",
-    }
-}
-
-fn encoding_name(e: DataBlockEncoding) -> &'static str {
-    match e {
-        DataBlockEncoding::None => "NONE",
-        DataBlockEncoding::Prefix => "PREFIX",
-        DataBlockEncoding::Diff => "DIFF",
-        DataBlockEncoding::FastDiff => "FAST_DIFF",
-        DataBlockEncoding::RowIndexV1 => "ROW_INDEX_V1",
-    }
-}
-
-fn durability_name(d: Durability) -> &'static str {
-    match d {
-        Durability::UseDefault => "USE_DEFAULT",
-        Durability::SkipWal => "SKIP_WAL",
-        Durability::AsyncWal => "ASYNC_WAL",
-        Durability::SyncWal => "SYNC_WAL",
-        Durability::FsyncWal => "FSYNC_WAL",
-    }
 }
 
 /// A TTL as HBase's PrettyPrinter writes it: `FOREVER`, `30 SECONDS`,

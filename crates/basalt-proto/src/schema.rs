@@ -1,0 +1,112 @@
+//! Table schemas and regions on the wire.
+
+use basalt_model::region::RegionInfo;
+use basalt_model::{
+    BloomType, ColumnFamilyDescriptor, Compression, DataBlockEncoding, Error, KeepDeletedCells,
+    Result, TableDescriptor, TableName,
+};
+
+use crate::pb;
+
+fn bad(field: &str, v: &str) -> Error {
+    Error::illegal(format!("malformed request: {field} {v:?}"))
+}
+
+#[must_use]
+pub fn family_to_pb(f: &ColumnFamilyDescriptor) -> pb::ColumnFamily {
+    pb::ColumnFamily {
+        name: f.name.clone(),
+        max_versions: f.max_versions,
+        min_versions: f.min_versions,
+        ttl_seconds: f.ttl_seconds,
+        keep_deleted_cells: f.keep_deleted_cells.hbase_name().to_owned(),
+        bloom_filter: f.bloom_filter.hbase_name().to_owned(),
+        block_size_bytes: f.block_size_bytes,
+        block_cache: f.block_cache,
+        in_memory: f.in_memory,
+        compression: f.compression.hbase_name().to_owned(),
+        data_block_encoding: f.data_block_encoding.hbase_name().to_owned(),
+        replication_scope: f.replication_scope,
+        configuration: f.configuration.clone().into_iter().collect(),
+        metadata: f.metadata.clone().into_iter().collect(),
+    }
+}
+
+pub fn family_from_pb(f: pb::ColumnFamily) -> Result<ColumnFamilyDescriptor> {
+    let mut out = ColumnFamilyDescriptor::new(f.name);
+    out.max_versions = f.max_versions;
+    out.min_versions = f.min_versions;
+    out.ttl_seconds = f.ttl_seconds;
+    out.keep_deleted_cells = KeepDeletedCells::from_hbase_name(&f.keep_deleted_cells)
+        .ok_or_else(|| bad("KEEP_DELETED_CELLS", &f.keep_deleted_cells))?;
+    out.bloom_filter = BloomType::from_hbase_name(&f.bloom_filter)
+        .ok_or_else(|| bad("BLOOMFILTER", &f.bloom_filter))?;
+    out.block_size_bytes = f.block_size_bytes;
+    out.block_cache = f.block_cache;
+    out.in_memory = f.in_memory;
+    out.compression = Compression::from_hbase_name(&f.compression)
+        .ok_or_else(|| bad("COMPRESSION", &f.compression))?;
+    out.data_block_encoding = DataBlockEncoding::from_hbase_name(&f.data_block_encoding)
+        .ok_or_else(|| bad("DATA_BLOCK_ENCODING", &f.data_block_encoding))?;
+    out.replication_scope = f.replication_scope;
+    out.configuration = f.configuration.into_iter().collect();
+    out.metadata = f.metadata.into_iter().collect();
+    Ok(out)
+}
+
+#[must_use]
+pub fn schema_to_pb(t: &TableDescriptor) -> pb::TableSchema {
+    pb::TableSchema {
+        name: t.table_name().to_string(),
+        families: t.families.values().map(family_to_pb).collect(),
+        max_filesize_bytes: t.max_filesize_bytes,
+        memstore_flushsize_bytes: t.memstore_flushsize_bytes,
+        durability: crate::convert::durability_to_pb(t.durability),
+        read_only: t.read_only,
+        compaction_enabled: t.compaction_enabled,
+        split_enabled: t.split_enabled,
+        merge_enabled: t.merge_enabled,
+        configuration: t.configuration.clone().into_iter().collect(),
+        metadata: t.metadata.clone().into_iter().collect(),
+    }
+}
+
+pub fn schema_from_pb(t: pb::TableSchema) -> Result<TableDescriptor> {
+    let name = TableName::parse(&t.name)?;
+    let families = t
+        .families
+        .into_iter()
+        .map(family_from_pb)
+        .collect::<Result<Vec<_>>>()?;
+    let mut out = TableDescriptor::new(&name, families);
+    out.max_filesize_bytes = t.max_filesize_bytes;
+    out.memstore_flushsize_bytes = t.memstore_flushsize_bytes;
+    out.durability = crate::convert::durability_from_pb(t.durability)?;
+    out.read_only = t.read_only;
+    out.compaction_enabled = t.compaction_enabled;
+    out.split_enabled = t.split_enabled;
+    out.merge_enabled = t.merge_enabled;
+    out.configuration = t.configuration.into_iter().collect();
+    out.metadata = t.metadata.into_iter().collect();
+    Ok(out)
+}
+
+#[must_use]
+pub fn region_to_pb(table: &TableName, r: &RegionInfo) -> pb::Region {
+    pb::Region {
+        id: r.id,
+        start_key: r.start_key.clone(),
+        end_key: r.end_key.clone(),
+        name: r.region_name(table),
+        encoded_name: r.encoded_name(table),
+    }
+}
+
+#[must_use]
+pub fn region_from_pb(r: pb::Region) -> RegionInfo {
+    RegionInfo {
+        id: r.id,
+        start_key: r.start_key,
+        end_key: r.end_key,
+    }
+}

@@ -1,0 +1,146 @@
+//! Errors across the wire: a gRPC status whose metadata names HBase's exception and says
+//! whether a retry may succeed, and back into the same `Error` on the client.
+
+use std::path::PathBuf;
+
+use basalt_model::Error;
+use tonic::{Code, Status};
+
+const EXCEPTION: &str = "exception";
+const RETRYABLE: &str = "retryable";
+
+fn code_of(e: &Error) -> Code {
+    match e {
+        Error::IllegalArgument(_) | Error::IncompatibleFilter(_) => Code::InvalidArgument,
+        Error::TableNotFound(_) | Error::NamespaceNotFound(_) | Error::UnknownRegion(_) => {
+            Code::NotFound
+        }
+        Error::NoSuchColumnFamily { .. } => Code::NotFound,
+        Error::TableExists(_) | Error::NamespaceExists(_) => Code::AlreadyExists,
+        Error::TableNotEnabled(_) | Error::TableNotDisabled(_) | Error::Constraint(_) => {
+            Code::FailedPrecondition
+        }
+        Error::RegionTooBusy(_) | Error::NotServingRegion(_) => Code::Unavailable,
+        Error::Corruption { .. } => Code::DataLoss,
+        Error::RowTooBig(_) => Code::ResourceExhausted,
+        _ => Code::Internal,
+    }
+}
+
+/// The status an error crosses the wire as.
+#[must_use]
+pub fn to_status(e: &Error) -> Status {
+    let mut s = Status::new(code_of(e), message_of(e));
+    let md = s.metadata_mut();
+    if let Ok(v) = e.exception_name().parse() {
+        md.insert(EXCEPTION, v);
+    }
+    if let Ok(v) = e.is_retryable().to_string().parse() {
+        md.insert(RETRYABLE, v);
+    }
+    s
+}
+
+/// The error's payload: what reconstructs it on the other side.
+fn message_of(e: &Error) -> String {
+    match e {
+        Error::IllegalArgument(m)
+        | Error::TableNotFound(m)
+        | Error::TableExists(m)
+        | Error::TableNotEnabled(m)
+        | Error::TableNotDisabled(m)
+        | Error::NamespaceNotFound(m)
+        | Error::NamespaceExists(m)
+        | Error::Constraint(m)
+        | Error::DoNotRetry(m)
+        | Error::IncompatibleFilter(m)
+        | Error::RowTooBig(m)
+        | Error::RegionTooBusy(m)
+        | Error::NotServingRegion(m)
+        | Error::UnknownRegion(m)
+        | Error::MergeRegion(m) => m.clone(),
+        Error::NoSuchColumnFamily { table, family } => format!("{family}\u{0}{table}"),
+        other => other.to_string(),
+    }
+}
+
+/// The error a status carries: the same variant as on the server when it names an HBase
+/// exception, else an I/O error for transport failures (retryable when gRPC says so).
+#[must_use]
+pub fn from_status(s: &Status) -> Error {
+    let exception = s
+        .metadata()
+        .get(EXCEPTION)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let m = s.message().to_owned();
+    match exception {
+        "java.lang.IllegalArgumentException" => Error::IllegalArgument(m),
+        "org.apache.hadoop.hbase.TableNotFoundException" => Error::TableNotFound(m),
+        "org.apache.hadoop.hbase.TableExistsException" => Error::TableExists(m),
+        "org.apache.hadoop.hbase.TableNotEnabledException" => Error::TableNotEnabled(m),
+        "org.apache.hadoop.hbase.TableNotDisabledException" => Error::TableNotDisabled(m),
+        "org.apache.hadoop.hbase.NamespaceNotFoundException" => Error::NamespaceNotFound(m),
+        "org.apache.hadoop.hbase.NamespaceExistException" => Error::NamespaceExists(m),
+        "org.apache.hadoop.hbase.constraint.ConstraintException" => Error::Constraint(m),
+        "org.apache.hadoop.hbase.DoNotRetryIOException" => Error::DoNotRetry(m),
+        "org.apache.hadoop.hbase.filter.IncompatibleFilterException" => {
+            Error::IncompatibleFilter(m)
+        }
+        "org.apache.hadoop.hbase.regionserver.RowTooBigException" => Error::RowTooBig(m),
+        "org.apache.hadoop.hbase.RegionTooBusyException" => Error::RegionTooBusy(m),
+        "org.apache.hadoop.hbase.NotServingRegionException" => Error::NotServingRegion(m),
+        "org.apache.hadoop.hbase.UnknownRegionException" => Error::UnknownRegion(m),
+        "org.apache.hadoop.hbase.exceptions.MergeRegionException" => Error::MergeRegion(m),
+        "org.apache.hadoop.hbase.regionserver.NoSuchColumnFamilyException" => {
+            let (family, table) = m.split_once('\u{0}').unwrap_or((&m, ""));
+            Error::NoSuchColumnFamily {
+                table: table.to_owned(),
+                family: family.to_owned(),
+            }
+        }
+        "org.apache.hadoop.hbase.io.hfile.CorruptHFileException" => {
+            Error::corruption("data on the server", PathBuf::new(), m)
+        }
+        _ => {
+            let kind = if s.code() == Code::Unavailable || s.code() == Code::DeadlineExceeded {
+                std::io::ErrorKind::ConnectionAborted
+            } else {
+                std::io::ErrorKind::Other
+            };
+            Error::io(
+                format!("calling the server ({})", s.code()),
+                std::io::Error::new(kind, m),
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_cross_the_wire_as_themselves() {
+        let cases = [
+            Error::TableNotFound("t1".into()),
+            Error::NoSuchColumnFamily {
+                table: "t1".into(),
+                family: "zz".into(),
+            },
+            Error::RegionTooBusy("Over memstore limit=2.0 M".into()),
+            Error::Constraint("Only empty namespaces can be removed.".into()),
+            Error::IllegalArgument("Row length 0 is < 1".into()),
+        ];
+        for e in cases {
+            let s = to_status(&e);
+            assert_eq!(s.metadata().get("exception").unwrap(), e.exception_name());
+            let back = from_status(&s);
+            assert_eq!(back.to_string(), e.to_string());
+            assert_eq!(back.exception_name(), e.exception_name());
+            assert_eq!(back.is_retryable(), e.is_retryable());
+        }
+        let transport = from_status(&Status::unavailable("connection refused"));
+        assert!(transport.is_retryable());
+    }
+}
