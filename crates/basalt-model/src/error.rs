@@ -60,6 +60,10 @@ pub enum Error {
     /// No online region has that name (`UnknownRegionException`).
     #[error("{0}")]
     UnknownRegion(String),
+    /// A scanner id the server does not know: closed, or its lease expired
+    /// (`UnknownScannerException`); open a new scanner from the last row seen.
+    #[error("Unknown scanner '{0}'. This can happen due to any of the following reasons: a) Scanner id given is wrong, b) Scanner lease expired because of long wait between consecutive client checkins, c) Server may be closing down, d) RegionServer restart during upgrade.\nIf the issue is due to reason (b), a possible fix would be increasing the value of'hbase.client.scanner.timeout.period' configuration.")]
+    UnknownScanner(u64),
     /// Regions that cannot be merged (`MergeRegionException`).
     #[error("{0}")]
     MergeRegion(String),
@@ -103,6 +107,7 @@ impl Error {
             Error::NotServingRegion(_) => "org.apache.hadoop.hbase.NotServingRegionException",
             Error::UnknownRegion(_) => "org.apache.hadoop.hbase.UnknownRegionException",
             Error::MergeRegion(_) => "org.apache.hadoop.hbase.exceptions.MergeRegionException",
+            Error::UnknownScanner(_) => "org.apache.hadoop.hbase.UnknownScannerException",
             Error::RowTooBig(_) => "org.apache.hadoop.hbase.regionserver.RowTooBigException",
             Error::Corruption { .. } => "org.apache.hadoop.hbase.io.hfile.CorruptHFileException",
             Error::Io { .. } => "java.io.IOException",

@@ -12,9 +12,10 @@ const RETRYABLE: &str = "retryable";
 fn code_of(e: &Error) -> Code {
     match e {
         Error::IllegalArgument(_) | Error::IncompatibleFilter(_) => Code::InvalidArgument,
-        Error::TableNotFound(_) | Error::NamespaceNotFound(_) | Error::UnknownRegion(_) => {
-            Code::NotFound
-        }
+        Error::TableNotFound(_)
+        | Error::NamespaceNotFound(_)
+        | Error::UnknownRegion(_)
+        | Error::UnknownScanner(_) => Code::NotFound,
         Error::NoSuchColumnFamily { .. } => Code::NotFound,
         Error::TableExists(_) | Error::NamespaceExists(_) => Code::AlreadyExists,
         Error::TableNotEnabled(_) | Error::TableNotDisabled(_) | Error::Constraint(_) => {
@@ -60,6 +61,7 @@ fn message_of(e: &Error) -> String {
         | Error::UnknownRegion(m)
         | Error::MergeRegion(m) => m.clone(),
         Error::NoSuchColumnFamily { table, family } => format!("{family}\u{0}{table}"),
+        Error::UnknownScanner(id) => id.to_string(),
         other => other.to_string(),
     }
 }
@@ -92,6 +94,9 @@ pub fn from_status(s: &Status) -> Error {
         "org.apache.hadoop.hbase.NotServingRegionException" => Error::NotServingRegion(m),
         "org.apache.hadoop.hbase.UnknownRegionException" => Error::UnknownRegion(m),
         "org.apache.hadoop.hbase.exceptions.MergeRegionException" => Error::MergeRegion(m),
+        "org.apache.hadoop.hbase.UnknownScannerException" => {
+            Error::UnknownScanner(m.parse().unwrap_or(0))
+        }
         "org.apache.hadoop.hbase.regionserver.NoSuchColumnFamilyException" => {
             let (family, table) = m.split_once('\u{0}').unwrap_or((&m, ""));
             Error::NoSuchColumnFamily {
@@ -131,6 +136,7 @@ mod tests {
             Error::RegionTooBusy("Over memstore limit=2.0 M".into()),
             Error::Constraint("Only empty namespaces can be removed.".into()),
             Error::IllegalArgument("Row length 0 is < 1".into()),
+            Error::UnknownScanner(42),
         ];
         for e in cases {
             let s = to_status(&e);

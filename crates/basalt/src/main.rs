@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+mod server;
 mod shell;
 
 use anyhow::Context;
@@ -24,6 +25,9 @@ const DEFAULT_WORKLOADS: &str = "fillseq,fillrandom,overwrite,readrandom,readran
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// The standalone server: the native gRPC API on a local data directory. Stops cleanly
+    /// on SIGINT or SIGTERM.
+    Server(server::ServerArgs),
     /// The HBase shell, on a data directory opened in this process (refused while a server
     /// holds it). Runs a script file, or what stdin pipes in, or interactively.
     Shell {
@@ -79,6 +83,7 @@ enum Command {
 
 fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
+        Command::Server(args) => server::run(args),
         Command::Shell {
             data_dir,
             noninteractive,

@@ -1,0 +1,225 @@
+//! `Admin`: namespaces, tables, regions.
+
+use std::collections::BTreeMap;
+
+use basalt_model::region::RegionInfo;
+use basalt_model::{Result, TableDescriptor, TableName};
+use basalt_proto::pb::admin_client::AdminClient;
+use basalt_proto::pb::{self};
+use basalt_proto::schema::{region_from_pb, schema_from_pb, schema_to_pb};
+use basalt_proto::status::from_status;
+use bytes::Bytes;
+use tonic::transport::Channel;
+
+use crate::retry::{retry, Idempotence};
+use crate::ClientConfig;
+
+/// HBase's Admin. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Admin {
+    client: AdminClient<Channel>,
+    config: ClientConfig,
+}
+
+/// One admin call with retries: `$call` is the method, `$req` builds its request.
+macro_rules! call {
+    ($self:ident, $call:ident, $req:expr) => {{
+        let config = $self.config.clone();
+        retry(&$self.config, Idempotence::Idempotent, || {
+            let mut c = $self.client.clone();
+            let mut req = tonic::Request::new($req);
+            req.set_timeout(config.operation_timeout);
+            async move {
+                c.$call(req)
+                    .await
+                    .map(tonic::Response::into_inner)
+                    .map_err(|s| from_status(&s))
+            }
+        })
+        .await
+    }};
+}
+
+fn name(n: &TableName) -> pb::NameRequest {
+    pb::NameRequest {
+        name: n.to_string(),
+    }
+}
+
+impl Admin {
+    pub(crate) fn new(channel: Channel, config: ClientConfig) -> Admin {
+        Admin {
+            client: AdminClient::new(channel),
+            config,
+        }
+    }
+
+    pub async fn create_namespace(&self, ns: &str, props: BTreeMap<String, String>) -> Result<()> {
+        let r = pb::NamespaceRequest {
+            name: ns.to_owned(),
+            properties: props.into_iter().collect(),
+        };
+        call!(self, create_namespace, r.clone()).map(drop)
+    }
+
+    pub async fn drop_namespace(&self, ns: &str) -> Result<()> {
+        call!(
+            self,
+            drop_namespace,
+            pb::NameRequest {
+                name: ns.to_owned()
+            }
+        )
+        .map(drop)
+    }
+
+    pub async fn alter_namespace(
+        &self,
+        ns: &str,
+        set: BTreeMap<String, String>,
+        unset: &[String],
+    ) -> Result<()> {
+        let r = pb::AlterNamespaceRequest {
+            name: ns.to_owned(),
+            set: set.into_iter().collect(),
+            unset: unset.to_vec(),
+        };
+        call!(self, alter_namespace, r.clone()).map(drop)
+    }
+
+    pub async fn namespace_properties(&self, ns: &str) -> Result<BTreeMap<String, String>> {
+        let r = call!(
+            self,
+            describe_namespace,
+            pb::NameRequest {
+                name: ns.to_owned()
+            }
+        )?;
+        Ok(r.properties.into_iter().collect())
+    }
+
+    pub async fn list_namespaces(&self) -> Result<Vec<String>> {
+        let mut v = call!(self, list_namespaces, pb::Empty {})?.names;
+        v.sort();
+        Ok(v)
+    }
+
+    pub async fn list_namespace_tables(&self, ns: &str) -> Result<Vec<String>> {
+        Ok(call!(
+            self,
+            list_namespace_tables,
+            pb::NameRequest {
+                name: ns.to_owned()
+            }
+        )?
+        .names)
+    }
+
+    pub async fn create_table(&self, desc: &TableDescriptor, split_keys: &[Bytes]) -> Result<()> {
+        let r = pb::CreateTableRequest {
+            schema: Some(schema_to_pb(desc)),
+            split_keys: split_keys.to_vec(),
+        };
+        call!(self, create_table, r.clone()).map(drop)
+    }
+
+    pub async fn describe(&self, t: &TableName) -> Result<TableDescriptor> {
+        schema_from_pb(call!(self, describe_table, name(t))?)
+    }
+
+    pub async fn modify_table(&self, desc: &TableDescriptor) -> Result<()> {
+        call!(self, modify_table, schema_to_pb(desc)).map(drop)
+    }
+
+    pub async fn table_exists(&self, t: &TableName) -> Result<bool> {
+        Ok(call!(self, table_exists, name(t))?.value)
+    }
+
+    pub async fn is_enabled(&self, t: &TableName) -> Result<bool> {
+        Ok(call!(self, is_table_enabled, name(t))?.value)
+    }
+
+    pub async fn enable_table(&self, t: &TableName) -> Result<()> {
+        call!(self, enable_table, name(t)).map(drop)
+    }
+
+    pub async fn disable_table(&self, t: &TableName) -> Result<()> {
+        call!(self, disable_table, name(t)).map(drop)
+    }
+
+    pub async fn delete_table(&self, t: &TableName) -> Result<()> {
+        call!(self, delete_table, name(t)).map(drop)
+    }
+
+    pub async fn truncate_table(&self, t: &TableName, preserve_splits: bool) -> Result<()> {
+        let r = pb::TruncateRequest {
+            name: t.to_string(),
+            preserve_splits,
+        };
+        call!(self, truncate_table, r.clone()).map(drop)
+    }
+
+    pub async fn list_tables(&self, pattern: Option<&str>) -> Result<Vec<String>> {
+        let r = pb::ListTablesRequest {
+            pattern: pattern.map(str::to_owned),
+        };
+        Ok(call!(self, list_tables, r.clone())?.names)
+    }
+
+    pub async fn flush(&self, t: &TableName) -> Result<()> {
+        call!(self, flush, name(t)).map(drop)
+    }
+
+    pub async fn compact(&self, t: &TableName, major: bool) -> Result<()> {
+        call!(
+            self,
+            compact,
+            pb::CompactRequest {
+                name: t.to_string(),
+                major
+            }
+        )
+        .map(drop)
+    }
+
+    pub async fn split_table(&self, t: &TableName, key: Option<&[u8]>) -> Result<()> {
+        let r = pb::SplitRequest {
+            table: t.to_string(),
+            region: Bytes::new(),
+            key: key.map(Bytes::copy_from_slice),
+        };
+        call!(self, split, r.clone()).map(drop)
+    }
+
+    pub async fn split_region(&self, region: &[u8], key: Option<&[u8]>) -> Result<()> {
+        let r = pb::SplitRequest {
+            table: String::new(),
+            region: Bytes::copy_from_slice(region),
+            key: key.map(Bytes::copy_from_slice),
+        };
+        call!(self, split, r.clone()).map(drop)
+    }
+
+    pub async fn merge_regions(&self, regions: &[&[u8]], force: bool) -> Result<()> {
+        let r = pb::MergeRequest {
+            regions: regions.iter().map(|r| Bytes::copy_from_slice(r)).collect(),
+            force,
+        };
+        call!(self, merge, r.clone()).map(drop)
+    }
+
+    pub async fn regions(&self, t: &TableName) -> Result<Vec<RegionInfo>> {
+        Ok(call!(self, list_regions, name(t))?
+            .regions
+            .into_iter()
+            .map(region_from_pb)
+            .collect())
+    }
+
+    pub async fn run_catalog_janitor(&self) -> Result<usize> {
+        Ok(
+            usize::try_from(call!(self, run_catalog_janitor, pb::Empty {})?.count)
+                .unwrap_or(usize::MAX),
+        )
+    }
+}

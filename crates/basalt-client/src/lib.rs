@@ -1,0 +1,122 @@
+//! The Rust client of Basalt's native API (`basalt.v1`).
+//!
+//! ```no_run
+//! use basalt_client::Connection;
+//! use basalt_model::ops::{Get, Put};
+//!
+//! # async fn demo() -> basalt_model::Result<()> {
+//! let conn = Connection::connect("http://127.0.0.1:16020").await?;
+//! let users = conn.table("users")?;
+//! users.put(Put::new("alice").add("cf", "email", "alice@example.com")).await?;
+//! let row = users.get(Get::new("alice")).await?;
+//! assert_eq!(row.value(b"cf", b"email").map(|v| &v[..]), Some(&b"alice@example.com"[..]));
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Calls that fail with a retryable error (`RegionTooBusy`, `NotServingRegion`, a dropped
+//! connection) are retried with HBase's backoff until the operation timeout; others fail at
+//! once. Increments, appends and check-and-mutates, which must not apply twice, are retried
+//! only on errors that prove nothing was applied.
+
+mod admin;
+mod mutator;
+mod retry;
+mod table;
+
+use std::time::Duration;
+
+use basalt_model::{Error, Result, TableName};
+use tonic::transport::{Channel, Endpoint};
+
+pub use admin::Admin;
+pub use mutator::BufferedMutator;
+pub use table::{ResultScanner, Table};
+
+/// How calls are retried and timed out. HBase's defaults.
+#[derive(Clone, Debug)]
+pub struct ClientConfig {
+    /// `hbase.client.operation.timeout` for one operation with its retries (here 60 s).
+    pub operation_timeout: Duration,
+    /// `hbase.client.pause`: the base of the backoff between retries (100 ms).
+    pub pause: Duration,
+    /// `hbase.client.retries.number` (15).
+    pub retries: u32,
+    /// Bytes a scanner call fetches at most (`hbase.client.scanner.max.result.size`, 2 MiB).
+    pub scanner_max_result_bytes: u64,
+    /// `hbase.client.write.buffer` of a [`BufferedMutator`] (2 MiB).
+    pub write_buffer_bytes: usize,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        ClientConfig {
+            operation_timeout: Duration::from_secs(60),
+            pause: Duration::from_millis(100),
+            retries: 15,
+            scanner_max_result_bytes: 2 << 20,
+            write_buffer_bytes: 2 << 20,
+        }
+    }
+}
+
+/// A connection to a Basalt server. Cheap to clone; clones share the channel.
+#[derive(Clone, Debug)]
+pub struct Connection {
+    channel: Channel,
+    config: ClientConfig,
+}
+
+impl Connection {
+    /// Connects to `addr` (`http://host:port`) with default settings.
+    ///
+    /// # Errors
+    /// The address is malformed or the server cannot be reached.
+    pub async fn connect(addr: &str) -> Result<Connection> {
+        Connection::connect_with(addr, ClientConfig::default()).await
+    }
+
+    /// Connects with `config`.
+    ///
+    /// # Errors
+    /// As [`Connection::connect`].
+    pub async fn connect_with(addr: &str, config: ClientConfig) -> Result<Connection> {
+        let uri = if addr.contains("://") {
+            addr.to_owned()
+        } else {
+            format!("http://{addr}")
+        };
+        let endpoint = Endpoint::from_shared(uri)
+            .map_err(|e| Error::illegal(format!("bad server address {addr}: {e}")))?
+            .connect_timeout(Duration::from_secs(10))
+            .tcp_nodelay(true);
+        let channel = endpoint.connect().await.map_err(|e| {
+            Error::io(
+                format!("connecting to {addr}"),
+                std::io::Error::new(std::io::ErrorKind::ConnectionRefused, e.to_string()),
+            )
+        })?;
+        Ok(Connection { channel, config })
+    }
+
+    /// The administrative API.
+    #[must_use]
+    pub fn admin(&self) -> Admin {
+        Admin::new(self.channel.clone(), self.config.clone())
+    }
+
+    /// A handle on table `name` (not checked until used).
+    ///
+    /// # Errors
+    /// `IllegalArgument` for a bad name.
+    pub fn table(&self, name: &str) -> Result<Table> {
+        let name = TableName::parse(name)?;
+        Ok(Table::new(self.channel.clone(), self.config.clone(), name))
+    }
+
+    /// The settings in use.
+    #[must_use]
+    pub fn config(&self) -> &ClientConfig {
+        &self.config
+    }
+}

@@ -1,0 +1,147 @@
+//! Basalt's standalone server: the native gRPC API (`basalt.v1`) over one embedded database,
+//! with scanners as leases. `basalt server` runs it.
+
+#![allow(clippy::missing_errors_doc)] // gRPC handlers answer with statuses, documented in the proto
+
+pub mod scanners;
+pub mod service;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use basalt_proto::pb;
+use basalt_storage::{Database, Options};
+use tokio::net::TcpListener;
+use tokio_stream::wrappers::TcpListenerStream;
+
+use scanners::Scanners;
+use service::Services;
+
+/// Default port of the native API (HBase's region server port).
+pub const DEFAULT_PORT: u16 = 16020;
+
+/// What the server runs with; every field has a sane default.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    pub data_dir: PathBuf,
+    /// Where the native API listens (`0.0.0.0:16020`); port 0 picks a free port.
+    pub listen: SocketAddr,
+    /// `hbase.client.scanner.timeout.period`: a scanner left alone this long is closed.
+    pub scanner_lease: Duration,
+    /// The engine's settings (memory limits, flush and compaction behaviour).
+    pub options: Options,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            data_dir: PathBuf::from("./basalt-data"),
+            listen: SocketAddr::from(([0, 0, 0, 0], DEFAULT_PORT)),
+            scanner_lease: Duration::from_secs(60),
+            options: Options::default(),
+        }
+    }
+}
+
+/// A server bound to its port, not yet serving.
+#[derive(Debug)]
+pub struct Server {
+    listener: TcpListener,
+    services: Services,
+    lease: Duration,
+}
+
+impl Server {
+    /// Opens the data directory and binds the port.
+    ///
+    /// # Errors
+    /// The directory is in use or damaged, or the port cannot be bound.
+    pub async fn bind(config: ServerConfig) -> Result<Server, ServerError> {
+        let mut options = config.options.clone();
+        options.server_port = config.listen.port();
+        let dir = config.data_dir.clone();
+        let db = tokio::task::spawn_blocking(move || Database::open_with(&dir, options))
+            .await
+            .map_err(|e| ServerError(format!("opening the database: {e}")))??;
+        let listener = TcpListener::bind(config.listen)
+            .await
+            .map_err(|e| ServerError(format!("binding {}: {e}", config.listen)))?;
+        let services = Services {
+            db,
+            scanners: Arc::new(Scanners::new(config.scanner_lease)),
+        };
+        Ok(Server {
+            listener,
+            services,
+            lease: config.scanner_lease,
+        })
+    }
+
+    /// The address the native API listens on.
+    ///
+    /// # Errors
+    /// The socket has no local address.
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Serves until `shutdown` completes, then closes the database (every acknowledged write
+    /// is durable after that).
+    ///
+    /// # Errors
+    /// The transport failed, or the final close did.
+    pub async fn serve(
+        self,
+        shutdown: impl std::future::Future<Output = ()> + Send,
+    ) -> Result<(), ServerError> {
+        let Server {
+            listener,
+            services,
+            lease,
+        } = self;
+        let reaper = {
+            let scanners = Arc::clone(&services.scanners);
+            let tick = (lease / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
+            tokio::spawn(async move {
+                let mut every = tokio::time::interval(tick);
+                loop {
+                    every.tick().await;
+                    scanners.expire();
+                }
+            })
+        };
+        let db = services.db.clone();
+        let result = tonic::transport::Server::builder()
+            .add_service(pb::admin_server::AdminServer::new(services.clone()))
+            .add_service(pb::table_server::TableServer::new(services))
+            .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown)
+            .await;
+        reaper.abort();
+        result.map_err(|e| ServerError(format!("serving: {e}")))?;
+        tokio::task::spawn_blocking(move || db.close())
+            .await
+            .map_err(|e| ServerError(format!("closing the database: {e}")))??;
+        tracing::info!("server stopped; the database is closed");
+        Ok(())
+    }
+}
+
+/// Why the server could not start or stop cleanly.
+#[derive(Debug)]
+pub struct ServerError(pub String);
+
+impl std::fmt::Display for ServerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ServerError {}
+
+impl From<basalt_model::Error> for ServerError {
+    fn from(e: basalt_model::Error) -> Self {
+        ServerError(e.to_string())
+    }
+}

@@ -1,0 +1,123 @@
+//! `basalt server`: flags, an optional `basalt.toml`, logs, signals.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context;
+use basalt_server::{Server, ServerConfig, DEFAULT_PORT};
+use serde::Deserialize;
+
+/// The server's flags; each overrides the same key of the config file.
+#[derive(clap::Args, Debug)]
+pub struct ServerArgs {
+    /// The data directory (created if missing).
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// The address to listen on.
+    #[arg(long)]
+    bind: Option<IpAddr>,
+    /// The native API's port; 0 picks a free one (printed at start).
+    #[arg(long)]
+    port: Option<u16>,
+    /// Scanner lease timeout in ms (`hbase.client.scanner.timeout.period`).
+    #[arg(long)]
+    scanner_timeout_ms: Option<u64>,
+    /// A TOML file of settings (`basalt.toml` in the working directory when present).
+    #[arg(long)]
+    config: Option<PathBuf>,
+}
+
+/// `basalt.toml`: every key optional.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    data_dir: Option<PathBuf>,
+    bind: Option<IpAddr>,
+    port: Option<u16>,
+    scanner_timeout_ms: Option<u64>,
+    /// Block cache capacity.
+    block_cache_mib: Option<usize>,
+    /// `hbase.regionserver.global.memstore.size` as MiB.
+    global_memstore_mib: Option<usize>,
+}
+
+fn read_config(path: Option<&Path>) -> anyhow::Result<FileConfig> {
+    let (path, required) = match path {
+        Some(p) => (p.to_owned(), true),
+        None => (PathBuf::from("basalt.toml"), false),
+    };
+    match std::fs::read_to_string(&path) {
+        Ok(text) => toml::from_str(&text).with_context(|| format!("reading {}", path.display())),
+        Err(e) if !required && e.kind() == std::io::ErrorKind::NotFound => {
+            Ok(FileConfig::default())
+        }
+        Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+    }
+}
+
+fn config(args: ServerArgs) -> anyhow::Result<ServerConfig> {
+    let file = read_config(args.config.as_deref())?;
+    let mut c = ServerConfig::default();
+    if let Some(d) = args.data_dir.or(file.data_dir) {
+        c.data_dir = d;
+    }
+    let bind = args.bind.or(file.bind).unwrap_or(c.listen.ip());
+    let port = args.port.or(file.port).unwrap_or(DEFAULT_PORT);
+    c.listen = SocketAddr::new(bind, port);
+    if let Some(ms) = args.scanner_timeout_ms.or(file.scanner_timeout_ms) {
+        c.scanner_lease = Duration::from_millis(ms);
+    }
+    if let Some(m) = file.block_cache_mib {
+        c.options.block_cache_bytes = m << 20;
+    }
+    if let Some(m) = file.global_memstore_mib {
+        c.options.background.global_memstore_limit_bytes = m << 20;
+    }
+    Ok(c)
+}
+
+/// Runs the server until SIGINT or SIGTERM.
+///
+/// # Errors
+/// Bad settings, a data directory in use, a port taken.
+pub fn run(args: ServerArgs) -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let config = config(args)?;
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(async move {
+        let dir = config.data_dir.clone();
+        let server = Server::bind(config).await?;
+        let addr = server.local_addr()?;
+        // One line on stdout, for scripts and tests that start the server on port 0.
+        println!(
+            "Basalt server listening on {addr} (data directory {})",
+            dir.display()
+        );
+        tracing::info!(%addr, dir = %dir.display(), "serving");
+        server.serve(shutdown_signal()).await?;
+        Ok(())
+    })
+}
+
+async fn shutdown_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = term => {}
+    }
+    tracing::info!("shutting down");
+}

@@ -1,0 +1,353 @@
+//! A real `basalt server` process on a free port, driven by the Rust client: every
+//! operation, errors as HBase names them, scanner leases, a restart with data intact.
+#![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use basalt_client::{BufferedMutator, ClientConfig, Connection};
+use basalt_model::filter::parse_filter;
+use basalt_model::ops::{
+    Append, CheckAndMutate, CompareOp, Delete, Get, Increment, Mutation, Put, RowMutations, Scan,
+};
+use basalt_model::{ColumnFamilyDescriptor, Error, TableDescriptor, TableName};
+use bytes::Bytes;
+
+/// A server child process; killed when dropped.
+struct ServerProcess {
+    child: Child,
+    addr: String,
+}
+
+impl ServerProcess {
+    fn start(dir: &std::path::Path, extra: &[&str]) -> ServerProcess {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_basalt"))
+            .args(["server", "--bind", "127.0.0.1", "--port", "0", "--data-dir"])
+            .arg(dir)
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let addr = line
+            .split_whitespace()
+            .nth(4)
+            .unwrap_or_else(|| panic!("no address in {line:?}"))
+            .to_owned();
+        ServerProcess { child, addr }
+    }
+
+    /// SIGTERM, then the exit status must be success (a clean shutdown).
+    fn stop(mut self) {
+        let pid = self.child.id().to_string();
+        assert!(Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success());
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "server exited with {status}");
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn table_desc(name: &str) -> TableDescriptor {
+    let t = TableName::parse(name).unwrap();
+    TableDescriptor::new(
+        &t,
+        [
+            ColumnFamilyDescriptor::new("f").with_max_versions(3),
+            ColumnFamilyDescriptor::new("g"),
+        ],
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_data_operation_through_the_client() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ServerProcess::start(dir.path(), &[]);
+    let conn = Connection::connect(&server.addr).await.unwrap();
+    let admin = conn.admin();
+    admin
+        .create_namespace("ns", Default::default())
+        .await
+        .unwrap();
+    admin
+        .create_table(&table_desc("ns:t"), &[Bytes::from_static(b"m")])
+        .await
+        .unwrap();
+    let name = TableName::parse("ns:t").unwrap();
+    assert_eq!(admin.list_namespace_tables("ns").await.unwrap(), ["t"]);
+    assert_eq!(admin.regions(&name).await.unwrap().len(), 2);
+    assert_eq!(admin.describe(&name).await.unwrap(), table_desc("ns:t"));
+    let t = conn.table("ns:t").unwrap();
+    for row in ["a", "k", "q", "z"] {
+        t.put(Put::new(row).add_at("f", "q", 1, format!("v-{row}")))
+            .await
+            .unwrap();
+    }
+    t.put(Put::new("a").add_at("f", "q", 2, "v2"))
+        .await
+        .unwrap();
+    let r = t.get(Get::new("a").all_versions()).await.unwrap();
+    assert_eq!(r.timestamps(b"f", b"q"), [2, 1]);
+    // Increments, appends, check-and-mutate, row mutations, batches.
+    let n = t
+        .increment(Increment::new("c").add("g", "n", 5))
+        .await
+        .unwrap();
+    assert_eq!(n.value(b"g", b"n").unwrap()[..], 5i64.to_be_bytes());
+    let s = t
+        .append(Append::new("c").add("g", "s", "xy"))
+        .await
+        .unwrap();
+    assert_eq!(s.value(b"g", b"s").unwrap(), &Bytes::from_static(b"xy"));
+    let cam = CheckAndMutate::if_matches("k", "f", "q", CompareOp::Equal, "v-k")
+        .then_put(Put::new("k").add("g", "ok", "1"));
+    assert!(t.check_and_mutate(cam).await.unwrap());
+    let cam = CheckAndMutate::if_not_exists("k", "f", "q").then_delete(Delete::new("k"));
+    assert!(!t.check_and_mutate(cam).await.unwrap());
+    let mut rm = RowMutations::new("q");
+    rm.add(Put::new("q").add("g", "a", "1")).unwrap();
+    rm.add(Delete::new("q").add_columns("f", "q")).unwrap();
+    t.mutate_row(rm).await.unwrap();
+    let results = t
+        .batch(vec![
+            Mutation::Put(Put::new("b").add("f", "q", "1")),
+            Mutation::Put(Put::new("b").add("nope", "q", "1")),
+        ])
+        .await
+        .unwrap();
+    assert!(results[0].is_ok());
+    assert!(
+        matches!(results[1], Err(Error::NoSuchColumnFamily { .. })),
+        "{:?}",
+        results[1]
+    );
+    scans_and_buffered_writes(&t).await;
+    server.stop();
+}
+
+/// Scans cross regions, forward and reversed, with filters; a buffered mutator's writes land.
+async fn scans_and_buffered_writes(t: &basalt_client::Table) {
+    // Scans cross regions, forward and reversed, with filters.
+    let rows = |v: Vec<basalt_model::RowResult>| -> Vec<String> {
+        v.iter()
+            .map(|r| String::from_utf8_lossy(&r.row).into_owned())
+            .collect()
+    };
+    let all = t.scan(Scan::new()).await.unwrap().collect().await.unwrap();
+    assert_eq!(rows(all), ["a", "b", "c", "k", "q", "z"]);
+    let rev = t
+        .scan(Scan::new().reversed().with_limit(2))
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    assert_eq!(rows(rev), ["z", "q"]);
+    let filtered = Scan::new().with_filter(parse_filter("ValueFilter(=, 'binary:v-z')").unwrap());
+    assert_eq!(
+        rows(t.scan(filtered).await.unwrap().collect().await.unwrap()),
+        ["z"]
+    );
+    // A buffered mutator.
+    let mut m = BufferedMutator::new(t.clone());
+    for i in 0..500 {
+        m.mutate(Mutation::Put(
+            Put::new(format!("bulk{i:03}")).add("f", "q", "x"),
+        ))
+        .await
+        .unwrap();
+    }
+    m.close().await.unwrap();
+    let bulk = t
+        .scan(Scan::new().with_row_prefix("bulk"))
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    assert_eq!(bulk.len(), 500);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_operations_through_the_client() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ServerProcess::start(dir.path(), &[]);
+    let conn = Connection::connect(&server.addr).await.unwrap();
+    let admin = conn.admin();
+    let name = TableName::parse("t").unwrap();
+    admin
+        .create_table(&table_desc("t"), &[Bytes::from_static(b"m")])
+        .await
+        .unwrap();
+    assert_eq!(admin.list_tables(None).await.unwrap(), ["t"]);
+    let t = conn.table("t").unwrap();
+    for i in 0..506 {
+        t.put(Put::new(format!("r{i:03}")).add("f", "q", "v"))
+            .await
+            .unwrap();
+    }
+    admin.flush(&name).await.unwrap();
+    admin.compact(&name, true).await.unwrap();
+    admin.split_table(&name, Some(b"r2")).await.unwrap();
+    let regions = admin.regions(&name).await.unwrap();
+    assert_eq!(regions.len(), 3);
+    admin.compact(&name, true).await.unwrap();
+    let enc: Vec<String> = regions[..2].iter().map(|r| r.encoded_name(&name)).collect();
+    admin
+        .merge_regions(&[enc[0].as_bytes(), enc[1].as_bytes()], false)
+        .await
+        .unwrap();
+    assert_eq!(admin.regions(&name).await.unwrap().len(), 2);
+    assert_eq!(
+        t.scan(Scan::new())
+            .await
+            .unwrap()
+            .collect()
+            .await
+            .unwrap()
+            .len(),
+        506
+    );
+    admin.disable_table(&name).await.unwrap();
+    assert!(!admin.is_enabled(&name).await.unwrap());
+    admin.truncate_table(&name, true).await.unwrap();
+    assert_eq!(admin.regions(&name).await.unwrap().len(), 2);
+    assert!(t
+        .scan(Scan::new())
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap()
+        .is_empty());
+    server.stop();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_cross_the_wire_with_hbase_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ServerProcess::start(dir.path(), &[]);
+    let conn = Connection::connect(&server.addr).await.unwrap();
+    let admin = conn.admin();
+    admin.create_table(&table_desc("t"), &[]).await.unwrap();
+    let e = admin.create_table(&table_desc("t"), &[]).await.unwrap_err();
+    assert!(matches!(e, Error::TableExists(_)), "{e}");
+    assert_eq!(
+        e.exception_name(),
+        "org.apache.hadoop.hbase.TableExistsException"
+    );
+    let e = conn
+        .table("nope")
+        .unwrap()
+        .get(Get::new("r"))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, Error::TableNotFound(_)), "{e}");
+    let e = conn
+        .table("t")
+        .unwrap()
+        .put(Put::new("r").add("zz", "q", "v"))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, Error::NoSuchColumnFamily { .. }), "{e}");
+    assert!(!e.is_retryable());
+    let e = admin.drop_namespace("default").await.unwrap_err();
+    assert!(matches!(e, Error::Constraint(_)), "{e}");
+    let e = admin
+        .delete_table(&TableName::parse("t").unwrap())
+        .await
+        .unwrap_err();
+    assert!(matches!(e, Error::TableNotDisabled(_)), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scanner_leases_expire_and_free_the_scanner() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ServerProcess::start(dir.path(), &["--scanner-timeout-ms", "300"]);
+    let config = ClientConfig {
+        scanner_max_result_bytes: 1,
+        ..ClientConfig::default()
+    };
+    let conn = Connection::connect_with(&server.addr, config)
+        .await
+        .unwrap();
+    conn.admin()
+        .create_table(&table_desc("t"), &[])
+        .await
+        .unwrap();
+    let t = conn.table("t").unwrap();
+    for i in 0..5 {
+        t.put(Put::new(format!("r{i}")).add("f", "q", "v"))
+            .await
+            .unwrap();
+    }
+    // Fetches within the lease renew it.
+    let mut s = t.scan(Scan::new()).await.unwrap();
+    for _ in 0..3 {
+        assert!(s.next().await.unwrap().is_some());
+        tokio::time::sleep(Duration::from_millis(150)).await;
+    }
+    // Left alone past the lease, the scanner is gone.
+    tokio::time::sleep(Duration::from_millis(900)).await;
+    let e = s.next().await.unwrap_err();
+    assert!(matches!(e, Error::UnknownScanner(_)), "{e}");
+    assert!(e.to_string().contains("lease expired"), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_server_has_every_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ServerProcess::start(dir.path(), &[]);
+    let conn = Connection::connect(&server.addr).await.unwrap();
+    conn.admin()
+        .create_table(&table_desc("t"), &[])
+        .await
+        .unwrap();
+    let t = conn.table("t").unwrap();
+    for i in 0..200 {
+        t.put(Put::new(format!("r{i:03}")).add("f", "q", format!("v{i}")))
+            .await
+            .unwrap();
+    }
+    server.stop();
+    let server = ServerProcess::start(dir.path(), &[]);
+    let conn = Connection::connect(&server.addr).await.unwrap();
+    let t = conn.table("t").unwrap();
+    let rows = t.scan(Scan::new()).await.unwrap().collect().await.unwrap();
+    assert_eq!(rows.len(), 200);
+    assert_eq!(
+        t.get(Get::new("r123"))
+            .await
+            .unwrap()
+            .value(b"f", b"q")
+            .unwrap(),
+        &Bytes::from_static(b"v123")
+    );
+    // A killed server (no clean shutdown) loses no acknowledged write either.
+    t.put(Put::new("after").add("f", "q", "v")).await.unwrap();
+    drop(server);
+    let server = ServerProcess::start(dir.path(), &[]);
+    let conn = Connection::connect(&server.addr).await.unwrap();
+    let r = conn
+        .table("t")
+        .unwrap()
+        .get(Get::new("after"))
+        .await
+        .unwrap();
+    assert!(!r.is_empty());
+    server.stop();
+}
