@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+mod remote;
 mod server;
 mod shell;
 
@@ -31,6 +32,9 @@ enum Command {
     /// The HBase shell, on a data directory opened in this process (refused while a server
     /// holds it). Runs a script file, or what stdin pipes in, or interactively.
     Shell {
+        /// A server to talk to (`host:port`) instead of opening a data directory.
+        #[arg(long, conflicts_with = "data_dir")]
+        server: Option<String>,
         /// The data directory to open.
         #[arg(long, default_value = "./basalt-data")]
         data_dir: PathBuf,
@@ -85,11 +89,16 @@ fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Server(args) => server::run(args),
         Command::Shell {
+            server,
             data_dir,
             noninteractive,
             script,
         } => {
-            let code = shell::run(&data_dir, noninteractive, script.as_deref())?;
+            let target = match server {
+                Some(addr) => shell::Target::Server(addr),
+                None => shell::Target::DataDir(data_dir),
+            };
+            let code = shell::run(&target, noninteractive, script.as_deref())?;
             std::process::exit(code);
         }
         Command::Bench {

@@ -1,10 +1,10 @@
 //! `basalt shell`: the HBase shell in a terminal, or on a script or stdin.
 
 use std::io::{IsTerminal, Read};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use basalt_shell::{ScriptEnd, Shell};
+use basalt_shell::{Backend, ScriptEnd, Shell};
 use basalt_storage::Database;
 use rustyline::completion::{Completer, Pair};
 use rustyline::error::ReadlineError;
@@ -13,14 +13,45 @@ use rustyline::hint::Hinter;
 use rustyline::validate::{ValidationContext, ValidationResult, Validator};
 use rustyline::{Editor, Helper};
 
+use crate::remote::RemoteBackend;
+
+/// What the shell talks to.
+#[derive(Debug)]
+pub enum Target {
+    /// A server at `host:port`.
+    Server(String),
+    /// A data directory opened in this process.
+    DataDir(PathBuf),
+}
+
 /// Runs the shell: a script file, or stdin when it is not a terminal or `-n` is given, or
 /// else interactively. Returns the process exit code.
 ///
 /// # Errors
-/// The data directory cannot be opened (in use by a server, say) or the script read.
-pub fn run(dir: &Path, noninteractive: bool, script: Option<&Path>) -> anyhow::Result<i32> {
-    let db = Database::open(dir)
-        .with_context(|| format!("opening the data directory {}", dir.display()))?;
+/// The server cannot be reached, the data directory cannot be opened (in use by a server,
+/// say), or the script read.
+pub fn run(target: &Target, noninteractive: bool, script: Option<&Path>) -> anyhow::Result<i32> {
+    match target {
+        Target::Server(addr) => {
+            let backend = RemoteBackend::connect(addr)
+                .with_context(|| format!("connecting to the server at {addr}"))?;
+            run_on(&backend, noninteractive, script)
+        }
+        Target::DataDir(dir) => {
+            let db = Database::open(dir)
+                .with_context(|| format!("opening the data directory {}", dir.display()))?;
+            let code = run_on(&db, noninteractive, script)?;
+            db.close()?;
+            Ok(code)
+        }
+    }
+}
+
+fn run_on(
+    backend: &dyn Backend,
+    noninteractive: bool,
+    script: Option<&Path>,
+) -> anyhow::Result<i32> {
     let stdin_is_tty = std::io::stdin().is_terminal();
     let source = match script {
         Some(path) => Some(
@@ -33,23 +64,21 @@ pub fn run(dir: &Path, noninteractive: bool, script: Option<&Path>) -> anyhow::R
         }
         None => None,
     };
-    let code = match source {
+    match source {
         Some(src) => {
             // Scripted use stops at the first error, with a non-zero exit code.
-            let mut sh = Shell::new(&db, Box::new(std::io::stdout()));
-            match sh.run_script(&src, true)? {
+            let mut sh = Shell::new(backend, Box::new(std::io::stdout()));
+            Ok(match sh.run_script(&src, true)? {
                 ScriptEnd::Failed => 1,
                 ScriptEnd::Done => 0,
-            }
+            })
         }
-        None => interactive(&db)?,
-    };
-    db.close()?;
-    Ok(code)
+        None => interactive(backend),
+    }
 }
 
-fn interactive(db: &Database) -> anyhow::Result<i32> {
-    let mut sh = Shell::new(db, Box::new(std::io::stdout()));
+fn interactive(backend: &dyn Backend) -> anyhow::Result<i32> {
+    let mut sh = Shell::new(backend, Box::new(std::io::stdout()));
     sh.echo = true;
     sh.formatter.width = terminal_size::terminal_size().map_or(0, |(w, _)| usize::from(w.0));
     println!("HBase Shell");
@@ -59,8 +88,8 @@ fn interactive(db: &Database) -> anyhow::Result<i32> {
         "Version Basalt {}, HBase 2.5 compatible",
         env!("CARGO_PKG_VERSION")
     );
-    let mut rl: Editor<ShellHelper, rustyline::history::FileHistory> = Editor::new()?;
-    rl.set_helper(Some(ShellHelper { db: db.clone() }));
+    let mut rl: Editor<ShellHelper<'_>, rustyline::history::FileHistory> = Editor::new()?;
+    rl.set_helper(Some(ShellHelper { backend }));
     let history = std::env::var_os("HOME").map(|h| Path::new(&h).join(".basalt_shell_history"));
     if let Some(h) = &history {
         let _ = rl.load_history(h);
@@ -92,11 +121,11 @@ fn interactive(db: &Database) -> anyhow::Result<i32> {
 }
 
 /// Tab completion of command names and, inside quotes, table names; multi-line statements.
-struct ShellHelper {
-    db: Database,
+struct ShellHelper<'a> {
+    backend: &'a dyn Backend,
 }
 
-impl Completer for ShellHelper {
+impl Completer for ShellHelper<'_> {
     type Candidate = Pair;
 
     fn complete(
@@ -112,7 +141,7 @@ impl Completer for ShellHelper {
         let word = &head[start..];
         let quoted = head[..start].ends_with(['\'', '"']);
         let candidates: Vec<String> = if quoted {
-            self.db.list_tables(None).unwrap_or_default()
+            self.backend.list_tables(None).unwrap_or_default()
         } else if start == 0 {
             Shell::command_names()
                 .into_iter()
@@ -133,13 +162,13 @@ impl Completer for ShellHelper {
     }
 }
 
-impl Hinter for ShellHelper {
+impl Hinter for ShellHelper<'_> {
     type Hint = String;
 }
 
-impl Highlighter for ShellHelper {}
+impl Highlighter for ShellHelper<'_> {}
 
-impl Validator for ShellHelper {
+impl Validator for ShellHelper<'_> {
     fn validate(&self, ctx: &mut ValidationContext<'_>) -> rustyline::Result<ValidationResult> {
         if basalt_shell::parser::is_incomplete(ctx.input()) {
             return Ok(ValidationResult::Incomplete);
@@ -148,4 +177,4 @@ impl Validator for ShellHelper {
     }
 }
 
-impl Helper for ShellHelper {}
+impl Helper for ShellHelper<'_> {}

@@ -351,3 +351,64 @@ async fn a_restarted_server_has_every_row() {
     assert!(!r.is_empty());
     server.stop();
 }
+
+/// The same script prints the same through a server as on a data directory.
+#[test]
+fn the_shell_prints_the_same_through_a_server() {
+    let script = "create_namespace 'my_ns'
+create 'my_ns:my_table', 'fam', SPLITS => ['m']
+put 'my_ns:my_table', 'r1', 'fam:a', 'v1', 5
+put 'my_ns:my_table', 'x9', 'fam:b', \"\\x00\\xff\", 6
+scan 'my_ns:my_table'
+get 'my_ns:my_table', 'x9'
+incr 'my_ns:my_table', 'c', 'fam:n', 3
+count 'my_ns:my_table'
+alter 'my_ns:my_table', NAME => 'fam', VERSIONS => 5
+describe 'my_ns:my_table'
+get_splits 'my_ns:my_table'
+list_namespace_tables 'my_ns'
+drop_namespace 'my_ns'
+";
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.hb");
+    std::fs::write(&file, script).unwrap();
+    let masked = |out: &[u8]| -> String {
+        String::from_utf8_lossy(out)
+            .lines()
+            .map(|l| {
+                if l.starts_with("Took ") {
+                    "Took X seconds"
+                } else {
+                    l
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let embedded = Command::new(env!("CARGO_BIN_EXE_basalt"))
+        .args(["shell", "--data-dir"])
+        .arg(dir.path().join("embedded"))
+        .arg(&file)
+        .output()
+        .unwrap();
+    let server_dir = dir.path().join("served");
+    let server = ServerProcess::start(&server_dir, &[]);
+    let remote = Command::new(env!("CARGO_BIN_EXE_basalt"))
+        .args(["shell", "--server", &server.addr])
+        .arg(&file)
+        .output()
+        .unwrap();
+    // The script ends with an error (the namespace is not empty): exit code 1 both ways.
+    assert_eq!(embedded.status.code(), Some(1));
+    assert_eq!(
+        remote.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&remote.stderr)
+    );
+    let (a, b) = (masked(&embedded.stdout), masked(&remote.stdout));
+    assert_eq!(a, b);
+    assert!(a.contains(" x9 column=fam:b, timestamp="), "{a}");
+    assert!(a.contains("ERROR: org.apache.hadoop.hbase.constraint.ConstraintException: Only empty namespaces can be removed."), "{a}");
+    server.stop();
+}
