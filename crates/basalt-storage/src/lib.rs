@@ -39,7 +39,7 @@ pub mod wal;
 
 pub use catalog::{RegionState, RetiredRegion};
 pub use database::{BackgroundConfig, Database, EngineStatsSnapshot, Options, Table, TableScanner};
-pub use region::RegionInfo;
+pub use region::{BackgroundEvent, RegionInfo, RegionLoad};
 
 /// The README's example, compiled and run as a doc test so it cannot rot.
 #[doc = include_str!("../../../README.md")]

@@ -342,6 +342,29 @@ impl Database {
         self.inner.clean_retired().map(drop)
     }
 
+    /// Each region of the table with its load (files, memstore, requests), in key order.
+    ///
+    /// # Errors
+    /// `TableNotFound`.
+    pub fn region_loads(
+        &self,
+        name: &TableName,
+    ) -> Result<Vec<(RegionInfo, crate::region::RegionLoad)>> {
+        Ok(self
+            .state(name)?
+            .regions
+            .read()
+            .iter()
+            .map(|r| (r.info().clone(), r.load()))
+            .collect())
+    }
+
+    /// The most recent flushes, compactions, splits and merges, oldest first.
+    #[must_use]
+    pub fn recent_events(&self) -> Vec<crate::region::BackgroundEvent> {
+        self.inner.stats.events.lock().iter().cloned().collect()
+    }
+
     /// Store file count of each family of the table (diagnostics and tests).
     ///
     /// # Errors

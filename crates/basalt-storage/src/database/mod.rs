@@ -53,6 +53,8 @@ pub struct EngineStatsSnapshot {
     pub background_errors: u64,
     /// Bytes in all memstores now.
     pub memstore_bytes: u64,
+    /// Syncs of the WAL (each may acknowledge many writes: group commit).
+    pub wal_syncs: u64,
 }
 
 /// Default block cache capacity.
@@ -307,6 +309,7 @@ impl Database {
             refused_writes: get(&s.refused_writes),
             background_errors: self.inner.background.error_count(),
             memstore_bytes: self.inner.memstore_total.load(Ordering::Relaxed) as u64,
+            wal_syncs: self.inner.wal.sync_count(),
         }
     }
 

@@ -156,6 +156,7 @@ impl DbInner {
                 None => return Ok(false),
             },
         };
+        let started = std::time::Instant::now();
         region.close()?;
         let info = region.info();
         let (files, flushed) = region.handed_files();
@@ -174,6 +175,7 @@ impl DbInner {
         };
         let parents = [Arc::clone(region)];
         self.replace_regions(&mut g, state, &parents, RegionState::Split, flushed, commit)?;
+        region.record_event("split", 0, started);
         Ok(true)
     }
 
@@ -223,6 +225,7 @@ impl DbInner {
                 w[1].name()
             )));
         }
+        let started = std::time::Instant::now();
         let mut closed = Vec::new();
         for r in &parents {
             if let Err(e) = r.close() {
@@ -250,7 +253,9 @@ impl DbInner {
             RegionState::Merged,
             flushed,
             commit,
-        )
+        )?;
+        parents[0].record_event("merge", 0, started);
+        Ok(())
     }
 
     /// Steps 2–4 of a split or merge (see the module's comment) for closed `parents`; on

@@ -20,6 +20,7 @@ impl Region {
     /// # Errors
     /// `Io` writing files or the manifest; the data stays in memory and in the WAL.
     pub fn flush(&self) -> Result<()> {
+        let started = std::time::Instant::now();
         let _f = self.flush_lock.lock();
         let (snaps, flush_seq) = {
             let _w = self.updates.write();
@@ -75,6 +76,9 @@ impl Region {
         stats
             .flushed_bytes
             .fetch_add(freed as u64, Ordering::Relaxed);
+        if freed > 0 {
+            self.record_event("flush", freed as u64, started);
+        }
         Ok(())
     }
 
@@ -169,6 +173,7 @@ impl Region {
         major: bool,
         throttle: &mut Throttle,
     ) -> Result<()> {
+        let started = std::time::Instant::now();
         let now = self.env.now_ms();
         let purge = self.config.time_to_purge_deletes_ms;
         let out =
@@ -212,6 +217,12 @@ impl Region {
         stats
             .compacted_bytes_written
             .fetch_add(written, Ordering::Relaxed);
+        let kind = if major {
+            "major compaction"
+        } else {
+            "minor compaction"
+        };
+        self.record_event(kind, written, started);
         store.finish_compaction(inputs, out);
         // References are not this region's to delete: the files go when no region reads
         // them any more (the database's catalog janitor).
@@ -219,6 +230,19 @@ impl Region {
             self.env.remove_file(f.path())?;
         }
         Ok(())
+    }
+}
+
+impl Region {
+    /// Remembers a finished flush or compaction for the status page.
+    pub(crate) fn record_event(&self, kind: &'static str, bytes: u64, started: std::time::Instant) {
+        self.config.stats.record(super::BackgroundEvent {
+            at_ms: self.env.now_ms(),
+            kind,
+            region: self.name(),
+            bytes,
+            duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        });
     }
 }
 

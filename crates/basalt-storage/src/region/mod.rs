@@ -59,6 +59,35 @@ pub struct RegionConfig {
     pub stats: Arc<EngineStats>,
 }
 
+/// One flush, compaction, split or merge, for the status page's recent work.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BackgroundEvent {
+    /// When it finished (ms since the epoch).
+    pub at_ms: i64,
+    /// `flush`, `minor compaction`, `major compaction`, `split` or `merge`.
+    pub kind: &'static str,
+    /// The region (for a split or merge, the parents).
+    pub region: String,
+    /// Bytes written (flushes and compactions).
+    pub bytes: u64,
+    pub duration_ms: u64,
+}
+
+/// How many recent background events are kept.
+const RECENT_EVENTS: usize = 32;
+
+/// A region's load, as the status page and metrics show it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RegionLoad {
+    pub store_files: usize,
+    pub store_file_bytes: u64,
+    pub memstore_bytes: u64,
+    /// Reads (gets and region scans) served since the region opened.
+    pub read_requests: u64,
+    /// Writes (edits) applied since the region opened.
+    pub write_requests: u64,
+}
+
 /// Counters of the engine's background work since the database opened.
 #[derive(Debug, Default)]
 pub struct EngineStats {
@@ -72,6 +101,19 @@ pub struct EngineStats {
     pub delayed_writes: AtomicU64,
     /// Writes refused with `RegionTooBusy`.
     pub refused_writes: AtomicU64,
+    /// The most recent flushes, compactions, splits and merges, oldest first.
+    pub events: Mutex<std::collections::VecDeque<BackgroundEvent>>,
+}
+
+impl EngineStats {
+    /// Remembers a finished background job (the last few are kept).
+    pub fn record(&self, event: BackgroundEvent) {
+        let mut events = self.events.lock();
+        if events.len() == RECENT_EVENTS {
+            events.pop_front();
+        }
+        events.push_back(event);
+    }
 }
 
 /// A file in a store manifest: a number of the region's own (written as a bare number), or a
@@ -145,6 +187,9 @@ pub struct Region {
     /// the write path reads it without visiting the stores.
     memstore_bytes: AtomicUsize,
     manifest: Mutex<(VersionedFile, RegionManifest)>,
+    /// Reads and writes served, for the status page.
+    reads: AtomicU64,
+    writes: AtomicU64,
     /// Set (under `updates` write-locked) when the region stops serving for a split or merge:
     /// writes and new reads get `NotServingRegion` and look their region up again.
     closed: AtomicBool,
@@ -204,6 +249,8 @@ impl Region {
             memstore_bytes: AtomicUsize::new(0),
             manifest: Mutex::new((vf, manifest)),
             closed: AtomicBool::new(false),
+            reads: AtomicU64::new(0),
+            writes: AtomicU64::new(0),
         };
         region.commit_manifest()?;
         region.remove_unlisted_files()?;
@@ -220,6 +267,19 @@ impl Region {
     #[must_use]
     pub fn name(&self) -> String {
         self.info.region_name_string(&self.table().table_name())
+    }
+
+    /// The region's load: files, memstore, requests.
+    #[must_use]
+    pub fn load(&self) -> RegionLoad {
+        let stores = self.stores();
+        RegionLoad {
+            store_files: stores.iter().map(|s| s.files().len()).sum(),
+            store_file_bytes: stores.iter().map(|s| s.size_bytes()).sum(),
+            memstore_bytes: self.memstore_size_bytes() as u64,
+            read_requests: self.reads.load(Ordering::Relaxed),
+            write_requests: self.writes.load(Ordering::Relaxed),
+        }
     }
 
     /// Whether the region has stopped serving (closed for a split or merge).

@@ -393,6 +393,8 @@ impl Region {
         };
         let synced = ticket.map_or(Ok(()), |t| self.wal.sync_for(t, durability));
         self.mvcc.complete(seq);
+        self.writes
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         synced
     }
 }

@@ -63,6 +63,8 @@ impl Region {
     pub fn scanner(&self, scan: &Scan) -> Result<RegionScanner> {
         scan.validate()?;
         self.check_serving()?;
+        self.reads
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         for f in scan.columns.families() {
             self.family(f)?;
         }

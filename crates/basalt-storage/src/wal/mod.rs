@@ -54,6 +54,8 @@ pub struct Wal {
     synced_cond: Condvar,
     shutdown: Mutex<bool>,
     shutdown_cond: Condvar,
+    /// Successful syncs of the log (group commits).
+    syncs: std::sync::atomic::AtomicU64,
 }
 
 #[derive(Debug)]
@@ -117,6 +119,7 @@ impl Wal {
             synced_cond: Condvar::new(),
             shutdown: Mutex::new(false),
             shutdown_cond: Condvar::new(),
+            syncs: std::sync::atomic::AtomicU64::new(0),
         }))
     }
 
@@ -258,6 +261,8 @@ impl Wal {
         match &r {
             Err(e) => st.failed = Some(e.to_string()),
             Ok(()) => {
+                self.syncs
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 // A heal may have moved on to a new segment meanwhile; it left nothing unsynced
                 // before its own start.
                 let done = usize::try_from(target.saturating_sub(st.unsynced_from))
@@ -349,6 +354,12 @@ impl Wal {
             self.env.sync_dir(&self.dir)?;
         }
         Ok(())
+    }
+
+    /// Successful syncs of the log since it opened (each may cover many writers).
+    #[must_use]
+    pub fn sync_count(&self) -> u64 {
+        self.syncs.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Number of segment files the log currently keeps (closed plus current).

@@ -586,3 +586,31 @@ fn a_batch_across_regions_reports_each_row() {
     assert!(matches!(err, Error::NoSuchColumnFamily { .. }), "{err}");
     assert_eq!(rows_of(&t, Scan::new()), ["a", "m", "z"]);
 }
+
+#[test]
+fn region_loads_and_recent_work_are_reported() {
+    let fx = Fixture::new();
+    let t = fx.create("t", vec![cf("f", 1), cf("g", 1)]);
+    let name = TableName::parse("t").unwrap();
+    fill(&t, 0..10);
+    for i in 0..3 {
+        t.get(Get::new(row(i))).unwrap();
+    }
+    let loads = fx.db.region_loads(&name).unwrap();
+    assert_eq!(loads.len(), 1);
+    let load = &loads[0].1;
+    assert_eq!((load.write_requests, load.read_requests), (10, 3));
+    assert!(load.memstore_bytes > 0 && load.store_files == 0);
+    assert!(fx.db.engine_stats().wal_syncs > 0);
+    fx.flush("t");
+    fx.major("t");
+    let load = &fx.db.region_loads(&name).unwrap()[0].1;
+    assert_eq!((load.store_files, load.memstore_bytes), (2, 0));
+    assert!(load.store_file_bytes > 0);
+    let kinds: Vec<&str> = fx.db.recent_events().iter().map(|e| e.kind).collect();
+    assert_eq!(kinds, ["flush", "major compaction", "major compaction"]);
+    fx.db.split_table(&name, Some(row(5).as_bytes())).unwrap();
+    let last = fx.db.recent_events().pop().unwrap();
+    assert_eq!(last.kind, "split");
+    assert!(last.region.starts_with("t,,"), "{}", last.region);
+}
