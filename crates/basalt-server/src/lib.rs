@@ -3,6 +3,8 @@
 
 #![allow(clippy::missing_errors_doc)] // gRPC handlers answer with statuses, documented in the proto
 
+pub mod info;
+pub mod metrics;
 pub mod scanners;
 pub mod service;
 
@@ -21,6 +23,8 @@ use service::Services;
 
 /// Default port of the native API (HBase's region server port).
 pub const DEFAULT_PORT: u16 = 16020;
+/// Default port of the web page and `/metrics` (HBase's master info port).
+pub const DEFAULT_INFO_PORT: u16 = 16010;
 
 /// What the server runs with; every field has a sane default.
 #[derive(Clone, Debug)]
@@ -28,6 +32,8 @@ pub struct ServerConfig {
     pub data_dir: PathBuf,
     /// Where the native API listens (`0.0.0.0:16020`); port 0 picks a free port.
     pub listen: SocketAddr,
+    /// Where the web page and `/metrics` listen (`0.0.0.0:16010`); `None` turns them off.
+    pub info_listen: Option<SocketAddr>,
     /// `hbase.client.scanner.timeout.period`: a scanner left alone this long is closed.
     pub scanner_lease: Duration,
     /// The engine's settings (memory limits, flush and compaction behaviour).
@@ -39,6 +45,7 @@ impl Default for ServerConfig {
         ServerConfig {
             data_dir: PathBuf::from("./basalt-data"),
             listen: SocketAddr::from(([0, 0, 0, 0], DEFAULT_PORT)),
+            info_listen: Some(SocketAddr::from(([0, 0, 0, 0], DEFAULT_INFO_PORT))),
             scanner_lease: Duration::from_secs(60),
             options: Options::default(),
         }
@@ -49,6 +56,7 @@ impl Default for ServerConfig {
 #[derive(Debug)]
 pub struct Server {
     listener: TcpListener,
+    info_listener: Option<TcpListener>,
     services: Services,
     lease: Duration,
 }
@@ -68,12 +76,22 @@ impl Server {
         let listener = TcpListener::bind(config.listen)
             .await
             .map_err(|e| ServerError(format!("binding {}: {e}", config.listen)))?;
+        let info_listener = match config.info_listen {
+            Some(addr) => Some(
+                TcpListener::bind(addr)
+                    .await
+                    .map_err(|e| ServerError(format!("binding {addr}: {e}")))?,
+            ),
+            None => None,
+        };
         let services = Services {
             db,
             scanners: Arc::new(Scanners::new(config.scanner_lease)),
+            metrics: Arc::new(metrics::RequestMetrics::default()),
         };
         Ok(Server {
             listener,
+            info_listener,
             services,
             lease: config.scanner_lease,
         })
@@ -87,6 +105,17 @@ impl Server {
         self.listener.local_addr()
     }
 
+    /// The address of the web page and `/metrics`, when they are on.
+    ///
+    /// # Errors
+    /// The socket has no local address.
+    pub fn info_addr(&self) -> std::io::Result<Option<SocketAddr>> {
+        self.info_listener
+            .as_ref()
+            .map(TcpListener::local_addr)
+            .transpose()
+    }
+
     /// Serves until `shutdown` completes, then closes the database (every acknowledged write
     /// is durable after that).
     ///
@@ -94,13 +123,32 @@ impl Server {
     /// The transport failed, or the final close did.
     pub async fn serve(
         self,
-        shutdown: impl std::future::Future<Output = ()> + Send,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> Result<(), ServerError> {
         let Server {
             listener,
+            info_listener,
             services,
             lease,
         } = self;
+        // One shutdown signal for both listeners.
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+            let _ = rx.wait_for(|s| *s).await;
+        };
+        let info = info_listener.map(|l| {
+            let app = info::router(services.clone());
+            let stop = stopped(stop_rx.clone());
+            tokio::spawn(async move {
+                if let Err(e) = axum::serve(l, app).with_graceful_shutdown(stop).await {
+                    tracing::warn!(error = %e, "the web page stopped");
+                }
+            })
+        });
+        tokio::spawn(async move {
+            shutdown.await;
+            let _ = stop_tx.send(true);
+        });
         let reaper = {
             let scanners = Arc::clone(&services.scanners);
             let tick = (lease / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
@@ -116,9 +164,12 @@ impl Server {
         let result = tonic::transport::Server::builder()
             .add_service(pb::admin_server::AdminServer::new(services.clone()))
             .add_service(pb::table_server::TableServer::new(services))
-            .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown)
+            .serve_with_incoming_shutdown(TcpListenerStream::new(listener), stopped(stop_rx))
             .await;
         reaper.abort();
+        if let Some(info) = info {
+            let _ = info.await;
+        }
         result.map_err(|e| ServerError(format!("serving: {e}")))?;
         tokio::task::spawn_blocking(move || db.close())
             .await

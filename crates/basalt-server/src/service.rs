@@ -14,6 +14,7 @@ use basalt_proto::status::to_status;
 use basalt_storage::Database;
 use tonic::{Request, Response, Status};
 
+use crate::metrics::RequestMetrics;
 use crate::scanners::Scanners;
 
 /// HBase's `hbase.client.scanner.max.result.size`: the bytes a scanner call returns at most
@@ -25,17 +26,22 @@ pub const DEFAULT_MAX_RESULT_BYTES: u64 = 2 << 20;
 pub struct Services {
     pub db: Database,
     pub scanners: Arc<Scanners>,
+    pub metrics: Arc<RequestMetrics>,
 }
 
 /// Runs `f` on the blocking pool and turns its error into a status.
 async fn blocking<T: Send + 'static>(
     svc: &Services,
+    op: &'static str,
     f: impl FnOnce(&Services) -> Result<T> + Send + 'static,
 ) -> std::result::Result<Response<T>, Status> {
+    let started = std::time::Instant::now();
+    let metrics = Arc::clone(&svc.metrics);
     let svc = svc.clone();
     let out = tokio::task::spawn_blocking(move || f(&svc))
         .await
         .map_err(|e| Status::internal(format!("the request's task failed: {e}")))?;
+    metrics.record(op, started.elapsed(), out.is_ok());
     out.map(Response::new).map_err(|e| {
         tracing::debug!(error = %e, "request refused");
         to_status(&e)
@@ -57,7 +63,7 @@ impl pb::admin_server::Admin for Services {
         r: Request<pb::NamespaceRequest>,
     ) -> std::result::Result<Response<pb::Empty>, Status> {
         let r = r.into_inner();
-        blocking(self, move |s| {
+        blocking(self, "create_namespace", move |s| {
             s.db.create_namespace(&r.name, r.properties.into_iter().collect())
                 .map(|()| empty())
         })
@@ -69,7 +75,7 @@ impl pb::admin_server::Admin for Services {
         r: Request<pb::NameRequest>,
     ) -> std::result::Result<Response<pb::Empty>, Status> {
         let r = r.into_inner();
-        blocking(self, move |s| {
+        blocking(self, "drop_namespace", move |s| {
             s.db.drop_namespace(&r.name).map(|()| empty())
         })
         .await
@@ -80,7 +86,7 @@ impl pb::admin_server::Admin for Services {
         r: Request<pb::AlterNamespaceRequest>,
     ) -> std::result::Result<Response<pb::Empty>, Status> {
         let r = r.into_inner();
-        blocking(self, move |s| {
+        blocking(self, "alter_namespace", move |s| {
             s.db.alter_namespace(&r.name, r.set.into_iter().collect(), &r.unset)
                 .map(|()| empty())
         })
@@ -92,7 +98,7 @@ impl pb::admin_server::Admin for Services {
         r: Request<pb::NameRequest>,
     ) -> std::result::Result<Response<pb::NamespaceResponse>, Status> {
         let r = r.into_inner();
-        blocking(self, move |s| {
+        blocking(self, "describe_namespace", move |s| {
             let props = s.db.namespace_properties(&r.name)?;
             Ok(pb::NamespaceResponse {
                 properties: props.into_iter().collect(),
@@ -105,7 +111,7 @@ impl pb::admin_server::Admin for Services {
         &self,
         _r: Request<pb::Empty>,
     ) -> std::result::Result<Response<pb::Names>, Status> {
-        blocking(self, |s| {
+        blocking(self, "list_namespaces", |s| {
             Ok(pb::Names {
                 names: s.db.list_namespaces(),
             })
@@ -118,7 +124,7 @@ impl pb::admin_server::Admin for Services {
         r: Request<pb::NameRequest>,
     ) -> std::result::Result<Response<pb::Names>, Status> {
         let r = r.into_inner();
-        blocking(self, move |s| {
+        blocking(self, "list_namespace_tables", move |s| {
             s.db.namespace_properties(&r.name)?;
             Ok(pb::Names {
                 names: s.db.list_namespace_tables(&r.name),
@@ -132,7 +138,7 @@ impl pb::admin_server::Admin for Services {
         r: Request<pb::CreateTableRequest>,
     ) -> std::result::Result<Response<pb::Empty>, Status> {
         let r = r.into_inner();
-        blocking(self, move |s| {
+        blocking(self, "create_table", move |s| {
             let schema = r
                 .schema
                 .ok_or_else(|| Error::illegal("malformed request: no schema"))?;
@@ -147,7 +153,7 @@ impl pb::admin_server::Admin for Services {
         r: Request<pb::NameRequest>,
     ) -> std::result::Result<Response<pb::TableSchema>, Status> {
         let r = r.into_inner();
-        blocking(self, move |s| {
+        blocking(self, "describe_table", move |s| {
             Ok(schema_to_pb(&s.db.describe(&table(&r.name)?)?))
         })
         .await
@@ -158,7 +164,7 @@ impl pb::admin_server::Admin for Services {
         r: Request<pb::TableSchema>,
     ) -> std::result::Result<Response<pb::Empty>, Status> {
         let r = r.into_inner();
-        blocking(self, move |s| {
+        blocking(self, "modify_table", move |s| {
             s.db.modify_table(schema_from_pb(r)?).map(|()| empty())
         })
         .await
@@ -169,7 +175,7 @@ impl pb::admin_server::Admin for Services {
         r: Request<pb::NameRequest>,
     ) -> std::result::Result<Response<pb::BoolResponse>, Status> {
         let r = r.into_inner();
-        blocking(self, move |s| {
+        blocking(self, "table_exists", move |s| {
             Ok(pb::BoolResponse {
                 value: s.db.table_exists(&table(&r.name)?),
             })
@@ -182,7 +188,7 @@ impl pb::admin_server::Admin for Services {
         r: Request<pb::NameRequest>,
     ) -> std::result::Result<Response<pb::BoolResponse>, Status> {
         let r = r.into_inner();
-        blocking(self, move |s| {
+        blocking(self, "is_table_enabled", move |s| {
             Ok(pb::BoolResponse {
                 value: s.db.is_enabled(&table(&r.name)?)?,
             })
@@ -195,7 +201,7 @@ impl pb::admin_server::Admin for Services {
         r: Request<pb::NameRequest>,
     ) -> std::result::Result<Response<pb::Empty>, Status> {
         let r = r.into_inner();
-        blocking(self, move |s| {
+        blocking(self, "enable_table", move |s| {
             s.db.enable_table(&table(&r.name)?).map(|()| empty())
         })
         .await
@@ -206,7 +212,7 @@ impl pb::admin_server::Admin for Services {
         r: Request<pb::NameRequest>,
     ) -> std::result::Result<Response<pb::Empty>, Status> {
         let r = r.into_inner();
-        blocking(self, move |s| {
+        blocking(self, "disable_table", move |s| {
             s.db.disable_table(&table(&r.name)?).map(|()| empty())
         })
         .await
@@ -217,7 +223,7 @@ impl pb::admin_server::Admin for Services {
         r: Request<pb::NameRequest>,
     ) -> std::result::Result<Response<pb::Empty>, Status> {
         let r = r.into_inner();
-        blocking(self, move |s| {
+        blocking(self, "delete_table", move |s| {
             s.db.delete_table(&table(&r.name)?).map(|()| empty())
         })
         .await
@@ -228,7 +234,7 @@ impl pb::admin_server::Admin for Services {
         r: Request<pb::TruncateRequest>,
     ) -> std::result::Result<Response<pb::Empty>, Status> {
         let r = r.into_inner();
-        blocking(self, move |s| {
+        blocking(self, "truncate_table", move |s| {
             s.db.truncate_table(&table(&r.name)?, r.preserve_splits)
                 .map(|()| empty())
         })
@@ -240,7 +246,7 @@ impl pb::admin_server::Admin for Services {
         r: Request<pb::ListTablesRequest>,
     ) -> std::result::Result<Response<pb::Names>, Status> {
         let r = r.into_inner();
-        blocking(self, move |s| {
+        blocking(self, "list_tables", move |s| {
             Ok(pb::Names {
                 names: s.db.list_tables(r.pattern.as_deref())?,
             })
@@ -253,7 +259,7 @@ impl pb::admin_server::Admin for Services {
         r: Request<pb::NameRequest>,
     ) -> std::result::Result<Response<pb::Empty>, Status> {
         let r = r.into_inner();
-        blocking(self, move |s| {
+        blocking(self, "flush", move |s| {
             s.db.flush(&table(&r.name)?).map(|()| empty())
         })
         .await
@@ -264,7 +270,7 @@ impl pb::admin_server::Admin for Services {
         r: Request<pb::CompactRequest>,
     ) -> std::result::Result<Response<pb::Empty>, Status> {
         let r = r.into_inner();
-        blocking(self, move |s| {
+        blocking(self, "compact", move |s| {
             let t = table(&r.name)?;
             if r.major {
                 s.db.major_compact(&t)?;
@@ -281,7 +287,7 @@ impl pb::admin_server::Admin for Services {
         r: Request<pb::SplitRequest>,
     ) -> std::result::Result<Response<pb::Empty>, Status> {
         let r = r.into_inner();
-        blocking(self, move |s| {
+        blocking(self, "split", move |s| {
             if r.region.is_empty() {
                 s.db.split_table(&table(&r.table)?, r.key.as_deref())?;
             } else {
@@ -297,7 +303,7 @@ impl pb::admin_server::Admin for Services {
         r: Request<pb::MergeRequest>,
     ) -> std::result::Result<Response<pb::Empty>, Status> {
         let r = r.into_inner();
-        blocking(self, move |s| {
+        blocking(self, "merge", move |s| {
             let names: Vec<&[u8]> = r.regions.iter().map(|b| &b[..]).collect();
             s.db.merge_regions(&names, r.force).map(|()| empty())
         })
@@ -309,7 +315,7 @@ impl pb::admin_server::Admin for Services {
         r: Request<pb::NameRequest>,
     ) -> std::result::Result<Response<pb::Regions>, Status> {
         let r = r.into_inner();
-        blocking(self, move |s| {
+        blocking(self, "list_regions", move |s| {
             let t = table(&r.name)?;
             let regions =
                 s.db.regions(&t)?
@@ -325,7 +331,7 @@ impl pb::admin_server::Admin for Services {
         &self,
         _r: Request<pb::Empty>,
     ) -> std::result::Result<Response<pb::CountResponse>, Status> {
-        blocking(self, |s| {
+        blocking(self, "run_catalog_janitor", |s| {
             Ok(pb::CountResponse {
                 count: s.db.run_catalog_janitor()? as u64,
             })
@@ -355,7 +361,7 @@ impl pb::table_server::Table for Services {
         r: Request<pb::GetRequest>,
     ) -> std::result::Result<Response<pb::Result>, Status> {
         let r = r.into_inner();
-        blocking(self, move |s| {
+        blocking(self, "get", move |s| {
             let get = get_from_pb(
                 r.get
                     .ok_or_else(|| Error::illegal("malformed request: no get"))?,
@@ -370,7 +376,7 @@ impl pb::table_server::Table for Services {
         r: Request<pb::MutateRequest>,
     ) -> std::result::Result<Response<pb::MutateResponse>, Status> {
         let r = r.into_inner();
-        blocking(self, move |s| {
+        blocking(self, "mutate", move |s| {
             let m = r
                 .mutation
                 .ok_or_else(|| Error::illegal("malformed request: no mutation"))?;
@@ -385,7 +391,7 @@ impl pb::table_server::Table for Services {
         r: Request<pb::MutateRowRequest>,
     ) -> std::result::Result<Response<pb::Empty>, Status> {
         let r = r.into_inner();
-        blocking(self, move |s| {
+        blocking(self, "mutate_row", move |s| {
             let rm = r
                 .mutations
                 .ok_or_else(|| Error::illegal("malformed request: no mutations"))?;
@@ -401,7 +407,7 @@ impl pb::table_server::Table for Services {
         r: Request<pb::CheckAndMutateRequest>,
     ) -> std::result::Result<Response<pb::BoolResponse>, Status> {
         let r = r.into_inner();
-        blocking(self, move |s| {
+        blocking(self, "check_and_mutate", move |s| {
             let t = s.db.table(&r.table)?;
             let value = t.check_and_mutate(check_and_mutate_from_pb(r)?)?;
             Ok(pb::BoolResponse { value })
@@ -414,7 +420,7 @@ impl pb::table_server::Table for Services {
         r: Request<pb::BatchRequest>,
     ) -> std::result::Result<Response<pb::BatchResponse>, Status> {
         let r = r.into_inner();
-        blocking(self, move |s| {
+        blocking(self, "batch", move |s| {
             let t = s.db.table(&r.table)?;
             // Each mutation stands alone: a malformed one fails only its own entry.
             let entries = r
@@ -440,7 +446,7 @@ impl pb::table_server::Table for Services {
         r: Request<pb::OpenScannerRequest>,
     ) -> std::result::Result<Response<pb::ScannerId>, Status> {
         let r = r.into_inner();
-        blocking(self, move |s| {
+        blocking(self, "open_scanner", move |s| {
             let scan = scan_from_pb(
                 r.scan
                     .ok_or_else(|| Error::illegal("malformed request: no scan"))?,
@@ -458,7 +464,7 @@ impl pb::table_server::Table for Services {
         r: Request<pb::NextRequest>,
     ) -> std::result::Result<Response<pb::NextResponse>, Status> {
         let r = r.into_inner();
-        blocking(self, move |s| {
+        blocking(self, "next", move |s| {
             next_results(s, r.scanner, r.max_result_bytes)
         })
         .await
@@ -468,7 +474,10 @@ impl pb::table_server::Table for Services {
         &self,
         r: Request<pb::ScannerId>,
     ) -> std::result::Result<Response<pb::Empty>, Status> {
+        let started = std::time::Instant::now();
         self.scanners.close(r.into_inner().id);
+        self.metrics
+            .record("close_scanner", started.elapsed(), true);
         Ok(Response::new(empty()))
     }
 }

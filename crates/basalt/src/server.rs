@@ -20,6 +20,9 @@ pub struct ServerArgs {
     /// The native API's port; 0 picks a free one (printed at start).
     #[arg(long)]
     port: Option<u16>,
+    /// The web page's and `/metrics`' port; 0 picks a free one (printed at start).
+    #[arg(long)]
+    info_port: Option<u16>,
     /// Scanner lease timeout in ms (`hbase.client.scanner.timeout.period`).
     #[arg(long)]
     scanner_timeout_ms: Option<u64>,
@@ -35,6 +38,7 @@ struct FileConfig {
     data_dir: Option<PathBuf>,
     bind: Option<IpAddr>,
     port: Option<u16>,
+    info_port: Option<u16>,
     scanner_timeout_ms: Option<u64>,
     /// Block cache capacity.
     block_cache_mib: Option<usize>,
@@ -65,6 +69,11 @@ fn config(args: ServerArgs) -> anyhow::Result<ServerConfig> {
     let bind = args.bind.or(file.bind).unwrap_or(c.listen.ip());
     let port = args.port.or(file.port).unwrap_or(DEFAULT_PORT);
     c.listen = SocketAddr::new(bind, port);
+    let info_port = args
+        .info_port
+        .or(file.info_port)
+        .unwrap_or(basalt_server::DEFAULT_INFO_PORT);
+    c.info_listen = Some(SocketAddr::new(bind, info_port));
     if let Some(ms) = args.scanner_timeout_ms.or(file.scanner_timeout_ms) {
         c.scanner_lease = Duration::from_millis(ms);
     }
@@ -95,11 +104,14 @@ pub fn run(args: ServerArgs) -> anyhow::Result<()> {
         let dir = config.data_dir.clone();
         let server = Server::bind(config).await?;
         let addr = server.local_addr()?;
-        // One line on stdout, for scripts and tests that start the server on port 0.
+        // Lines on stdout, for scripts and tests that start the server on port 0.
         println!(
             "Basalt server listening on {addr} (data directory {})",
             dir.display()
         );
+        if let Some(info) = server.info_addr()? {
+            println!("Web page and metrics on http://{info}/");
+        }
         tracing::info!(%addr, dir = %dir.display(), "serving");
         server.serve(shutdown_signal()).await?;
         Ok(())

@@ -18,12 +18,22 @@ use bytes::Bytes;
 struct ServerProcess {
     child: Child,
     addr: String,
+    stdout: BufReader<std::process::ChildStdout>,
 }
 
 impl ServerProcess {
     fn start(dir: &std::path::Path, extra: &[&str]) -> ServerProcess {
         let mut child = Command::new(env!("CARGO_BIN_EXE_basalt"))
-            .args(["server", "--bind", "127.0.0.1", "--port", "0", "--data-dir"])
+            .args([
+                "server",
+                "--bind",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--info-port",
+                "0",
+                "--data-dir",
+            ])
             .arg(dir)
             .args(extra)
             .stdout(Stdio::piped())
@@ -31,15 +41,28 @@ impl ServerProcess {
             .spawn()
             .unwrap();
         let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        stdout.read_line(&mut line).unwrap();
         let addr = line
             .split_whitespace()
             .nth(4)
             .unwrap_or_else(|| panic!("no address in {line:?}"))
             .to_owned();
-        ServerProcess { child, addr }
+        ServerProcess {
+            child,
+            addr,
+            stdout,
+        }
+    }
+
+    /// The web page's address, from the second line the server prints.
+    fn info_url(&mut self) -> String {
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).unwrap();
+        line.split_whitespace()
+            .last()
+            .unwrap_or_else(|| panic!("no web address in {line:?}"))
+            .to_owned()
     }
 
     /// SIGTERM, then the exit status must be success (a clean shutdown).
@@ -411,4 +434,124 @@ drop_namespace 'my_ns'
     assert!(a.contains(" x9 column=fam:b, timestamp="), "{a}");
     assert!(a.contains("ERROR: org.apache.hadoop.hbase.constraint.ConstraintException: Only empty namespaces can be removed."), "{a}");
     server.stop();
+}
+
+/// The web page in a real headless browser: it loads, lists a table the test made, and its
+/// numbers are the API's; `/metrics` counts the requests made.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_web_page_shows_what_the_api_says() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = ServerProcess::start(dir.path(), &[]);
+    let info = server.info_url();
+    let conn = Connection::connect(&server.addr).await.unwrap();
+    let admin = conn.admin();
+    admin
+        .create_table(&table_desc("webcheck"), &[Bytes::from_static(b"m")])
+        .await
+        .unwrap();
+    let t = conn.table("webcheck").unwrap();
+    // Rows on both sides of the split key "m".
+    let key = |i: u32| format!("{}{i:02}", if i.is_multiple_of(2) { "a" } else { "r" });
+    for i in 0..30 {
+        t.put(Put::new(key(i)).add("f", "q", "v")).await.unwrap();
+    }
+    for i in 0..7 {
+        t.get(Get::new(key(i))).await.unwrap();
+    }
+    admin
+        .flush(&TableName::parse("webcheck").unwrap())
+        .await
+        .unwrap();
+    let dom = tokio::task::spawn_blocking({
+        let info = info.clone();
+        move || headless_dom(&info)
+    })
+    .await
+    .unwrap();
+    assert!(dom.contains("<h1>Basalt"), "{dom}");
+    assert!(
+        dom.contains("<td>webcheck</td><td>ENABLED</td><td>2</td>"),
+        "{dom}"
+    );
+    // The region rows: 30 writes and 7 reads in all, files after the flush.
+    let cells = |class: &str| -> Vec<u64> {
+        dom.split(&format!("<td class=\"{class}\">"))
+            .skip(1)
+            .filter_map(|s| s.split('<').next()?.parse().ok())
+            .collect()
+    };
+    assert_eq!(cells("write-requests").iter().sum::<u64>(), 30);
+    assert_eq!(cells("read-requests").iter().sum::<u64>(), 7);
+    assert_eq!(cells("store-files").iter().sum::<u64>(), 2);
+    assert!(dom.contains("<td>flush</td>"), "{dom}");
+    let metrics = tokio::task::spawn_blocking({
+        let url = format!("{info}metrics");
+        move || http_get(&url)
+    })
+    .await
+    .unwrap();
+    assert!(
+        metrics.contains("basalt_requests_total{op=\"mutate\"} 30"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("basalt_requests_total{op=\"get\"} 7"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("basalt_request_duration_seconds_count{op=\"get\"} 7"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("# TYPE basalt_wal_syncs_total counter"),
+        "{metrics}"
+    );
+}
+
+/// The DOM of `url` as headless chromium renders it. The DOM goes to a file, not a pipe:
+/// chromium's helper processes keep a pipe open after the browser exits.
+fn headless_dom(url: &str) -> String {
+    let profile = tempfile::tempdir().unwrap();
+    let dom_path = profile.path().join("dom.html");
+    let dom_file = std::fs::File::create(&dom_path).unwrap();
+    let status = Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--dump-dom",
+        ])
+        .arg(format!(
+            "--user-data-dir={}",
+            profile.path().join("profile").display()
+        ))
+        .arg(url)
+        .stdin(Stdio::null())
+        .stdout(dom_file)
+        .stderr(Stdio::null())
+        .status()
+        .expect("chromium must be installed (.ci/run installs Debian's chromium)");
+    assert!(status.success());
+    std::fs::read_to_string(dom_path).unwrap()
+}
+
+/// A plain HTTP/1.0 GET (no client library needed for one request).
+fn http_get(url: &str) -> String {
+    use std::io::{Read, Write};
+    let rest = url.strip_prefix("http://").unwrap();
+    let (host, path) = rest.split_once('/').unwrap();
+    let mut s = std::net::TcpStream::connect(host).unwrap();
+    write!(
+        s,
+        "GET /{path} HTTP/1.0\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut body = String::new();
+    s.read_to_string(&mut body).unwrap();
+    body
 }

@@ -1,0 +1,156 @@
+//! The web page and `/metrics` on the info port (HBase's 16010): namespaces, tables, regions
+//! with their sizes, files, memstores and request counts, the engine's counters and its
+//! recent flushes and compactions. Rendered on the server: the page needs no script.
+
+use std::fmt::Write;
+
+use axum::extract::State;
+use axum::http::header;
+use axum::response::{Html, IntoResponse};
+use axum::routing::get;
+use axum::Router;
+use basalt_model::bytes_fmt::to_string_binary;
+use basalt_model::TableName;
+
+use crate::metrics::prometheus;
+use crate::service::Services;
+
+/// The info server's routes.
+pub fn router(services: Services) -> Router {
+    Router::new()
+        .route("/", get(page))
+        .route("/metrics", get(metrics))
+        .with_state(services)
+}
+
+async fn metrics(State(s): State<Services>) -> impl IntoResponse {
+    let text =
+        tokio::task::spawn_blocking(move || prometheus(&s.metrics, &s.db, s.scanners.open_count()))
+            .await
+            .unwrap_or_default();
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text)
+}
+
+async fn page(State(s): State<Services>) -> Html<String> {
+    let html = tokio::task::spawn_blocking(move || render(&s))
+        .await
+        .unwrap_or_else(|e| format!("<p>the page failed: {e}</p>"));
+    Html(html)
+}
+
+/// Text made safe for HTML.
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn render(s: &Services) -> String {
+    let mut h = String::from(
+        "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>Basalt</title><style>\
+         body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}\
+         td,th{border:1px solid #ccc;padding:2px 8px;text-align:left}</style></head><body>",
+    );
+    let _ = write!(h, "<h1>Basalt {}</h1>", env!("CARGO_PKG_VERSION"));
+    h.push_str("<h2>Namespaces</h2><ul id=\"namespaces\">");
+    for ns in s.db.list_namespaces() {
+        let _ = write!(h, "<li>{}</li>", esc(&ns));
+    }
+    h.push_str("</ul>");
+    tables(&mut h, s);
+    engine(&mut h, s);
+    events(&mut h, s);
+    h.push_str("</body></html>");
+    h
+}
+
+fn tables(h: &mut String, s: &Services) {
+    h.push_str(
+        "<h2>Tables</h2><table id=\"tables\"><tr><th>Table</th><th>State</th><th>Regions</th></tr>",
+    );
+    let names = s.db.list_tables(None).unwrap_or_default();
+    let mut regions = String::new();
+    for name in &names {
+        let Ok(t) = TableName::parse(name) else {
+            continue;
+        };
+        let enabled = s.db.is_enabled(&t).unwrap_or(false);
+        let loads = s.db.region_loads(&t).unwrap_or_default();
+        let state = if enabled { "ENABLED" } else { "DISABLED" };
+        let _ = write!(
+            h,
+            "<tr data-table=\"{0}\"><td>{0}</td><td>{state}</td><td>{1}</td></tr>",
+            esc(name),
+            loads.len()
+        );
+        for (info, load) in loads {
+            let _ = write!(
+                regions,
+                "<tr data-table=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td class=\"store-files\">{}</td>\
+                 <td class=\"store-file-bytes\">{}</td><td class=\"memstore-bytes\">{}</td>\
+                 <td class=\"read-requests\">{}</td><td class=\"write-requests\">{}</td></tr>",
+                esc(name),
+                esc(&info.region_name_string(&t)),
+                esc(&to_string_binary(&info.start_key)),
+                esc(&to_string_binary(&info.end_key)),
+                load.store_files,
+                load.store_file_bytes,
+                load.memstore_bytes,
+                load.read_requests,
+                load.write_requests,
+            );
+        }
+    }
+    h.push_str("</table><h2>Regions</h2><table id=\"regions\"><tr><th>Region</th><th>Start key</th>\
+                <th>End key</th><th>Store files</th><th>Store file bytes</th><th>Memstore bytes</th>\
+                <th>Read requests</th><th>Write requests</th></tr>");
+    h.push_str(&regions);
+    h.push_str("</table>");
+}
+
+fn engine(h: &mut String, s: &Services) {
+    let e = s.db.engine_stats();
+    let c = s.db.block_cache_stats();
+    let rows = [
+        ("memstore-bytes", "Memstore bytes", e.memstore_bytes),
+        ("block-cache-bytes", "Block cache bytes", c.size_bytes),
+        ("block-cache-hits", "Block cache hits", c.hits),
+        ("wal-syncs", "WAL syncs", e.wal_syncs),
+        ("flushes", "Flushes", e.flushes),
+        (
+            "compactions",
+            "Compactions",
+            e.minor_compactions + e.major_compactions,
+        ),
+        (
+            "open-scanners",
+            "Open scanners",
+            s.scanners.open_count() as u64,
+        ),
+    ];
+    h.push_str("<h2>Engine</h2><table id=\"engine\">");
+    for (id, label, v) in rows {
+        let _ = write!(h, "<tr><th>{label}</th><td id=\"{id}\">{v}</td></tr>");
+    }
+    h.push_str("</table>");
+}
+
+fn events(h: &mut String, s: &Services) {
+    h.push_str(
+        "<h2>Recent flushes and compactions</h2><table id=\"events\"><tr><th>When (ms)</th>\
+                <th>What</th><th>Region</th><th>Bytes</th><th>Took (ms)</th></tr>",
+    );
+    for e in s.db.recent_events().iter().rev() {
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            e.at_ms,
+            e.kind,
+            esc(&e.region),
+            e.bytes,
+            e.duration_ms
+        );
+    }
+    h.push_str("</table>");
+}

@@ -1,0 +1,280 @@
+//! Request counts and latencies by operation, and the Prometheus text of every metric.
+
+use std::fmt::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use basalt_storage::Database;
+
+/// The operations measured, by their gRPC method names.
+pub const OPS: [&str; 30] = [
+    "create_namespace",
+    "drop_namespace",
+    "alter_namespace",
+    "describe_namespace",
+    "list_namespaces",
+    "list_namespace_tables",
+    "create_table",
+    "describe_table",
+    "modify_table",
+    "table_exists",
+    "is_table_enabled",
+    "enable_table",
+    "disable_table",
+    "delete_table",
+    "truncate_table",
+    "list_tables",
+    "flush",
+    "compact",
+    "split",
+    "merge",
+    "list_regions",
+    "run_catalog_janitor",
+    "get",
+    "mutate",
+    "mutate_row",
+    "check_and_mutate",
+    "batch",
+    "open_scanner",
+    "next",
+    "close_scanner",
+];
+
+/// Latency bucket bounds in seconds (Prometheus' `le`).
+const BUCKETS: [f64; 14] = [
+    0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0,
+];
+
+#[derive(Debug, Default)]
+struct OpStats {
+    requests: AtomicU64,
+    errors: AtomicU64,
+    micros: AtomicU64,
+    buckets: [AtomicU64; BUCKETS.len()],
+}
+
+/// Counters of every operation since the server started.
+#[derive(Debug)]
+pub struct RequestMetrics {
+    ops: Vec<OpStats>,
+}
+
+impl Default for RequestMetrics {
+    fn default() -> Self {
+        RequestMetrics {
+            ops: OPS.iter().map(|_| OpStats::default()).collect(),
+        }
+    }
+}
+
+impl RequestMetrics {
+    /// Counts one request of `op` that took `took`.
+    pub fn record(&self, op: &str, took: Duration, ok: bool) {
+        let Some(i) = OPS.iter().position(|o| *o == op) else {
+            return;
+        };
+        let s = &self.ops[i];
+        s.requests.fetch_add(1, Ordering::Relaxed);
+        if !ok {
+            s.errors.fetch_add(1, Ordering::Relaxed);
+        }
+        let micros = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+        s.micros.fetch_add(micros, Ordering::Relaxed);
+        let secs = took.as_secs_f64();
+        if let Some(b) = BUCKETS.iter().position(|le| secs <= *le) {
+            s.buckets[b].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Requests of `op` so far.
+    #[must_use]
+    pub fn requests(&self, op: &str) -> u64 {
+        OPS.iter()
+            .position(|o| *o == op)
+            .map_or(0, |i| self.ops[i].requests.load(Ordering::Relaxed))
+    }
+}
+
+fn metric(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+}
+
+/// Every metric in Prometheus' text format.
+#[must_use]
+pub fn prometheus(m: &RequestMetrics, db: &Database, open_scanners: usize) -> String {
+    let mut out = String::new();
+    metric(
+        &mut out,
+        "basalt_requests_total",
+        "counter",
+        "Requests by operation.",
+    );
+    for (op, s) in OPS.iter().zip(&m.ops) {
+        let n = s.requests.load(Ordering::Relaxed);
+        let _ = writeln!(out, "basalt_requests_total{{op=\"{op}\"}} {n}");
+    }
+    metric(
+        &mut out,
+        "basalt_request_errors_total",
+        "counter",
+        "Requests that failed, by operation.",
+    );
+    for (op, s) in OPS.iter().zip(&m.ops) {
+        let n = s.errors.load(Ordering::Relaxed);
+        let _ = writeln!(out, "basalt_request_errors_total{{op=\"{op}\"}} {n}");
+    }
+    metric(
+        &mut out,
+        "basalt_request_duration_seconds",
+        "histogram",
+        "Request latency by operation.",
+    );
+    for (op, s) in OPS.iter().zip(&m.ops) {
+        let mut cumulative = 0;
+        for (le, b) in BUCKETS.iter().zip(&s.buckets) {
+            cumulative += b.load(Ordering::Relaxed);
+            let _ = writeln!(
+                out,
+                "basalt_request_duration_seconds_bucket{{op=\"{op}\",le=\"{le}\"}} {cumulative}"
+            );
+        }
+        let n = s.requests.load(Ordering::Relaxed);
+        let sum = s.micros.load(Ordering::Relaxed) as f64 / 1e6;
+        let _ = writeln!(
+            out,
+            "basalt_request_duration_seconds_bucket{{op=\"{op}\",le=\"+Inf\"}} {n}"
+        );
+        let _ = writeln!(
+            out,
+            "basalt_request_duration_seconds_sum{{op=\"{op}\"}} {sum}"
+        );
+        let _ = writeln!(
+            out,
+            "basalt_request_duration_seconds_count{{op=\"{op}\"}} {n}"
+        );
+    }
+    engine_metrics(&mut out, db, open_scanners);
+    out
+}
+
+fn engine_metrics(out: &mut String, db: &Database, open_scanners: usize) {
+    let e = db.engine_stats();
+    let c = db.block_cache_stats();
+    let gauges = [
+        (
+            "basalt_memstore_bytes",
+            "Bytes in every memstore.",
+            e.memstore_bytes,
+        ),
+        (
+            "basalt_block_cache_bytes",
+            "Bytes in the block cache.",
+            c.size_bytes,
+        ),
+        (
+            "basalt_block_cache_capacity_bytes",
+            "The block cache's capacity.",
+            c.capacity_bytes,
+        ),
+        (
+            "basalt_open_scanners",
+            "Scanner leases held.",
+            open_scanners as u64,
+        ),
+    ];
+    for (name, help, v) in gauges {
+        metric(out, name, "gauge", help);
+        let _ = writeln!(out, "{name} {v}");
+    }
+    engine_counters(out, &e, &c);
+}
+
+fn engine_counters(
+    out: &mut String,
+    e: &basalt_storage::EngineStatsSnapshot,
+    c: &basalt_storage::block_cache::CacheStats,
+) {
+    let counters = [
+        ("basalt_block_cache_hits_total", "Block cache hits.", c.hits),
+        (
+            "basalt_block_cache_misses_total",
+            "Block cache misses.",
+            c.misses,
+        ),
+        (
+            "basalt_block_cache_evictions_total",
+            "Blocks evicted.",
+            c.evictions,
+        ),
+        (
+            "basalt_wal_syncs_total",
+            "WAL syncs (group commits).",
+            e.wal_syncs,
+        ),
+        ("basalt_flushes_total", "Memstore flushes.", e.flushes),
+        (
+            "basalt_flushed_bytes_total",
+            "Bytes flushed.",
+            e.flushed_bytes,
+        ),
+        (
+            "basalt_compacted_bytes_read_total",
+            "Bytes read by compactions.",
+            e.compacted_bytes_read,
+        ),
+        (
+            "basalt_compacted_bytes_written_total",
+            "Bytes written by compactions.",
+            e.compacted_bytes_written,
+        ),
+        (
+            "basalt_delayed_writes_total",
+            "Writes that waited for a flush.",
+            e.delayed_writes,
+        ),
+        (
+            "basalt_refused_writes_total",
+            "Writes refused as too busy.",
+            e.refused_writes,
+        ),
+    ];
+    for (name, help, v) in counters {
+        metric(out, name, "counter", help);
+        let _ = writeln!(out, "{name} {v}");
+    }
+    metric(
+        out,
+        "basalt_compactions_total",
+        "counter",
+        "Compactions by kind.",
+    );
+    let _ = writeln!(
+        out,
+        "basalt_compactions_total{{kind=\"minor\"}} {}",
+        e.minor_compactions
+    );
+    let _ = writeln!(
+        out,
+        "basalt_compactions_total{{kind=\"major\"}} {}",
+        e.major_compactions
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latencies_land_in_cumulative_buckets() {
+        let m = RequestMetrics::default();
+        m.record("get", Duration::from_micros(80), true);
+        m.record("get", Duration::from_millis(3), false);
+        m.record("nope", Duration::from_millis(3), true);
+        assert_eq!(m.requests("get"), 2);
+        let s = &m.ops[OPS.iter().position(|o| *o == "get").unwrap_or(0)];
+        assert_eq!(s.errors.load(Ordering::Relaxed), 1);
+        assert_eq!(s.buckets[0].load(Ordering::Relaxed), 1);
+        assert_eq!(s.buckets[5].load(Ordering::Relaxed), 1);
+    }
+}
