@@ -6,6 +6,7 @@ use std::path::PathBuf;
 mod remote;
 mod server;
 mod shell;
+mod ycsb;
 
 use anyhow::Context;
 use basalt_bench::{BasaltEngine, Config, Workload};
@@ -45,8 +46,12 @@ enum Command {
         /// A script of shell commands to run instead of reading the terminal.
         script: Option<PathBuf>,
     },
-    /// Runs engine workloads in-process: 16-byte keys, 100-byte values (db_bench's).
+    /// Runs engine workloads in-process: 16-byte keys, 100-byte values (db_bench's); or,
+    /// as `basalt bench ycsb`, YCSB's core workloads against a server.
+    #[command(args_conflicts_with_subcommands = true)]
     Bench {
+        #[command(subcommand)]
+        ycsb: Option<BenchCommand>,
         /// Workloads in order: fillseq, fillrandom, overwrite, readrandom, readrandomcold,
         /// readseq, seekrandom, readwhilewriting, fillsyncN (N concurrent synced writers).
         /// Fills start from an empty store; the others use what the fills left.
@@ -85,6 +90,12 @@ enum Command {
     },
 }
 
+#[derive(Subcommand, Debug)]
+enum BenchCommand {
+    /// YCSB's core workloads A-F against a server through the client.
+    Ycsb(ycsb::YcsbArgs),
+}
+
 fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Server(args) => server::run(args),
@@ -102,6 +113,11 @@ fn main() -> anyhow::Result<()> {
             std::process::exit(code);
         }
         Command::Bench {
+            ycsb: Some(BenchCommand::Ycsb(args)),
+            ..
+        } => ycsb::run(&args),
+        Command::Bench {
+            ycsb: None,
             workloads,
             rows,
             reads,

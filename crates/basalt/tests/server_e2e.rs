@@ -555,3 +555,53 @@ fn http_get(url: &str) -> String {
     s.read_to_string(&mut body).unwrap();
     body
 }
+
+/// `basalt bench ycsb` runs each core workload against a server and reports per operation.
+#[test]
+fn ycsb_runs_every_core_workload() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ServerProcess::start(dir.path(), &[]);
+    for (w, ops) in [
+        ('a', &["READ", "UPDATE"][..]),
+        ('b', &["READ", "UPDATE"]),
+        ('c', &["READ"]),
+        ('d', &["READ", "INSERT"]),
+        ('e', &["SCAN", "INSERT"]),
+        ('f', &["READ", "READ-MODIFY-WRITE"]),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_basalt"))
+            .args([
+                "bench",
+                "ycsb",
+                "--workload",
+                &w.to_string(),
+                "--server",
+                &server.addr,
+            ])
+            .args(["--records", "300", "--operations", "400", "--threads", "2"])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{w}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(text.contains("[LOAD], Throughput(ops/sec), "), "{text}");
+        assert!(text.contains("[OVERALL], Throughput(ops/sec), "), "{text}");
+        let mut total = 0;
+        for op in ops {
+            assert!(
+                text.contains(&format!("[{op}], 99thPercentileLatency(us), ")),
+                "{w} {op}: {text}"
+            );
+            let line = text
+                .lines()
+                .find(|l| l.starts_with(&format!("[{op}], Operations, ")))
+                .unwrap();
+            total += line.rsplit(' ').next().unwrap().parse::<u64>().unwrap();
+        }
+        assert_eq!(total, 400, "{w}: {text}");
+    }
+    server.stop();
+}
