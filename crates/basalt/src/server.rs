@@ -133,3 +133,48 @@ async fn shutdown_signal() {
     }
     tracing::info!("shutting down");
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn args(config: Option<PathBuf>, port: Option<u16>) -> ServerArgs {
+        ServerArgs {
+            data_dir: None,
+            bind: None,
+            port,
+            info_port: None,
+            scanner_timeout_ms: None,
+            config,
+        }
+    }
+
+    #[test]
+    fn the_config_file_sets_defaults_and_flags_override_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("basalt.toml");
+        std::fs::write(
+            &file,
+            "data_dir = \"/srv/basalt\"\nport = 17000\ninfo_port = 17001\nscanner_timeout_ms = 5000\nblock_cache_mib = 64\n",
+        )
+        .unwrap();
+        let c = config(args(Some(file.clone()), None)).unwrap();
+        assert_eq!(c.data_dir, PathBuf::from("/srv/basalt"));
+        assert_eq!(c.listen.port(), 17000);
+        assert_eq!(c.info_listen.unwrap().port(), 17001);
+        assert_eq!(c.scanner_lease, Duration::from_secs(5));
+        assert_eq!(c.options.block_cache_bytes, 64 << 20);
+        let c = config(args(Some(file.clone()), Some(18000))).unwrap();
+        assert_eq!(c.listen.port(), 18000);
+        // Defaults without a file; an unknown key is refused with the file's name.
+        let c = config(args(None, None)).unwrap();
+        assert_eq!(
+            (c.listen.port(), c.data_dir),
+            (DEFAULT_PORT, PathBuf::from("./basalt-data"))
+        );
+        std::fs::write(&file, "prot = 1\n").unwrap();
+        let e = config(args(Some(file), None)).unwrap_err();
+        assert!(format!("{e:#}").contains("basalt.toml"), "{e:#}");
+    }
+}
