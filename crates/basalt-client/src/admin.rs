@@ -7,11 +7,10 @@ use basalt_model::{Result, TableDescriptor, TableName};
 use basalt_proto::pb::admin_client::AdminClient;
 use basalt_proto::pb::{self};
 use basalt_proto::schema::{region_from_pb, schema_from_pb, schema_to_pb};
-use basalt_proto::status::from_status;
 use bytes::Bytes;
 use tonic::transport::Channel;
 
-use crate::retry::{retry, Idempotence};
+use crate::retry::Idempotence;
 use crate::ClientConfig;
 
 /// HBase's Admin. Cheap to clone.
@@ -19,25 +18,6 @@ use crate::ClientConfig;
 pub struct Admin {
     client: AdminClient<Channel>,
     config: ClientConfig,
-}
-
-/// One admin call with retries: `$call` is the method, `$req` builds its request.
-macro_rules! call {
-    ($self:ident, $call:ident, $req:expr) => {{
-        let config = $self.config.clone();
-        retry(&$self.config, Idempotence::Idempotent, || {
-            let mut c = $self.client.clone();
-            let mut req = tonic::Request::new($req);
-            req.set_timeout(config.operation_timeout);
-            async move {
-                c.$call(req)
-                    .await
-                    .map(tonic::Response::into_inner)
-                    .map_err(|s| from_status(&s))
-            }
-        })
-        .await
-    }};
 }
 
 fn name(n: &TableName) -> pb::NameRequest {
@@ -59,12 +39,13 @@ impl Admin {
             name: ns.to_owned(),
             properties: props.into_iter().collect(),
         };
-        call!(self, create_namespace, r.clone()).map(drop)
+        rpc!(self, Idempotence::Idempotent, create_namespace, r.clone()).map(drop)
     }
 
     pub async fn drop_namespace(&self, ns: &str) -> Result<()> {
-        call!(
+        rpc!(
             self,
+            Idempotence::Idempotent,
             drop_namespace,
             pb::NameRequest {
                 name: ns.to_owned()
@@ -84,12 +65,13 @@ impl Admin {
             set: set.into_iter().collect(),
             unset: unset.to_vec(),
         };
-        call!(self, alter_namespace, r.clone()).map(drop)
+        rpc!(self, Idempotence::Idempotent, alter_namespace, r.clone()).map(drop)
     }
 
     pub async fn namespace_properties(&self, ns: &str) -> Result<BTreeMap<String, String>> {
-        let r = call!(
+        let r = rpc!(
             self,
+            Idempotence::Idempotent,
             describe_namespace,
             pb::NameRequest {
                 name: ns.to_owned()
@@ -99,14 +81,15 @@ impl Admin {
     }
 
     pub async fn list_namespaces(&self) -> Result<Vec<String>> {
-        let mut v = call!(self, list_namespaces, pb::Empty {})?.names;
+        let mut v = rpc!(self, Idempotence::Idempotent, list_namespaces, pb::Empty {})?.names;
         v.sort();
         Ok(v)
     }
 
     pub async fn list_namespace_tables(&self, ns: &str) -> Result<Vec<String>> {
-        Ok(call!(
+        Ok(rpc!(
             self,
+            Idempotence::Idempotent,
             list_namespace_tables,
             pb::NameRequest {
                 name: ns.to_owned()
@@ -120,35 +103,46 @@ impl Admin {
             schema: Some(schema_to_pb(desc)),
             split_keys: split_keys.to_vec(),
         };
-        call!(self, create_table, r.clone()).map(drop)
+        rpc!(self, Idempotence::Idempotent, create_table, r.clone()).map(drop)
     }
 
     pub async fn describe(&self, t: &TableName) -> Result<TableDescriptor> {
-        schema_from_pb(call!(self, describe_table, name(t))?)
+        schema_from_pb(rpc!(
+            self,
+            Idempotence::Idempotent,
+            describe_table,
+            name(t)
+        )?)
     }
 
     pub async fn modify_table(&self, desc: &TableDescriptor) -> Result<()> {
-        call!(self, modify_table, schema_to_pb(desc)).map(drop)
+        rpc!(
+            self,
+            Idempotence::Idempotent,
+            modify_table,
+            schema_to_pb(desc)
+        )
+        .map(drop)
     }
 
     pub async fn table_exists(&self, t: &TableName) -> Result<bool> {
-        Ok(call!(self, table_exists, name(t))?.value)
+        Ok(rpc!(self, Idempotence::Idempotent, table_exists, name(t))?.value)
     }
 
     pub async fn is_enabled(&self, t: &TableName) -> Result<bool> {
-        Ok(call!(self, is_table_enabled, name(t))?.value)
+        Ok(rpc!(self, Idempotence::Idempotent, is_table_enabled, name(t))?.value)
     }
 
     pub async fn enable_table(&self, t: &TableName) -> Result<()> {
-        call!(self, enable_table, name(t)).map(drop)
+        rpc!(self, Idempotence::Idempotent, enable_table, name(t)).map(drop)
     }
 
     pub async fn disable_table(&self, t: &TableName) -> Result<()> {
-        call!(self, disable_table, name(t)).map(drop)
+        rpc!(self, Idempotence::Idempotent, disable_table, name(t)).map(drop)
     }
 
     pub async fn delete_table(&self, t: &TableName) -> Result<()> {
-        call!(self, delete_table, name(t)).map(drop)
+        rpc!(self, Idempotence::Idempotent, delete_table, name(t)).map(drop)
     }
 
     pub async fn truncate_table(&self, t: &TableName, preserve_splits: bool) -> Result<()> {
@@ -156,23 +150,24 @@ impl Admin {
             name: t.to_string(),
             preserve_splits,
         };
-        call!(self, truncate_table, r.clone()).map(drop)
+        rpc!(self, Idempotence::Idempotent, truncate_table, r.clone()).map(drop)
     }
 
     pub async fn list_tables(&self, pattern: Option<&str>) -> Result<Vec<String>> {
         let r = pb::ListTablesRequest {
             pattern: pattern.map(str::to_owned),
         };
-        Ok(call!(self, list_tables, r.clone())?.names)
+        Ok(rpc!(self, Idempotence::Idempotent, list_tables, r.clone())?.names)
     }
 
     pub async fn flush(&self, t: &TableName) -> Result<()> {
-        call!(self, flush, name(t)).map(drop)
+        rpc!(self, Idempotence::Idempotent, flush, name(t)).map(drop)
     }
 
     pub async fn compact(&self, t: &TableName, major: bool) -> Result<()> {
-        call!(
+        rpc!(
             self,
+            Idempotence::Idempotent,
             compact,
             pb::CompactRequest {
                 name: t.to_string(),
@@ -188,7 +183,7 @@ impl Admin {
             region: Bytes::new(),
             key: key.map(Bytes::copy_from_slice),
         };
-        call!(self, split, r.clone()).map(drop)
+        rpc!(self, Idempotence::Idempotent, split, r.clone()).map(drop)
     }
 
     pub async fn split_region(&self, region: &[u8], key: Option<&[u8]>) -> Result<()> {
@@ -197,7 +192,7 @@ impl Admin {
             region: Bytes::copy_from_slice(region),
             key: key.map(Bytes::copy_from_slice),
         };
-        call!(self, split, r.clone()).map(drop)
+        rpc!(self, Idempotence::Idempotent, split, r.clone()).map(drop)
     }
 
     pub async fn merge_regions(&self, regions: &[&[u8]], force: bool) -> Result<()> {
@@ -205,11 +200,11 @@ impl Admin {
             regions: regions.iter().map(|r| Bytes::copy_from_slice(r)).collect(),
             force,
         };
-        call!(self, merge, r.clone()).map(drop)
+        rpc!(self, Idempotence::Idempotent, merge, r.clone()).map(drop)
     }
 
     pub async fn regions(&self, t: &TableName) -> Result<Vec<RegionInfo>> {
-        Ok(call!(self, list_regions, name(t))?
+        Ok(rpc!(self, Idempotence::Idempotent, list_regions, name(t))?
             .regions
             .into_iter()
             .map(region_from_pb)
@@ -217,9 +212,15 @@ impl Admin {
     }
 
     pub async fn run_catalog_janitor(&self) -> Result<usize> {
-        Ok(
-            usize::try_from(call!(self, run_catalog_janitor, pb::Empty {})?.count)
-                .unwrap_or(usize::MAX),
+        Ok(usize::try_from(
+            rpc!(
+                self,
+                Idempotence::Idempotent,
+                run_catalog_janitor,
+                pb::Empty {}
+            )?
+            .count,
         )
+        .unwrap_or(usize::MAX))
     }
 }

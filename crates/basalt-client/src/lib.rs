@@ -19,6 +19,26 @@
 //! once. Increments, appends and check-and-mutates, which must not apply twice, are retried
 //! only on errors that prove nothing was applied.
 
+/// One unary call with retries and the operation timeout: `$call` is the gRPC method of
+/// `$self.client`, `$req` builds its request (again for each attempt).
+macro_rules! rpc {
+    ($self:ident, $how:expr, $call:ident, $req:expr) => {{
+        let config = $self.config.clone();
+        crate::retry::retry(&$self.config, $how, || {
+            let mut c = $self.client.clone();
+            let mut req = tonic::Request::new($req);
+            req.set_timeout(config.operation_timeout);
+            async move {
+                c.$call(req)
+                    .await
+                    .map(tonic::Response::into_inner)
+                    .map_err(|s| basalt_proto::status::from_status(&s))
+            }
+        })
+        .await
+    }};
+}
+
 mod admin;
 mod mutator;
 mod retry;

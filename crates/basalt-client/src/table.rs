@@ -13,7 +13,7 @@ use basalt_proto::pb::{self};
 use basalt_proto::status::from_status;
 use tonic::transport::Channel;
 
-use crate::retry::{retry, Idempotence};
+use crate::retry::Idempotence;
 use crate::ClientConfig;
 
 /// HBase's Table. Cheap to clone.
@@ -22,25 +22,6 @@ pub struct Table {
     client: TableClient<Channel>,
     config: ClientConfig,
     name: TableName,
-}
-
-/// One table call with retries.
-macro_rules! call {
-    ($self:ident, $how:expr, $call:ident, $req:expr) => {{
-        let config = $self.config.clone();
-        retry(&$self.config, $how, || {
-            let mut c = $self.client.clone();
-            let mut req = tonic::Request::new($req);
-            req.set_timeout(config.operation_timeout);
-            async move {
-                c.$call(req)
-                    .await
-                    .map(tonic::Response::into_inner)
-                    .map_err(|s| from_status(&s))
-            }
-        })
-        .await
-    }};
 }
 
 fn idempotence(m: &Mutation) -> Idempotence {
@@ -88,7 +69,7 @@ impl Table {
             table: self.name.to_string(),
             get: Some(get_to_pb(&get)),
         };
-        result_from_pb(call!(self, Idempotence::Idempotent, get, req.clone())?)
+        result_from_pb(rpc!(self, Idempotence::Idempotent, get, req.clone())?)
     }
 
     /// One mutation; the new values of an Increment or Append.
@@ -99,7 +80,7 @@ impl Table {
             table: self.name.to_string(),
             mutation: Some(mutation_to_pb(&m)),
         };
-        let r = call!(self, how, mutate, req.clone())?;
+        let r = rpc!(self, how, mutate, req.clone())?;
         r.result.map(result_from_pb).transpose()
     }
 
@@ -128,14 +109,14 @@ impl Table {
             table: self.name.to_string(),
             mutations: Some(row_mutations_to_pb(&rm)),
         };
-        call!(self, Idempotence::NotIdempotent, mutate_row, req.clone()).map(drop)
+        rpc!(self, Idempotence::NotIdempotent, mutate_row, req.clone()).map(drop)
     }
 
     /// True when the condition held and the action was applied.
     pub async fn check_and_mutate(&self, cam: CheckAndMutate) -> Result<bool> {
         cam.validate()?;
         let req = check_and_mutate_to_pb(&self.name.to_string(), &cam);
-        Ok(call!(
+        Ok(rpc!(
             self,
             Idempotence::NotIdempotent,
             check_and_mutate,
@@ -150,7 +131,7 @@ impl Table {
             table: self.name.to_string(),
             mutations: mutations.iter().map(mutation_to_pb).collect(),
         };
-        let r = call!(self, Idempotence::NotIdempotent, batch, req.clone())?;
+        let r = rpc!(self, Idempotence::NotIdempotent, batch, req.clone())?;
         Ok(r.entries
             .into_iter()
             .map(|e| match e.outcome {
@@ -170,7 +151,7 @@ impl Table {
             table: self.name.to_string(),
             scan: Some(scan_to_pb(&scan)),
         };
-        let id = call!(self, Idempotence::Idempotent, open_scanner, req.clone())?.id;
+        let id = rpc!(self, Idempotence::Idempotent, open_scanner, req.clone())?.id;
         Ok(ResultScanner {
             table: self.clone(),
             id,

@@ -2,6 +2,8 @@
 //! operation, errors as HBase names them, scanner leases, a restart with data intact.
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
+mod common;
+
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -395,19 +397,6 @@ drop_namespace 'my_ns'
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("s.hb");
     std::fs::write(&file, script).unwrap();
-    let masked = |out: &[u8]| -> String {
-        String::from_utf8_lossy(out)
-            .lines()
-            .map(|l| {
-                if l.starts_with("Took ") {
-                    "Took X seconds"
-                } else {
-                    l
-                }
-            })
-            .collect::<Vec<_>>()
-            .join("\n")
-    };
     let embedded = Command::new(env!("CARGO_BIN_EXE_basalt"))
         .args(["shell", "--data-dir"])
         .arg(dir.path().join("embedded"))
@@ -429,7 +418,10 @@ drop_namespace 'my_ns'
         "{}",
         String::from_utf8_lossy(&remote.stderr)
     );
-    let (a, b) = (masked(&embedded.stdout), masked(&remote.stdout));
+    let (a, b) = (
+        common::masked(&embedded.stdout),
+        common::masked(&remote.stdout),
+    );
     assert_eq!(a, b);
     assert!(a.contains(" x9 column=fam:b, timestamp="), "{a}");
     assert!(a.contains("ERROR: org.apache.hadoop.hbase.constraint.ConstraintException: Only empty namespaces can be removed."), "{a}");

@@ -1,25 +1,15 @@
 //! `basalt shell` as a process: scripts, stdin, exit codes, and the data directory lock.
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
+mod common;
+
 use std::io::Write;
+
+use common::masked;
 use std::process::{Command, Stdio};
 
 fn basalt() -> Command {
     Command::new(env!("CARGO_BIN_EXE_basalt"))
-}
-
-fn masked(out: &[u8]) -> String {
-    String::from_utf8_lossy(out)
-        .lines()
-        .map(|l| {
-            if l.starts_with("Took ") {
-                "Took X seconds"
-            } else {
-                l
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 #[test]
