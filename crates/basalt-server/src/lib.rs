@@ -67,15 +67,18 @@ impl Server {
     /// # Errors
     /// The directory is in use or damaged, or the port cannot be bound.
     pub async fn bind(config: ServerConfig) -> Result<Server, ServerError> {
+        let listener = TcpListener::bind(config.listen)
+            .await
+            .map_err(|e| ServerError(format!("binding {}: {e}", config.listen)))?;
+        // hbase:meta names the server by the port it really got (port 0 picks one).
         let mut options = config.options.clone();
-        options.server_port = config.listen.port();
+        options.server_port = listener
+            .local_addr()
+            .map_or(config.listen.port(), |a| a.port());
         let dir = config.data_dir.clone();
         let db = tokio::task::spawn_blocking(move || Database::open_with(&dir, options))
             .await
             .map_err(|e| ServerError(format!("opening the database: {e}")))??;
-        let listener = TcpListener::bind(config.listen)
-            .await
-            .map_err(|e| ServerError(format!("binding {}: {e}", config.listen)))?;
         let info_listener = match config.info_listen {
             Some(addr) => Some(
                 TcpListener::bind(addr)
