@@ -44,6 +44,8 @@ mod mutator;
 mod retry;
 mod table;
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use basalt_model::{Error, Result, TableName};
@@ -80,11 +82,13 @@ impl Default for ClientConfig {
     }
 }
 
-/// A connection to a Basalt server. Cheap to clone; clones share the channel.
+/// A connection to a Basalt server. Cheap to clone; clones share the channel and the
+/// region location cache.
 #[derive(Clone, Debug)]
 pub struct Connection {
     channel: Channel,
     config: ClientConfig,
+    locations: Arc<Mutex<HashMap<TableName, table::LocationSlot>>>,
 }
 
 impl Connection {
@@ -116,7 +120,11 @@ impl Connection {
                 std::io::Error::new(std::io::ErrorKind::ConnectionRefused, e.to_string()),
             )
         })?;
-        Ok(Connection { channel, config })
+        Ok(Connection {
+            channel,
+            config,
+            locations: Arc::default(),
+        })
     }
 
     /// The administrative API.
@@ -131,7 +139,19 @@ impl Connection {
     /// `IllegalArgument` for a bad name.
     pub fn table(&self, name: &str) -> Result<Table> {
         let name = TableName::parse(name)?;
-        Ok(Table::new(self.channel.clone(), self.config.clone(), name))
+        let slot = {
+            let mut map = self
+                .locations
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            Arc::clone(map.entry(name.clone()).or_default())
+        };
+        Ok(Table::new(
+            self.channel.clone(),
+            self.config.clone(),
+            name,
+            slot,
+        ))
     }
 
     /// The settings in use.

@@ -3,26 +3,39 @@
 use basalt_model::ops::{
     Append, CheckAndMutate, Delete, Get, Increment, Mutation, Put, RowMutations, Scan,
 };
+use std::sync::{Arc, RwLock};
+
+use basalt_model::region::RegionInfo;
 use basalt_model::{Error, Result, RowResult, TableName};
 use basalt_proto::convert::{
     check_and_mutate_to_pb, get_to_pb, mutation_to_pb, result_from_pb, row_mutations_to_pb,
     scan_to_pb,
 };
+use basalt_proto::pb::admin_client::AdminClient;
 use basalt_proto::pb::table_client::TableClient;
 use basalt_proto::pb::{self};
+use basalt_proto::schema::region_from_pb;
 use basalt_proto::status::from_status;
 use tonic::transport::Channel;
 
 use crate::retry::Idempotence;
 use crate::ClientConfig;
 
-/// HBase's Table. Cheap to clone.
+/// HBase's Table. Cheap to clone; clones share the region location cache.
 #[derive(Clone, Debug)]
 pub struct Table {
     client: TableClient<Channel>,
+    admin: AdminClient<Channel>,
     config: ClientConfig,
     name: TableName,
+    /// The table's regions as last looked up (`None`: look them up before the next call).
+    /// Single-row calls name the region they expect; a `NotServingRegion` answer (the region
+    /// split or merged) empties the cache.
+    locations: LocationSlot,
 }
+
+/// A table's cached regions, shared by every handle of one connection.
+pub(crate) type LocationSlot = Arc<RwLock<Option<Arc<Vec<RegionInfo>>>>>;
 
 fn idempotence(m: &Mutation) -> Idempotence {
     match m {
@@ -43,12 +56,89 @@ fn entry_error(e: pb::Error) -> Error {
 }
 
 impl Table {
-    pub(crate) fn new(channel: Channel, config: ClientConfig, name: TableName) -> Table {
+    pub(crate) fn new(
+        channel: Channel,
+        config: ClientConfig,
+        name: TableName,
+        locations: LocationSlot,
+    ) -> Table {
         Table {
-            client: TableClient::new(channel),
+            client: TableClient::new(channel.clone()),
+            admin: AdminClient::new(channel),
             config,
             name,
+            locations,
         }
+    }
+
+    /// The table's regions from the cache, looked up when the cache is empty.
+    ///
+    /// # Errors
+    /// The lookup failed (`TableNotFound`, a transport error).
+    pub async fn region_locations(&self) -> Result<Arc<Vec<RegionInfo>>> {
+        if let Some(cached) = self
+            .locations
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+        {
+            return Ok(cached);
+        }
+        let mut admin = self.admin.clone();
+        let req = pb::NameRequest {
+            name: self.name.to_string(),
+        };
+        let regions = admin
+            .list_regions(req)
+            .await
+            .map_err(|s| from_status(&s))?
+            .into_inner();
+        let regions: Arc<Vec<RegionInfo>> =
+            Arc::new(regions.regions.into_iter().map(region_from_pb).collect());
+        *self
+            .locations
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Arc::clone(&regions));
+        Ok(regions)
+    }
+
+    /// A request with the operation timeout.
+    fn request<M>(&self, msg: M) -> tonic::Request<M> {
+        let mut req = tonic::Request::new(msg);
+        req.set_timeout(self.config.operation_timeout);
+        req
+    }
+
+    /// The encoded name of the cached region holding `row`.
+    async fn locate(&self, row: &[u8]) -> Result<Option<String>> {
+        let regions = self.region_locations().await?;
+        let i = regions
+            .partition_point(|r| r.start_key[..] <= *row)
+            .saturating_sub(1);
+        Ok(regions.get(i).map(|r| r.encoded_name(&self.name)))
+    }
+
+    /// A single-row call aimed at the row's region, with retries; a stale location empties
+    /// the cache, so the retry looks the regions up again.
+    async fn located<T, F, Fut>(&self, row: &[u8], how: Idempotence, call: F) -> Result<T>
+    where
+        F: Fn(TableClient<Channel>, Option<String>) -> Fut,
+        Fut: std::future::Future<Output = std::result::Result<T, tonic::Status>>,
+    {
+        crate::retry::retry(&self.config, how, || async {
+            let region = self.locate(row).await?;
+            let out = call(self.client.clone(), region)
+                .await
+                .map_err(|s| from_status(&s));
+            if matches!(out, Err(Error::NotServingRegion(_))) {
+                *self
+                    .locations
+                    .write()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+            }
+            out
+        })
+        .await
     }
 
     /// The table's name.
@@ -65,22 +155,34 @@ impl Table {
 
     pub async fn get(&self, get: Get) -> Result<RowResult> {
         get.validate()?;
-        let req = pb::GetRequest {
-            table: self.name.to_string(),
-            get: Some(get_to_pb(&get)),
-        };
-        result_from_pb(rpc!(self, Idempotence::Idempotent, get, req.clone())?)
+        let msg = get_to_pb(&get);
+        let r = self
+            .located(&get.row, Idempotence::Idempotent, |mut c, region| {
+                let req = self.request(pb::GetRequest {
+                    table: self.name.to_string(),
+                    get: Some(msg.clone()),
+                    region,
+                });
+                async move { c.get(req).await.map(tonic::Response::into_inner) }
+            })
+            .await?;
+        result_from_pb(r)
     }
 
     /// One mutation; the new values of an Increment or Append.
     pub async fn mutate(&self, m: Mutation) -> Result<Option<RowResult>> {
         m.validate()?;
-        let how = idempotence(&m);
-        let req = pb::MutateRequest {
-            table: self.name.to_string(),
-            mutation: Some(mutation_to_pb(&m)),
-        };
-        let r = rpc!(self, how, mutate, req.clone())?;
+        let msg = mutation_to_pb(&m);
+        let r = self
+            .located(m.row(), idempotence(&m), |mut c, region| {
+                let req = self.request(pb::MutateRequest {
+                    table: self.name.to_string(),
+                    mutation: Some(msg.clone()),
+                    region,
+                });
+                async move { c.mutate(req).await.map(tonic::Response::into_inner) }
+            })
+            .await?;
         r.result.map(result_from_pb).transpose()
     }
 
@@ -105,24 +207,37 @@ impl Table {
 
     pub async fn mutate_row(&self, rm: RowMutations) -> Result<()> {
         rm.validate()?;
-        let req = pb::MutateRowRequest {
-            table: self.name.to_string(),
-            mutations: Some(row_mutations_to_pb(&rm)),
-        };
-        rpc!(self, Idempotence::NotIdempotent, mutate_row, req.clone()).map(drop)
+        let msg = row_mutations_to_pb(&rm);
+        self.located(&rm.row, Idempotence::NotIdempotent, |mut c, region| {
+            let req = self.request(pb::MutateRowRequest {
+                table: self.name.to_string(),
+                mutations: Some(msg.clone()),
+                region,
+            });
+            async move { c.mutate_row(req).await.map(tonic::Response::into_inner) }
+        })
+        .await
+        .map(drop)
     }
 
     /// True when the condition held and the action was applied.
     pub async fn check_and_mutate(&self, cam: CheckAndMutate) -> Result<bool> {
         cam.validate()?;
-        let req = check_and_mutate_to_pb(&self.name.to_string(), &cam);
-        Ok(rpc!(
-            self,
-            Idempotence::NotIdempotent,
-            check_and_mutate,
-            req.clone()
-        )?
-        .value)
+        let msg = check_and_mutate_to_pb(&self.name.to_string(), &cam);
+        let r = self
+            .located(&cam.row, Idempotence::NotIdempotent, |mut c, region| {
+                let req = self.request(pb::CheckAndMutateRequest {
+                    region,
+                    ..msg.clone()
+                });
+                async move {
+                    c.check_and_mutate(req)
+                        .await
+                        .map(tonic::Response::into_inner)
+                }
+            })
+            .await?;
+        Ok(r.value)
     }
 
     /// Mutations applied each on its own: one result per mutation, in order.

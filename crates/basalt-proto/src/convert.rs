@@ -398,6 +398,7 @@ pub fn check_and_mutate_to_pb(table: &str, cam: &CheckAndMutate) -> pb::CheckAnd
         condition: Some(condition),
         time_range: Some(range_to_pb(tr)),
         action: Some(row_mutations_to_pb(&cam.action)),
+        region: None,
     }
 }
 

@@ -340,6 +340,21 @@ impl pb::admin_server::Admin for Services {
     }
 }
 
+/// Refuses a request aimed at a region that no longer holds its row (HBase's
+/// `NotServingRegionException`): the client then looks its regions up again.
+fn check_region(s: &Services, table: &TableName, row: &[u8], region: Option<&str>) -> Result<()> {
+    let Some(expected) = region else {
+        return Ok(());
+    };
+    let info = s.db.region_of(table, row)?;
+    if info.encoded_name(table) == expected {
+        return Ok(());
+    }
+    Err(Error::NotServingRegion(format!(
+        "Region {expected} of table {table}"
+    )))
+}
+
 fn mutate_response(r: Option<basalt_model::RowResult>) -> pb::MutateResponse {
     pb::MutateResponse {
         result: r.as_ref().map(result_to_pb),
@@ -366,6 +381,7 @@ impl pb::table_server::Table for Services {
                 r.get
                     .ok_or_else(|| Error::illegal("malformed request: no get"))?,
             )?;
+            check_region(s, &table(&r.table)?, &get.row, r.region.as_deref())?;
             Ok(result_to_pb(&s.db.table(&r.table)?.get(get)?))
         })
         .await
@@ -380,7 +396,9 @@ impl pb::table_server::Table for Services {
             let m = r
                 .mutation
                 .ok_or_else(|| Error::illegal("malformed request: no mutation"))?;
-            let out = s.db.table(&r.table)?.mutate(mutation_from_pb(m)?)?;
+            let m = mutation_from_pb(m)?;
+            check_region(s, &table(&r.table)?, m.row(), r.region.as_deref())?;
+            let out = s.db.table(&r.table)?.mutate(m)?;
             Ok(mutate_response(out))
         })
         .await
@@ -395,8 +413,9 @@ impl pb::table_server::Table for Services {
             let rm = r
                 .mutations
                 .ok_or_else(|| Error::illegal("malformed request: no mutations"))?;
-            s.db.table(&r.table)?
-                .mutate_row(row_mutations_from_pb(rm)?)?;
+            let rm = row_mutations_from_pb(rm)?;
+            check_region(s, &table(&r.table)?, &rm.row, r.region.as_deref())?;
+            s.db.table(&r.table)?.mutate_row(rm)?;
             Ok(empty())
         })
         .await
@@ -409,7 +428,11 @@ impl pb::table_server::Table for Services {
         let r = r.into_inner();
         blocking(self, "check_and_mutate", move |s| {
             let t = s.db.table(&r.table)?;
-            let value = t.check_and_mutate(check_and_mutate_from_pb(r)?)?;
+            let name = table(&r.table)?;
+            let region = r.region.clone();
+            let cam = check_and_mutate_from_pb(r)?;
+            check_region(s, &name, &cam.row, region.as_deref())?;
+            let value = t.check_and_mutate(cam)?;
             Ok(pb::BoolResponse { value })
         })
         .await

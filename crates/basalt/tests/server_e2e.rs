@@ -597,3 +597,40 @@ fn ycsb_runs_every_core_workload() {
     }
     server.stop();
 }
+
+/// The client caches where regions are; after a split its stale entry gets
+/// NotServingRegion, it looks the regions up again, and the call goes through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_client_finds_rows_again_after_a_split() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ServerProcess::start(dir.path(), &[]);
+    let conn = Connection::connect(&server.addr).await.unwrap();
+    let name = TableName::parse("t").unwrap();
+    conn.admin()
+        .create_table(&table_desc("t"), &[])
+        .await
+        .unwrap();
+    let t = conn.table("t").unwrap();
+    t.put(Put::new("a").add("f", "q", "1")).await.unwrap();
+    t.put(Put::new("x").add("f", "q", "1")).await.unwrap();
+    assert_eq!(t.region_locations().await.unwrap().len(), 1);
+    // Another client splits the table: this one's cache is now stale.
+    let other = Connection::connect(&server.addr).await.unwrap();
+    other.admin().split_table(&name, Some(b"m")).await.unwrap();
+    assert_eq!(t.region_locations().await.unwrap().len(), 1);
+    t.put(Put::new("x").add("f", "q", "2")).await.unwrap();
+    assert_eq!(t.region_locations().await.unwrap().len(), 2);
+    let r = t.get(Get::new("x")).await.unwrap();
+    assert_eq!(r.value(b"f", b"q").unwrap(), &Bytes::from_static(b"2"));
+    // A handle made later from the same connection shares the refreshed cache.
+    assert_eq!(
+        conn.table("t")
+            .unwrap()
+            .region_locations()
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
+    server.stop();
+}

@@ -342,6 +342,16 @@ impl Database {
         self.inner.clean_retired().map(drop)
     }
 
+    /// The region that holds `row` now.
+    ///
+    /// # Errors
+    /// `TableNotFound`, `TableNotEnabled`.
+    pub fn region_of(&self, name: &TableName, row: &[u8]) -> Result<RegionInfo> {
+        let state = self.state(name)?;
+        let region = state.region_where(|start| start <= row)?;
+        Ok(region.info().clone())
+    }
+
     /// Each region of the table with its load (files, memstore, requests), in key order.
     ///
     /// # Errors

@@ -184,7 +184,7 @@ fn retry_not_serving<T>(limit: Duration, mut op: impl FnMut() -> Result<T>) -> R
 
 impl TableState {
     /// The last region whose start key passes `starts_before` (regions are in key order).
-    pub(super) fn region_where(
+    pub(crate) fn region_where(
         &self,
         starts_before: impl Fn(&[u8]) -> bool,
     ) -> Result<Arc<Region>> {
