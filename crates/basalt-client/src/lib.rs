@@ -10,6 +10,10 @@
 //! users.put(Put::new("alice").add("cf", "email", "alice@example.com")).await?;
 //! let row = users.get(Get::new("alice")).await?;
 //! assert_eq!(row.value(b"cf", b"email").map(|v| &v[..]), Some(&b"alice@example.com"[..]));
+//!
+//! // A scan is a stream of rows, fetched from the server a batch at a time.
+//! use futures_util::TryStreamExt;
+//! let rows: Vec<_> = users.scan(basalt_model::ops::Scan::new()).await?.into_stream().try_collect().await?;
 //! # Ok(())
 //! # }
 //! ```

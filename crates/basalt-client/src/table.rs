@@ -307,6 +307,18 @@ impl ResultScanner {
         Ok(self.buffered.pop_front())
     }
 
+    /// The remaining results as a `Stream` (ends after the first error).
+    pub fn into_stream(self) -> impl futures_util::Stream<Item = Result<RowResult>> {
+        futures_util::stream::unfold(Some(self), |scanner| async move {
+            let mut scanner = scanner?;
+            match scanner.next().await {
+                Ok(Some(row)) => Some((Ok(row), Some(scanner))),
+                Ok(None) => None,
+                Err(e) => Some((Err(e), None)),
+            }
+        })
+    }
+
     /// Every remaining result.
     ///
     /// # Errors

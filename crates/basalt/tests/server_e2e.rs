@@ -174,6 +174,17 @@ async fn scans_and_buffered_writes(t: &basalt_client::Table) {
     };
     let all = t.scan(Scan::new()).await.unwrap().collect().await.unwrap();
     assert_eq!(rows(all), ["a", "b", "c", "k", "q", "z"]);
+    // As a stream.
+    let streamed: Vec<basalt_model::RowResult> = {
+        use futures_util::TryStreamExt;
+        let s = t
+            .scan(Scan::new().with_limit(3))
+            .await
+            .unwrap()
+            .into_stream();
+        s.try_collect().await.unwrap()
+    };
+    assert_eq!(rows(streamed), ["a", "b", "c"]);
     let rev = t
         .scan(Scan::new().reversed().with_limit(2))
         .await
