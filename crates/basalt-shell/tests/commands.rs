@@ -302,6 +302,11 @@ fn namespaces_table_references_and_help() {
     assert!(out.contains("  Group name: dml\n  Commands: append, count, delete, deleteall, get, get_counter, get_splits, incr, put, scan, truncate, truncate_preserve\n"), "{out}");
     let out = ok(&db, "help 'get'");
     assert!(out.starts_with("Get row or cell contents"), "{out}");
+    // Every command has its own help text, with an example.
+    for name in basalt_shell::Shell::command_names() {
+        let out = ok(&db, &format!("help '{name}'"));
+        assert!(out.contains("hbase> "), "{name}: {out}");
+    }
     let r = run_on(&db, "nosuchcommand 'x'");
     assert_eq!(r.end, ScriptEnd::Failed);
     assert!(
