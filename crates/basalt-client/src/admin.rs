@@ -211,6 +211,22 @@ impl Admin {
             .collect())
     }
 
+    /// Each region with the server that serves it and its load.
+    pub async fn region_loads(
+        &self,
+        t: &TableName,
+    ) -> Result<Vec<(RegionInfo, basalt_model::region::RegionLoad, String)>> {
+        let regions = rpc!(self, Idempotence::Idempotent, list_regions, name(t))?.regions;
+        Ok(regions
+            .into_iter()
+            .map(|r| {
+                let load = basalt_proto::schema::region_load_from_pb(&r);
+                let server = r.server.clone();
+                (region_from_pb(r), load, server)
+            })
+            .collect())
+    }
+
     pub async fn run_catalog_janitor(&self) -> Result<usize> {
         Ok(usize::try_from(
             rpc!(

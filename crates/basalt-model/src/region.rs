@@ -19,6 +19,18 @@ pub struct RegionInfo {
     pub end_key: Bytes,
 }
 
+/// A region's load, as the status page and metrics show it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RegionLoad {
+    pub store_files: usize,
+    pub store_file_bytes: u64,
+    pub memstore_bytes: u64,
+    /// Reads (gets and region scans) served since the region opened.
+    pub read_requests: u64,
+    /// Writes (edits) applied since the region opened.
+    pub write_requests: u64,
+}
+
 /// The magic HBase puts before every protobuf value in its catalog.
 pub const PB_MAGIC: &[u8; 4] = b"PBUF";
 

@@ -1,6 +1,6 @@
 //! Table schemas and regions on the wire.
 
-use basalt_model::region::RegionInfo;
+use basalt_model::region::{RegionInfo, RegionLoad};
 use basalt_model::{
     BloomType, ColumnFamilyDescriptor, Compression, DataBlockEncoding, Error, KeepDeletedCells,
     Result, TableDescriptor, TableName,
@@ -99,6 +99,38 @@ pub fn region_to_pb(table: &TableName, r: &RegionInfo) -> pb::Region {
         end_key: r.end_key.clone(),
         name: r.region_name(table),
         encoded_name: r.encoded_name(table),
+        ..pb::Region::default()
+    }
+}
+
+/// A region with where it is served and its load.
+#[must_use]
+pub fn region_load_to_pb(
+    table: &TableName,
+    r: &RegionInfo,
+    load: &RegionLoad,
+    server: &str,
+) -> pb::Region {
+    pb::Region {
+        server: server.to_owned(),
+        store_files: u32::try_from(load.store_files).unwrap_or(u32::MAX),
+        store_file_bytes: load.store_file_bytes,
+        memstore_bytes: load.memstore_bytes,
+        read_requests: load.read_requests,
+        write_requests: load.write_requests,
+        ..region_to_pb(table, r)
+    }
+}
+
+/// The load a region message carries.
+#[must_use]
+pub fn region_load_from_pb(r: &pb::Region) -> RegionLoad {
+    RegionLoad {
+        store_files: r.store_files as usize,
+        store_file_bytes: r.store_file_bytes,
+        memstore_bytes: r.memstore_bytes,
+        read_requests: r.read_requests,
+        write_requests: r.write_requests,
     }
 }
 

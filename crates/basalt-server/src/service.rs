@@ -9,7 +9,7 @@ use basalt_proto::convert::{
     scan_from_pb,
 };
 use basalt_proto::pb;
-use basalt_proto::schema::{region_to_pb, schema_from_pb, schema_to_pb};
+use basalt_proto::schema::{region_load_to_pb, schema_from_pb, schema_to_pb};
 use basalt_proto::status::to_status;
 use basalt_storage::Database;
 use tonic::{Request, Response, Status};
@@ -317,10 +317,11 @@ impl pb::admin_server::Admin for Services {
         let r = r.into_inner();
         blocking(self, "list_regions", move |s| {
             let t = table(&r.name)?;
+            let server = s.db.server_name();
             let regions =
-                s.db.regions(&t)?
+                s.db.region_loads(&t)?
                     .iter()
-                    .map(|i| region_to_pb(&t, i))
+                    .map(|(i, load)| region_load_to_pb(&t, i, load, &server))
                     .collect();
             Ok(pb::Regions { regions })
         })

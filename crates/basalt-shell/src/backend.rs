@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use basalt_model::ops::{Get, Mutation, Scan};
-use basalt_model::region::RegionInfo;
+use basalt_model::region::{RegionInfo, RegionLoad};
 use basalt_model::{Result, RowResult, TableDescriptor, TableName};
 use basalt_storage::Database;
 use bytes::Bytes;
@@ -40,6 +40,8 @@ pub trait Backend {
     fn split_region(&self, region: &[u8], key: Option<&[u8]>) -> Result<()>;
     fn merge_regions(&self, regions: &[&[u8]], force: bool) -> Result<()>;
     fn regions(&self, name: &TableName) -> Result<Vec<RegionInfo>>;
+    /// Each region with its load and the server that serves it.
+    fn region_loads(&self, name: &TableName) -> Result<Vec<(RegionInfo, RegionLoad, String)>>;
     fn run_catalog_janitor(&self) -> Result<usize>;
     fn mutate(&self, table: &TableName, m: Mutation) -> Result<Option<RowResult>>;
     fn get(&self, table: &TableName, get: Get) -> Result<RowResult>;
@@ -126,6 +128,13 @@ impl Backend for Database {
     }
     fn regions(&self, name: &TableName) -> Result<Vec<RegionInfo>> {
         Database::regions(self, name)
+    }
+    fn region_loads(&self, name: &TableName) -> Result<Vec<(RegionInfo, RegionLoad, String)>> {
+        let server = Database::server_name(self);
+        Ok(Database::region_loads(self, name)?
+            .into_iter()
+            .map(|(i, l)| (i, l, server.clone()))
+            .collect())
     }
     fn run_catalog_janitor(&self) -> Result<usize> {
         Database::run_catalog_janitor(self)

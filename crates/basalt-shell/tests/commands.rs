@@ -248,7 +248,12 @@ fn regions_are_split_merged_and_listed() {
         out.starts_with("Total number of splits = 3\ng\nk\n"),
         "{out}"
     );
-    assert!(out.contains("REGION_NAME | START_KEY | END_KEY |"), "{out}");
+    assert!(
+        out.contains("SERVER_NAME | ")
+            && out.contains(" | START_KEY | END_KEY | SIZE | REQ | LOCALITY |"),
+        "{out}"
+    );
+    assert!(out.contains(" localhost,16020,"), "{out}");
     assert!(out.contains(" 3 rows"), "{out}");
     // hbase:meta can be scanned like any table.
     let out = ok(&db, "scan 'hbase:meta', {COLUMNS => ['info:state']}");

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use basalt_client::{Connection, ResultScanner};
 use basalt_model::ops::{Get, Mutation, Scan};
-use basalt_model::region::RegionInfo;
+use basalt_model::region::{RegionInfo, RegionLoad};
 use basalt_model::{Result, RowResult, TableDescriptor, TableName};
 use basalt_shell::backend::{Backend, Rows};
 use bytes::Bytes;
@@ -123,6 +123,9 @@ impl Backend for RemoteBackend {
     }
     fn regions(&self, name: &TableName) -> Result<Vec<RegionInfo>> {
         self.rt.block_on(self.conn.admin().regions(name))
+    }
+    fn region_loads(&self, name: &TableName) -> Result<Vec<(RegionInfo, RegionLoad, String)>> {
+        self.rt.block_on(self.conn.admin().region_loads(name))
     }
     fn run_catalog_janitor(&self) -> Result<usize> {
         self.rt.block_on(self.conn.admin().run_catalog_janitor())

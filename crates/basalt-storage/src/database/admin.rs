@@ -342,6 +342,13 @@ impl Database {
         self.inner.clean_retired().map(drop)
     }
 
+    /// This server's name as `hbase:meta` writes it: `host,port,start code`.
+    #[must_use]
+    pub fn server_name(&self) -> String {
+        let s = &self.inner.server;
+        format!("{},{},{}", s.host, s.port, s.start_code)
+    }
+
     /// The region that holds `row` now.
     ///
     /// # Errors

@@ -76,17 +76,7 @@ pub struct BackgroundEvent {
 /// How many recent background events are kept.
 const RECENT_EVENTS: usize = 32;
 
-/// A region's load, as the status page and metrics show it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct RegionLoad {
-    pub store_files: usize,
-    pub store_file_bytes: u64,
-    pub memstore_bytes: u64,
-    /// Reads (gets and region scans) served since the region opened.
-    pub read_requests: u64,
-    /// Writes (edits) applied since the region opened.
-    pub write_requests: u64,
-}
+pub use basalt_model::region::RegionLoad;
 
 /// Counters of the engine's background work since the database opened.
 #[derive(Debug, Default)]
