@@ -59,6 +59,9 @@ pub use admin::Admin;
 pub use mutator::BufferedMutator;
 pub use table::{ResultScanner, Table};
 
+/// The largest message the client sends or accepts (the server's limit, 256 MiB).
+pub(crate) const MAX_MESSAGE_BYTES: usize = 256 << 20;
+
 /// How calls are retried and timed out. HBase's defaults.
 #[derive(Clone, Debug)]
 pub struct ClientConfig {

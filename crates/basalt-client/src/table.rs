@@ -63,7 +63,9 @@ impl Table {
         locations: LocationSlot,
     ) -> Table {
         Table {
-            client: TableClient::new(channel.clone()),
+            client: TableClient::new(channel.clone())
+                .max_decoding_message_size(crate::MAX_MESSAGE_BYTES)
+                .max_encoding_message_size(crate::MAX_MESSAGE_BYTES),
             admin: AdminClient::new(channel),
             config,
             name,

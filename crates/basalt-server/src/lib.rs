@@ -23,6 +23,10 @@ use service::Services;
 
 /// Default port of the native API (HBase's region server port).
 pub const DEFAULT_PORT: u16 = 16020;
+/// The largest request or response message (`hbase.ipc.max.request.size`, 256 MiB): a
+/// row of 10 MiB cells must cross, gRPC's default of 4 MiB would refuse it.
+pub const MAX_MESSAGE_BYTES: usize = 256 << 20;
+
 /// Default port of the web page and `/metrics` (HBase's master info port).
 pub const DEFAULT_INFO_PORT: u16 = 16010;
 
@@ -165,8 +169,16 @@ impl Server {
         };
         let db = services.db.clone();
         let result = tonic::transport::Server::builder()
-            .add_service(pb::admin_server::AdminServer::new(services.clone()))
-            .add_service(pb::table_server::TableServer::new(services))
+            .add_service(
+                pb::admin_server::AdminServer::new(services.clone())
+                    .max_decoding_message_size(MAX_MESSAGE_BYTES)
+                    .max_encoding_message_size(MAX_MESSAGE_BYTES),
+            )
+            .add_service(
+                pb::table_server::TableServer::new(services)
+                    .max_decoding_message_size(MAX_MESSAGE_BYTES)
+                    .max_encoding_message_size(MAX_MESSAGE_BYTES),
+            )
             .serve_with_incoming_shutdown(incoming(listener), stopped(stop_rx))
             .await;
         reaper.abort();

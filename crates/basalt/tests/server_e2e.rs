@@ -301,6 +301,20 @@ async fn errors_cross_the_wire_with_hbase_names() {
         .unwrap_err();
     assert!(matches!(e, Error::NoSuchColumnFamily { .. }), "{e}");
     assert!(!e.is_retryable());
+    // A 9 MiB cell (under HBase's 10 MiB limit) crosses both ways; an 11 MiB one is refused
+    // with HBase's message, and the connection goes on.
+    let t = conn.table("t").unwrap();
+    let big = vec![7u8; 9 << 20];
+    t.put(Put::new("big").add("f", "q", big.clone()))
+        .await
+        .unwrap();
+    let r = t.get(Get::new("big")).await.unwrap();
+    assert_eq!(r.value(b"f", b"q").unwrap().len(), big.len());
+    let e = t
+        .put(Put::new("big").add("f", "q", vec![0u8; 11 << 20]))
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("KeyValue size too large"), "{e}");
     let e = admin.drop_namespace("default").await.unwrap_err();
     assert!(matches!(e, Error::Constraint(_)), "{e}");
     let e = admin
