@@ -242,8 +242,14 @@ pub fn list(sh: &mut Shell<'_>, mut a: Args) -> Result<Returned, ShellError> {
         Some(a.string("pattern")?)
     };
     let names = sh.backend().list_tables(pattern.as_deref())?;
+    print_tables(sh, &names)
+}
+
+/// The `TABLE` listing of `list` and `list_namespace_tables`, returning the names as a
+/// Ruby array.
+pub fn print_tables(sh: &mut Shell<'_>, names: &[String]) -> Result<Returned, ShellError> {
     sh.println("TABLE")?;
-    for n in &names {
+    for n in names {
         sh.println(n)?;
     }
     sh.println(format!("{} row(s)", names.len()))?;

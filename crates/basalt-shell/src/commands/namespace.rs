@@ -81,11 +81,5 @@ pub fn list_tables(sh: &mut Shell<'_>, mut a: Args) -> Result<Returned, ShellErr
     let ns = a.string("namespace")?;
     a.done()?;
     let names = sh.backend().list_namespace_tables(&ns)?;
-    sh.println("TABLE")?;
-    for n in &names {
-        sh.println(n)?;
-    }
-    sh.println(format!("{} row(s)", names.len()))?;
-    let quoted: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
-    Ok(Returned::Value(format!("[{}]", quoted.join(", "))))
+    super::ddl::print_tables(sh, &names)
 }

@@ -427,18 +427,21 @@ fn meta_rows(db: &Database) -> Vec<(String, Vec<String>)> {
         .collect()
 }
 
+/// A table of one family `f` in two regions, split at `m`.
+fn create_split_at_m(fx: &Fixture, name: &TableName) {
+    let desc = TableDescriptor::new(name, [cf("f", 1)]);
+    fx.db
+        .create_table(desc, &[Bytes::from_static(b"m")])
+        .unwrap();
+}
+
 #[test]
 fn hbase_meta_is_the_catalog_as_a_table() {
     use basalt_model::region::decode_meta_region_info;
     let fx = Fixture::new();
     let name = TableName::parse("ns:t").unwrap();
     fx.db.create_namespace("ns", Default::default()).unwrap();
-    fx.db
-        .create_table(
-            TableDescriptor::new(&name, [cf("f", 1)]),
-            &[Bytes::from_static(b"m")],
-        )
-        .unwrap();
+    create_split_at_m(&fx, &name);
     let regions = fx.db.regions(&name).unwrap();
     let rows = meta_rows(&fx.db);
     let region_cols = [
@@ -517,12 +520,7 @@ fn hbase_meta_shows_split_parents_and_merge_parents_until_freed() {
     use basalt_model::region::decode_meta_region_info;
     let fx = Fixture::new();
     let name = TableName::parse("t").unwrap();
-    fx.db
-        .create_table(
-            TableDescriptor::new(&name, [cf("f", 1)]),
-            &[Bytes::from_static(b"m")],
-        )
-        .unwrap();
+    create_split_at_m(&fx, &name);
     let regions = fx.db.regions(&name).unwrap();
     let meta = fx.db.table("hbase:meta").unwrap();
     let t = fx.db.table("t").unwrap();
