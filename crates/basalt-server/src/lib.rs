@@ -7,6 +7,7 @@ pub mod info;
 pub mod metrics;
 pub mod scanners;
 pub mod service;
+pub mod thrift;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -38,7 +39,10 @@ pub struct ServerConfig {
     pub listen: SocketAddr,
     /// Where the web page and `/metrics` listen (`0.0.0.0:16010`); `None` turns them off.
     pub info_listen: Option<SocketAddr>,
-    /// `hbase.client.scanner.timeout.period`: a scanner left alone this long is closed.
+    /// The HBase Thrift1 gateway (`0.0.0.0:9090`); `None` turns it off.
+    pub thrift: Option<thrift::ThriftConfig>,
+    /// `hbase.client.scanner.timeout.period`: a scanner left alone this long is closed
+    /// (native and Thrift scanners alike).
     pub scanner_lease: Duration,
     /// The engine's settings (memory limits, flush and compaction behaviour).
     pub options: Options,
@@ -50,6 +54,7 @@ impl Default for ServerConfig {
             data_dir: PathBuf::from("./basalt-data"),
             listen: SocketAddr::from(([0, 0, 0, 0], DEFAULT_PORT)),
             info_listen: Some(SocketAddr::from(([0, 0, 0, 0], DEFAULT_INFO_PORT))),
+            thrift: Some(thrift::ThriftConfig::default()),
             scanner_lease: Duration::from_secs(60),
             options: Options::default(),
         }
@@ -61,6 +66,7 @@ impl Default for ServerConfig {
 pub struct Server {
     listener: TcpListener,
     info_listener: Option<TcpListener>,
+    thrift: Option<(TcpListener, Arc<thrift::Gateway>)>,
     services: Services,
     lease: Duration,
 }
@@ -96,9 +102,30 @@ impl Server {
             scanners: Arc::new(Scanners::new(config.scanner_lease)),
             metrics: Arc::new(metrics::RequestMetrics::default()),
         };
+        let thrift = match config.thrift {
+            Some(t) => {
+                let l = TcpListener::bind(t.listen)
+                    .await
+                    .map_err(|e| ServerError(format!("binding {}: {e}", t.listen)))?;
+                // Thrift's scanner ids are i32s.
+                let scanners = Arc::new(Scanners::with_max_id(
+                    config.scanner_lease,
+                    i32::MAX.unsigned_abs().into(),
+                ));
+                let gateway = thrift::Gateway::new(
+                    services.db.clone(),
+                    scanners,
+                    Arc::clone(&services.metrics),
+                    t,
+                );
+                Some((l, Arc::new(gateway)))
+            }
+            None => None,
+        };
         Ok(Server {
             listener,
             info_listener,
+            thrift,
             services,
             lease: config.scanner_lease,
         })
@@ -123,6 +150,17 @@ impl Server {
             .transpose()
     }
 
+    /// The address of the Thrift gateway, when it is on.
+    ///
+    /// # Errors
+    /// The socket has no local address.
+    pub fn thrift_addr(&self) -> std::io::Result<Option<SocketAddr>> {
+        self.thrift
+            .as_ref()
+            .map(|(l, _)| l.local_addr())
+            .transpose()
+    }
+
     /// Serves until `shutdown` completes, then closes the database (every acknowledged write
     /// is durable after that).
     ///
@@ -135,6 +173,7 @@ impl Server {
         let Server {
             listener,
             info_listener,
+            thrift,
             services,
             lease,
         } = self;
@@ -152,18 +191,27 @@ impl Server {
                 }
             })
         });
+        let gateway = thrift.map(|(l, gateway)| {
+            let stop = stop_rx.clone();
+            let g = Arc::clone(&gateway);
+            (tokio::spawn(thrift::serve(l, g, stop)), gateway)
+        });
         tokio::spawn(async move {
             shutdown.await;
             let _ = stop_tx.send(true);
         });
         let reaper = {
             let scanners = Arc::clone(&services.scanners);
+            let thrift_scanners = gateway.as_ref().map(|(_, g)| g.handler.scanners());
             let tick = (lease / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
             tokio::spawn(async move {
                 let mut every = tokio::time::interval(tick);
                 loop {
                     every.tick().await;
                     scanners.expire();
+                    if let Some(t) = &thrift_scanners {
+                        t.expire();
+                    }
                 }
             })
         };
@@ -184,6 +232,9 @@ impl Server {
         reaper.abort();
         if let Some(info) = info {
             let _ = info.await;
+        }
+        if let Some((accepting, _)) = gateway {
+            let _ = accepting.await;
         }
         result.map_err(|e| ServerError(format!("serving: {e}")))?;
         tokio::task::spawn_blocking(move || db.close())

@@ -53,24 +53,43 @@ struct OpStats {
     buckets: [AtomicU64; BUCKETS.len()],
 }
 
+/// The APIs whose requests are counted, and their operations.
+const APIS: [(&str, &[&str]); 2] = [("native", &OPS), ("thrift", &crate::thrift::METHODS)];
+
 /// Counters of every operation since the server started.
 #[derive(Debug)]
 pub struct RequestMetrics {
+    /// `(api, operation)` of each entry of `ops`.
+    names: Vec<(&'static str, &'static str)>,
     ops: Vec<OpStats>,
 }
 
 impl Default for RequestMetrics {
     fn default() -> Self {
+        let names: Vec<_> = APIS
+            .iter()
+            .flat_map(|(api, ops)| ops.iter().map(move |op| (*api, *op)))
+            .collect();
         RequestMetrics {
-            ops: OPS.iter().map(|_| OpStats::default()).collect(),
+            ops: names.iter().map(|_| OpStats::default()).collect(),
+            names,
         }
     }
 }
 
 impl RequestMetrics {
-    /// Counts one request of `op` that took `took`.
+    fn index(&self, api: &str, op: &str) -> Option<usize> {
+        self.names.iter().position(|(a, o)| *a == api && *o == op)
+    }
+
+    /// Counts one request of `op` of the native API that took `took`.
     pub fn record(&self, op: &str, took: Duration, ok: bool) {
-        let Some(i) = OPS.iter().position(|o| *o == op) else {
+        self.record_api("native", op, took, ok);
+    }
+
+    /// Counts one request of `op` of `api` (`native` or `thrift`) that took `took`.
+    pub fn record_api(&self, api: &str, op: &str, took: Duration, ok: bool) {
+        let Some(i) = self.index(api, op) else {
             return;
         };
         let s = &self.ops[i];
@@ -86,12 +105,29 @@ impl RequestMetrics {
         }
     }
 
-    /// Requests of `op` so far.
+    /// Requests of `op` of the native API so far.
     #[must_use]
     pub fn requests(&self, op: &str) -> u64 {
-        OPS.iter()
-            .position(|o| *o == op)
+        self.requests_api("native", op)
+    }
+
+    /// Requests of `op` of `api` so far.
+    #[must_use]
+    pub fn requests_api(&self, api: &str, op: &str) -> u64 {
+        self.index(api, op)
             .map_or(0, |i| self.ops[i].requests.load(Ordering::Relaxed))
+    }
+
+    /// `op="get"` for the native API, `api="thrift",op="getRow"` for another.
+    fn labels(&self) -> impl Iterator<Item = (String, &OpStats)> {
+        self.names.iter().zip(&self.ops).map(|((api, op), s)| {
+            let l = if *api == "native" {
+                format!("op=\"{op}\"")
+            } else {
+                format!("api=\"{api}\",op=\"{op}\"")
+            };
+            (l, s)
+        })
     }
 }
 
@@ -110,9 +146,9 @@ pub fn prometheus(m: &RequestMetrics, db: &Database, open_scanners: usize) -> St
         "counter",
         "Requests by operation.",
     );
-    for (op, s) in OPS.iter().zip(&m.ops) {
+    for (l, s) in m.labels() {
         let n = s.requests.load(Ordering::Relaxed);
-        let _ = writeln!(out, "basalt_requests_total{{op=\"{op}\"}} {n}");
+        let _ = writeln!(out, "basalt_requests_total{{{l}}} {n}");
     }
     metric(
         &mut out,
@@ -120,9 +156,9 @@ pub fn prometheus(m: &RequestMetrics, db: &Database, open_scanners: usize) -> St
         "counter",
         "Requests that failed, by operation.",
     );
-    for (op, s) in OPS.iter().zip(&m.ops) {
+    for (l, s) in m.labels() {
         let n = s.errors.load(Ordering::Relaxed);
-        let _ = writeln!(out, "basalt_request_errors_total{{op=\"{op}\"}} {n}");
+        let _ = writeln!(out, "basalt_request_errors_total{{{l}}} {n}");
     }
     metric(
         &mut out,
@@ -130,29 +166,23 @@ pub fn prometheus(m: &RequestMetrics, db: &Database, open_scanners: usize) -> St
         "histogram",
         "Request latency by operation.",
     );
-    for (op, s) in OPS.iter().zip(&m.ops) {
+    for (l, s) in m.labels() {
         let mut cumulative = 0;
         for (le, b) in BUCKETS.iter().zip(&s.buckets) {
             cumulative += b.load(Ordering::Relaxed);
             let _ = writeln!(
                 out,
-                "basalt_request_duration_seconds_bucket{{op=\"{op}\",le=\"{le}\"}} {cumulative}"
+                "basalt_request_duration_seconds_bucket{{{l},le=\"{le}\"}} {cumulative}"
             );
         }
         let n = s.requests.load(Ordering::Relaxed);
         let sum = s.micros.load(Ordering::Relaxed) as f64 / 1e6;
         let _ = writeln!(
             out,
-            "basalt_request_duration_seconds_bucket{{op=\"{op}\",le=\"+Inf\"}} {n}"
+            "basalt_request_duration_seconds_bucket{{{l},le=\"+Inf\"}} {n}"
         );
-        let _ = writeln!(
-            out,
-            "basalt_request_duration_seconds_sum{{op=\"{op}\"}} {sum}"
-        );
-        let _ = writeln!(
-            out,
-            "basalt_request_duration_seconds_count{{op=\"{op}\"}} {n}"
-        );
+        let _ = writeln!(out, "basalt_request_duration_seconds_sum{{{l}}} {sum}");
+        let _ = writeln!(out, "basalt_request_duration_seconds_count{{{l}}} {n}");
     }
     engine_metrics(&mut out, db, open_scanners);
     out

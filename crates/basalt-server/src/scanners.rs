@@ -11,19 +11,21 @@ use basalt_model::{Error, Result};
 use basalt_storage::TableScanner;
 use parking_lot::Mutex;
 
-struct Lease {
-    scanner: TableScanner,
+struct Lease<S> {
+    scanner: S,
     renewed: Instant,
 }
 
-/// The open scanners of one server.
-pub struct Scanners {
+/// The open scanners of one server (or of one API of it: Thrift's scanners carry more).
+pub struct Scanners<S = TableScanner> {
     timeout: Duration,
     next_id: AtomicU64,
-    leases: Mutex<HashMap<u64, Lease>>,
+    /// Ids wrap around past this (Thrift's scanner ids are `i32`s).
+    max_id: u64,
+    leases: Mutex<HashMap<u64, Lease<S>>>,
 }
 
-impl std::fmt::Debug for Scanners {
+impl<S> std::fmt::Debug for Scanners<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Scanners")
             .field("timeout", &self.timeout)
@@ -32,19 +34,27 @@ impl std::fmt::Debug for Scanners {
     }
 }
 
-impl Scanners {
+impl<S> Scanners<S> {
     #[must_use]
-    pub fn new(timeout: Duration) -> Scanners {
+    pub fn new(timeout: Duration) -> Scanners<S> {
+        Scanners::with_max_id(timeout, u64::MAX)
+    }
+
+    /// Scanners whose ids stay at or below `max_id` (they wrap around to 1).
+    #[must_use]
+    pub fn with_max_id(timeout: Duration, max_id: u64) -> Scanners<S> {
         Scanners {
             timeout,
             next_id: AtomicU64::new(1),
+            max_id,
             leases: Mutex::new(HashMap::new()),
         }
     }
 
     /// Registers a scanner; returns its id.
-    pub fn open(&self, scanner: TableScanner) -> u64 {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+    pub fn open(&self, scanner: S) -> u64 {
+        let n = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let id = (n - 1) % self.max_id + 1;
         let lease = Lease {
             scanner,
             renewed: Instant::now(),
@@ -55,7 +65,7 @@ impl Scanners {
 
     /// Takes the scanner out for one call (renewing nothing yet); `UnknownScanner` when it
     /// is not there.
-    pub fn take(&self, id: u64) -> Result<TableScanner> {
+    pub fn take(&self, id: u64) -> Result<S> {
         self.leases
             .lock()
             .remove(&id)
@@ -64,7 +74,7 @@ impl Scanners {
     }
 
     /// Puts a scanner back after a call, renewing its lease.
-    pub fn put_back(&self, id: u64, scanner: TableScanner) {
+    pub fn put_back(&self, id: u64, scanner: S) {
         let lease = Lease {
             scanner,
             renewed: Instant::now(),
@@ -73,8 +83,9 @@ impl Scanners {
     }
 
     /// Closes a scanner; closing an unknown one is not an error (HBase's close is idempotent).
-    pub fn close(&self, id: u64) {
-        self.leases.lock().remove(&id);
+    /// Returns whether it was open.
+    pub fn close(&self, id: u64) -> bool {
+        self.leases.lock().remove(&id).is_some()
     }
 
     /// Closes every scanner whose lease expired; returns how many.

@@ -63,6 +63,27 @@ pub struct Catalog {
     /// Tables by full name (`ns:qualifier`, always with the namespace).
     pub tables: BTreeMap<String, TableEntry>,
     pub next_region_id: u64,
+    /// The cluster's id (HBase's `hbase.id`), a random UUID made when the store is created;
+    /// empty in catalogs written before it existed, which get one at their next open.
+    #[serde(default)]
+    pub cluster_id: String,
+}
+
+/// A new random cluster id in UUID form (version 4), as HBase's `ClusterId` makes.
+#[must_use]
+pub fn new_cluster_id() -> String {
+    let mut b: [u8; 16] = rand::random();
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    )
 }
 
 impl Default for Catalog {
@@ -74,6 +95,7 @@ impl Default for Catalog {
             namespaces,
             tables: BTreeMap::new(),
             next_region_id: 1,
+            cluster_id: new_cluster_id(),
         }
     }
 }

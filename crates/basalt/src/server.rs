@@ -23,6 +23,10 @@ pub struct ServerArgs {
     /// The web page's and `/metrics`' port; 0 picks a free one (printed at start).
     #[arg(long)]
     info_port: Option<u16>,
+    /// The HBase Thrift1 gateway's port (buffered or framed, binary or compact); 0 picks a
+    /// free one (printed at start).
+    #[arg(long)]
+    thrift_port: Option<u16>,
     /// Scanner lease timeout in ms (`hbase.client.scanner.timeout.period`).
     #[arg(long)]
     scanner_timeout_ms: Option<u64>,
@@ -39,6 +43,11 @@ struct FileConfig {
     bind: Option<IpAddr>,
     port: Option<u16>,
     info_port: Option<u16>,
+    thrift_port: Option<u16>,
+    /// The largest Thrift request or frame (`hbase.regionserver.thrift.framed.max_frame_size_in_mb`).
+    thrift_max_frame_mib: Option<usize>,
+    /// Thrift connections served at once (`hbase.thrift.maxWorkerThreads`).
+    thrift_max_connections: Option<usize>,
     scanner_timeout_ms: Option<u64>,
     /// Block cache capacity.
     block_cache_mib: Option<usize>,
@@ -74,6 +83,16 @@ fn config(args: ServerArgs) -> anyhow::Result<ServerConfig> {
         .or(file.info_port)
         .unwrap_or(basalt_server::DEFAULT_INFO_PORT);
     c.info_listen = Some(SocketAddr::new(bind, info_port));
+    let mut thrift = basalt_server::thrift::ThriftConfig::default();
+    let thrift_port = args.thrift_port.or(file.thrift_port);
+    thrift.listen = SocketAddr::new(bind, thrift_port.unwrap_or(thrift.listen.port()));
+    if let Some(m) = file.thrift_max_frame_mib {
+        thrift.max_message_bytes = m << 20;
+    }
+    if let Some(n) = file.thrift_max_connections {
+        thrift.max_connections = n;
+    }
+    c.thrift = Some(thrift);
     if let Some(ms) = args.scanner_timeout_ms.or(file.scanner_timeout_ms) {
         c.scanner_lease = Duration::from_millis(ms);
     }
@@ -112,6 +131,9 @@ pub fn run(args: ServerArgs) -> anyhow::Result<()> {
         if let Some(info) = server.info_addr()? {
             println!("Web page and metrics on http://{info}/");
         }
+        if let Some(thrift) = server.thrift_addr()? {
+            println!("HBase Thrift gateway on {thrift}");
+        }
         tracing::info!(%addr, dir = %dir.display(), "serving");
         server.serve(shutdown_signal()).await?;
         Ok(())
@@ -145,6 +167,7 @@ mod tests {
             bind: None,
             port,
             info_port: None,
+            thrift_port: None,
             scanner_timeout_ms: None,
             config,
         }
@@ -156,13 +179,16 @@ mod tests {
         let file = dir.path().join("basalt.toml");
         std::fs::write(
             &file,
-            "data_dir = \"/srv/basalt\"\nport = 17000\ninfo_port = 17001\nscanner_timeout_ms = 5000\nblock_cache_mib = 64\n",
+            "data_dir = \"/srv/basalt\"\nport = 17000\ninfo_port = 17001\nthrift_port = 17002\nthrift_max_frame_mib = 16\nscanner_timeout_ms = 5000\nblock_cache_mib = 64\n",
         )
         .unwrap();
         let c = config(args(Some(file.clone()), None)).unwrap();
         assert_eq!(c.data_dir, PathBuf::from("/srv/basalt"));
         assert_eq!(c.listen.port(), 17000);
         assert_eq!(c.info_listen.unwrap().port(), 17001);
+        let thrift = c.thrift.clone().unwrap();
+        assert_eq!(thrift.listen.port(), 17002);
+        assert_eq!(thrift.max_message_bytes, 16 << 20);
         assert_eq!(c.scanner_lease, Duration::from_secs(5));
         assert_eq!(c.options.block_cache_bytes, 64 << 20);
         let c = config(args(Some(file.clone()), Some(18000))).unwrap();

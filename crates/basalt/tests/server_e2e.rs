@@ -34,6 +34,8 @@ impl ServerProcess {
                 "0",
                 "--info-port",
                 "0",
+                "--thrift-port",
+                "0",
                 "--data-dir",
             ])
             .arg(dir)

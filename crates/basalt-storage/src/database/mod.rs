@@ -186,7 +186,12 @@ impl Database {
         let lock = acquire_lock(&dir)?;
         let (vf, catalog) = VersionedFile::load::<Catalog>(&env, &dir.join("catalog"), "CATALOG")?;
         let fresh = catalog.is_none();
-        let catalog = catalog.unwrap_or_default();
+        let mut catalog = catalog.unwrap_or_default();
+        // A catalog written before cluster ids existed gets one now.
+        let needs_id = catalog.cluster_id.is_empty();
+        if needs_id {
+            catalog.cluster_id = crate::catalog::new_cluster_id();
+        }
         let seq = Arc::new(AtomicU64::new(0));
         let wal = Wal::open(&env, &dir.join("wal"), options.wal_roll_size_bytes)?;
         let memstore_total = Arc::new(AtomicUsize::new(0));
@@ -239,7 +244,7 @@ impl Database {
             .unwrap_or(0);
         seq.fetch_max(wal_max.max(stored_max), Ordering::SeqCst);
         wal.start_background_sync();
-        if fresh {
+        if fresh || needs_id {
             inner.commit_catalog(&mut inner.catalog.lock())?;
         }
         inner.open_meta(&catalog)?;
@@ -250,6 +255,12 @@ impl Database {
         Ok(Database {
             inner: Arc::new(Handle(inner)),
         })
+    }
+
+    /// The cluster's id (HBase's `hbase.id`): a UUID made when the store was created.
+    #[must_use]
+    pub fn cluster_id(&self) -> String {
+        self.inner.catalog.lock().1.cluster_id.clone()
     }
 
     /// The data directory.

@@ -8,6 +8,7 @@
 //! a flush's sequence id covers exactly what it snapshots. `flush_lock` serializes flushes and
 //! compactions of the region, and with them manifest commits.
 
+mod clock;
 mod maintenance;
 mod mutate;
 mod mvcc;
@@ -33,6 +34,7 @@ use crate::manifest::VersionedFile;
 use crate::store::{family_dir_name, file_name, Store};
 use crate::storefile::FileId;
 use crate::wal::Wal;
+use clock::RowClock;
 use mvcc::Mvcc;
 
 /// Row lock stripes: two rows share a lock only when their hashes collide.
@@ -171,6 +173,8 @@ pub struct Region {
     stores: RwLock<BTreeMap<Bytes, Arc<Store>>>,
     mvcc: Mvcc,
     row_locks: Vec<Mutex<()>>,
+    /// Server time per row after read-modify-writes that ran ahead of the clock.
+    row_clock: RowClock,
     updates: RwLock<()>,
     flush_lock: Mutex<()>,
     /// Bytes in the region's memstores: the sum of its stores' sizes, kept as it changes so
@@ -234,6 +238,7 @@ impl Region {
             table: RwLock::new(table),
             stores: RwLock::new(stores),
             row_locks: (0..ROW_LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
+            row_clock: RowClock::default(),
             updates: RwLock::new(()),
             flush_lock: Mutex::new(()),
             memstore_bytes: AtomicUsize::new(0),

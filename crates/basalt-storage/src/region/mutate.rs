@@ -48,7 +48,7 @@ impl Region {
         self.check_writable(m.row())?;
         let out = {
             let _row = self.lock_row(m.row());
-            let now = self.env.now_ms();
+            let now = self.row_clock.now(m.row(), self.env.now_ms());
             let (cells, result) = self.prepare(m, now)?;
             self.write(m.durability(), cells)?;
             result
@@ -71,7 +71,7 @@ impl Region {
     }
 
     fn apply_row_mutations(&self, rm: &RowMutations) -> Result<Vec<Option<RowResult>>> {
-        let now = self.env.now_ms();
+        let now = self.row_clock.now(&rm.row, self.env.now_ms());
         let mut cells = Vec::new();
         let mut results = Vec::new();
         let mut durability = Durability::SkipWal;
@@ -175,6 +175,16 @@ impl Region {
     }
 
     fn prepare_delete(&self, d: &Delete, now: i64) -> Result<Vec<Cell>> {
+        let markers = self.delete_markers(d, now)?;
+        // A later write of the row at server time must not land on the markers' millisecond,
+        // where they would mask it.
+        if markers.iter().any(|m| m.timestamp == now) {
+            self.row_clock.ran_ahead(&d.row, now + 1, now);
+        }
+        Ok(markers)
+    }
+
+    fn delete_markers(&self, d: &Delete, now: i64) -> Result<Vec<Cell>> {
         let stamp = |ts: i64| if ts == LATEST_TIMESTAMP { now } else { ts };
         if d.is_row_delete() {
             let families: Vec<Bytes> = self.table().families.keys().cloned().collect();
@@ -337,6 +347,7 @@ impl Region {
             None if ts != LATEST_TIMESTAMP => ts,
             None => now,
         };
+        self.row_clock.ran_ahead(row, ts, now);
         let mut c = Cell::put(row.clone(), f, q, ts, value);
         c.ttl_ms = ttl;
         self.check_cell(&c)?;

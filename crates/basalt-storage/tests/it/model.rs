@@ -264,6 +264,7 @@ fn run(config: &Config, steps: &[Step]) -> Result<(), TestCaseError> {
                 db.close().unwrap();
                 db = open(dir.path(), &clock);
                 table = db.table("m").unwrap();
+                oracle.reopen();
             }
             Op::Tick(ms) => clock.advance(*ms),
         }

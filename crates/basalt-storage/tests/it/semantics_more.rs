@@ -446,6 +446,41 @@ fn case_69_70_increment_timestamps_and_append() {
 }
 
 #[test]
+fn a_write_right_after_increments_in_the_same_millisecond_is_not_hidden() {
+    // The clock stands still: increments run ahead of it (max(now, old + 1)); a Put or
+    // Delete without a timestamp must still land at or above the counter's newest version.
+    let fx = Fixture::new();
+    let t = fx.create("t", vec![cf("f", 3)]);
+    let counter = |t: &basalt_storage::Table| t.increment_column_value("r", "f", "c", 0).unwrap();
+    for _ in 0..3 {
+        t.increment_column_value("r", "f", "c", 5).unwrap();
+    }
+    assert_eq!(counter(&t), 15);
+    t.put(Put::new("r").add("f", "c", 0i64.to_be_bytes().to_vec()))
+        .unwrap();
+    assert_eq!(
+        counter(&t),
+        0,
+        "the Put after the increments is the newest value"
+    );
+    assert_eq!(t.increment_column_value("r", "f", "c", 1).unwrap(), 1);
+    t.delete(Delete::new("r").add_columns("f", "c")).unwrap();
+    assert!(
+        t.get(Get::new("r")).unwrap().is_empty(),
+        "the Delete covers every version"
+    );
+    // A Put right after a whole-row Delete, in the same millisecond, is not masked by it.
+    t.put(Put::new("r").add("f", "c", "again")).unwrap();
+    t.delete(Delete::new("r")).unwrap();
+    t.put(Put::new("r").add("f", "c", "after")).unwrap();
+    assert_eq!(values(&t.get(Get::new("r")).unwrap()), ["after"]);
+    // Another row is not pushed ahead.
+    t.put(Put::new("s").add("f", "c", "v")).unwrap();
+    let r = t.get(Get::new("s")).unwrap();
+    assert_eq!(r.cells[0].timestamp, T0);
+}
+
+#[test]
 fn case_71_concurrent_increments_lose_nothing_and_never_go_back() {
     let fx = Fixture::new();
     let t = fx.create("t", vec![cf("f", 1)]);

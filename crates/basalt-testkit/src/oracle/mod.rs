@@ -54,6 +54,11 @@ impl File {
 pub struct Oracle {
     pub families: BTreeMap<Bytes, FamilyState>,
     seq: u64,
+    /// Per row, the time an Increment or Append ran ahead of the clock to (at most 1000 ms
+    /// ahead): later writes of the row without a timestamp get at least that time, so they
+    /// are not hidden below the counter's newest version. Kept in memory by the server, so a
+    /// reopen, split or merge forgets them.
+    row_floors: BTreeMap<Bytes, i64>,
 }
 
 impl Oracle {
@@ -73,7 +78,11 @@ impl Oracle {
                 )
             })
             .collect();
-        Oracle { families, seq: 0 }
+        Oracle {
+            families,
+            seq: 0,
+            row_floors: BTreeMap::new(),
+        }
     }
 
     fn write(&mut self, cells: Vec<Cell>) {
@@ -95,8 +104,27 @@ impl Oracle {
         self.families.contains_key(family)
     }
 
+    /// The time a write of `row` gets when the clock says `now`.
+    fn row_now(&self, row: &[u8], now: i64) -> i64 {
+        self.row_floors.get(row).map_or(now, |f| now.max(*f))
+    }
+
+    /// Notes a read-modify-write of `row` stored at `ts` when it was `now`.
+    fn ran_ahead(&mut self, row: &Bytes, ts: i64, now: i64) {
+        if ts > now && ts - now <= 1000 {
+            let f = self.row_floors.entry(row.clone()).or_insert(ts);
+            *f = (*f).max(ts);
+        }
+    }
+
+    /// Forgets the rows' floors, as a reopened, split or merged region does.
+    pub fn forget_row_floors(&mut self) {
+        self.row_floors.clear();
+    }
+
     /// `put`: cells without a timestamp get `now`.
     pub fn put(&mut self, p: &Put, now: i64) {
+        let now = self.row_now(&p.row, now);
         let cells = p
             .cells
             .iter()
@@ -112,8 +140,18 @@ impl Oracle {
         self.write(cells);
     }
 
-    /// `delete`, including "delete the latest version" and whole-row deletes.
+    /// `delete`, including "delete the latest version" and whole-row deletes. A marker at
+    /// server time moves the row's later server-timed writes to the next millisecond.
     pub fn delete(&mut self, d: &Delete, now: i64) {
+        let now = self.row_now(&d.row, now);
+        let cells = self.delete_markers(d, now);
+        if cells.iter().any(|m| m.timestamp == now) {
+            self.ran_ahead(&d.row, now + 1, now);
+        }
+        self.write(cells);
+    }
+
+    fn delete_markers(&self, d: &Delete, now: i64) -> Vec<Cell> {
         let stamp = |ts: i64| if ts == LATEST_TIMESTAMP { now } else { ts };
         if d.markers.is_empty() {
             let cells = self
@@ -129,8 +167,7 @@ impl Oracle {
                     )
                 })
                 .collect();
-            self.write(cells);
-            return;
+            return cells;
         }
         let mut mentions: BTreeMap<(Bytes, Bytes), usize> = BTreeMap::new();
         let mut cells = Vec::new();
@@ -151,7 +188,7 @@ impl Oracle {
             }
             cells.push(m);
         }
-        self.write(cells);
+        cells
     }
 
     /// `increment`: the new counters in column order.
@@ -159,6 +196,7 @@ impl Oracle {
     /// # Panics
     /// When a current value is not 8 bytes (callers only increment counters).
     pub fn increment(&mut self, inc: &Increment, now: i64) -> RowResult {
+        let now = self.row_now(&inc.row, now);
         let mut cols = inc.columns.clone();
         cols.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
         let mut writes = Vec::new();
@@ -183,6 +221,7 @@ impl Oracle {
                 inc.timestamp,
                 now,
             );
+            self.ran_ahead(&inc.row, cell.timestamp, now);
             out.push(cell.clone());
             writes.push(cell);
         }
@@ -192,6 +231,7 @@ impl Oracle {
 
     /// `append`.
     pub fn append(&mut self, app: &Append, now: i64) -> RowResult {
+        let now = self.row_now(&app.row, now);
         let mut writes: Vec<Cell> = Vec::new();
         for (f, q, v) in &app.columns {
             let old = writes
@@ -211,6 +251,7 @@ impl Oracle {
                 app.timestamp,
                 now,
             );
+            self.ran_ahead(&app.row, cell.timestamp, now);
             writes.retain(|c| !(c.family == f && c.qualifier == q));
             writes.push(cell);
         }

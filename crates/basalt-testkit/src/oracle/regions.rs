@@ -118,7 +118,8 @@ impl RegionedOracle {
             return false;
         }
         self.parts[i].1.flush(now);
-        let parent = self.parts[i].1.clone();
+        let mut parent = self.parts[i].1.clone();
+        parent.forget_row_floors();
         let low = parent.part(|r| r < &key[..]);
         let high = parent.part(|r| r >= &key[..]);
         self.parts[i].1 = low;
@@ -138,6 +139,14 @@ impl RegionedOracle {
         let mut second = second;
         second.flush(now);
         first.join(second);
+        first.forget_row_floors();
+    }
+
+    /// A reopen: every region forgets its rows' clock floors.
+    pub fn reopen(&mut self) {
+        for (_, o) in &mut self.parts {
+            o.forget_row_floors();
+        }
     }
 }
 

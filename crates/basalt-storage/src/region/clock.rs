@@ -1,0 +1,76 @@
+//! The server time a row's writes get.
+//!
+//! An Increment or Append stores its new version at `max(now, old + 1)`, so when they come
+//! faster than one per millisecond a counter's newest version runs ahead of the clock. A Put or
+//! Delete without a timestamp that followed in the same millisecond would then land below that
+//! version: acknowledged, yet hidden. Likewise a Put at server time right after a Delete at
+//! server time, in the same millisecond, lands on the markers' timestamp, which masks it.
+//! (HBase has both hazards; its RPC latency hides them.) So each row remembers how far its
+//! read-modify-writes ran ahead, and the millisecond after its last server-timed delete, and
+//! later server-timestamped writes of the row get at least that time. A row only ahead by more than
+//! [`MAX_AHEAD_MS`] (a counter a client placed in the future on purpose) is left alone.
+//!
+//! The floors live in memory: a reopened, split or merged region starts without them, by which
+//! time the clock has passed them (they are at most a second ahead).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+
+/// How far ahead of the clock a row's floor may be.
+pub const MAX_AHEAD_MS: i64 = 1000;
+
+/// Floors of the rows of one region. Callers hold the row's lock.
+#[derive(Debug, Default)]
+pub(crate) struct RowClock {
+    floors: Mutex<HashMap<Bytes, i64>>,
+    /// The largest floor; while the clock is past it, no row has one (the common case costs
+    /// one atomic load).
+    max: AtomicI64,
+}
+
+impl RowClock {
+    /// The time a write of `row` gets when the clock says `now`.
+    pub(crate) fn now(&self, row: &[u8], now: i64) -> i64 {
+        if self.max.load(Ordering::Acquire) <= now {
+            return now;
+        }
+        let floors = self.floors.lock();
+        floors.get(row).map_or(now, |f| now.max(*f))
+    }
+
+    /// Notes that a read-modify-write stored a version of `row` at `ts` when it was `now`.
+    pub(crate) fn ran_ahead(&self, row: &Bytes, ts: i64, now: i64) {
+        if ts <= now || ts - now > MAX_AHEAD_MS {
+            return;
+        }
+        let mut floors = self.floors.lock();
+        if floors.len() > 4096 {
+            floors.retain(|_, f| *f > now);
+        }
+        let f = floors.entry(row.clone()).or_insert(ts);
+        *f = (*f).max(ts);
+        self.max.fetch_max(ts, Ordering::AcqRel);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_row_ahead_of_the_clock_gets_its_floor_until_the_clock_passes_it() {
+        let c = RowClock::default();
+        let r = Bytes::from_static(b"r");
+        assert_eq!(c.now(b"r", 100), 100);
+        c.ran_ahead(&r, 102, 100);
+        assert_eq!(c.now(b"r", 100), 102);
+        assert_eq!(c.now(b"other", 100), 100);
+        assert_eq!(c.now(b"r", 105), 105);
+        // Far in the future on purpose: not a floor.
+        c.ran_ahead(&r, 100 + MAX_AHEAD_MS + 1, 100);
+        assert_eq!(c.now(b"r", 103), 103);
+    }
+}
