@@ -404,6 +404,11 @@ impl Region {
         };
         let synced = ticket.map_or(Ok(()), |t| self.wal.sync_for(t, durability));
         self.mvcc.complete(seq);
+        // HBase's completeAndWait: the write is not acknowledged, and the row lock not let go,
+        // until readers see it. Otherwise an older write of another row still in flight keeps
+        // the read point below this one, and the next read-modify-write of this row (or the
+        // client's own read) would miss it.
+        self.mvcc.wait_for(seq);
         self.writes
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         synced
