@@ -118,7 +118,23 @@ impl Server {
                     Arc::clone(&services.metrics),
                     t,
                 );
-                Some((l, Arc::new(gateway)))
+                let gateway = Arc::new(gateway);
+                let g = Arc::downgrade(&gateway);
+                services.metrics.register_gauge(
+                    "basalt_thrift_connections",
+                    "Thrift gateway connections open.",
+                    move || g.upgrade().map_or(0, |g| g.open_connections() as u64),
+                );
+                let g = Arc::downgrade(&gateway);
+                services.metrics.register_gauge(
+                    "basalt_thrift_open_scanners",
+                    "Thrift gateway scanner leases held.",
+                    move || {
+                        g.upgrade()
+                            .map_or(0, |g| g.handler.scanners().open_count() as u64)
+                    },
+                );
+                Some((l, gateway))
             }
             None => None,
         };

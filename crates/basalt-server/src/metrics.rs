@@ -56,12 +56,28 @@ struct OpStats {
 /// The APIs whose requests are counted, and their operations.
 const APIS: [(&str, &[&str]); 2] = [("native", &OPS), ("thrift", &crate::thrift::METHODS)];
 
-/// Counters of every operation since the server started.
-#[derive(Debug)]
+/// A gauge read when `/metrics` is scraped: name, help, and how to read it.
+type Gauge = (
+    &'static str,
+    &'static str,
+    Box<dyn Fn() -> u64 + Send + Sync>,
+);
+
+/// Counters of every operation since the server started, and gauges other parts registered.
 pub struct RequestMetrics {
     /// `(api, operation)` of each entry of `ops`.
     names: Vec<(&'static str, &'static str)>,
     ops: Vec<OpStats>,
+    gauges: parking_lot::Mutex<Vec<Gauge>>,
+}
+
+impl std::fmt::Debug for RequestMetrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RequestMetrics")
+            .field("operations", &self.names.len())
+            .field("gauges", &self.gauges.lock().len())
+            .finish()
+    }
 }
 
 impl Default for RequestMetrics {
@@ -73,6 +89,7 @@ impl Default for RequestMetrics {
         RequestMetrics {
             ops: names.iter().map(|_| OpStats::default()).collect(),
             names,
+            gauges: parking_lot::Mutex::new(Vec::new()),
         }
     }
 }
@@ -80,6 +97,16 @@ impl Default for RequestMetrics {
 impl RequestMetrics {
     fn index(&self, api: &str, op: &str) -> Option<usize> {
         self.names.iter().position(|(a, o)| *a == api && *o == op)
+    }
+
+    /// Adds a gauge that `/metrics` reads with `read` at each scrape.
+    pub fn register_gauge(
+        &self,
+        name: &'static str,
+        help: &'static str,
+        read: impl Fn() -> u64 + Send + Sync + 'static,
+    ) {
+        self.gauges.lock().push((name, help, Box::new(read)));
     }
 
     /// Counts one request of `op` of the native API that took `took`.
@@ -185,6 +212,10 @@ pub fn prometheus(m: &RequestMetrics, db: &Database, open_scanners: usize) -> St
         let _ = writeln!(out, "basalt_request_duration_seconds_count{{{l}}} {n}");
     }
     engine_metrics(&mut out, db, open_scanners);
+    for (name, help, read) in m.gauges.lock().iter() {
+        metric(&mut out, name, "gauge", help);
+        let _ = writeln!(out, "{name} {}", read());
+    }
     out
 }
 

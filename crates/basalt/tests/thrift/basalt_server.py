@@ -1,0 +1,79 @@
+"""Starts a real `basalt server` process on free ports for the Thrift client tests."""
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import urllib.request
+
+
+class BasaltServer:
+    """A `basalt server` child process with its own data directory.
+
+    The binary is $BASALT_BIN (the test driver sets it to the one cargo built)."""
+
+    def __init__(self, extra_args=()):
+        self.dir = tempfile.mkdtemp(prefix="basalt-thrift-")
+        binary = os.environ.get("BASALT_BIN", "basalt")
+        self.proc = subprocess.Popen(
+            [binary, "server", "--bind", "127.0.0.1", "--port", "0", "--info-port", "0",
+             "--thrift-port", "0", "--data-dir", os.path.join(self.dir, "data"), *extra_args],
+            stdout=subprocess.PIPE, stderr=open(os.path.join(self.dir, "server.log"), "wb"),
+            text=True)
+        lines = [self.proc.stdout.readline() for _ in range(3)]
+        try:
+            self.info_url = lines[1].split()[-1].replace("0.0.0.0", "127.0.0.1")
+            host_port = lines[2].split()[-1]
+            self.host, port = host_port.rsplit(":", 1)
+            self.port = int(port)
+        except (IndexError, ValueError):
+            self.stop()
+            raise RuntimeError(f"the server did not start: {lines!r}\n{self.log()}")
+
+    def log(self):
+        with open(os.path.join(self.dir, "server.log"), errors="replace") as f:
+            return f.read()
+
+    def metrics(self):
+        with urllib.request.urlopen(self.info_url + "metrics", timeout=10) as r:
+            return r.read().decode()
+
+    def metric(self, name):
+        """The value of one sample line of /metrics (`name` with its labels)."""
+        for line in self.metrics().splitlines():
+            if line.startswith(name + " "):
+                return float(line.split()[-1])
+        raise KeyError(name)
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def stop(self):
+        """SIGTERM; returns the exit code (0 for a clean shutdown)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        code = self.proc.returncode
+        shutil.rmtree(self.dir, ignore_errors=True)
+        return code
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+def wait_until(check, timeout=30.0, what="the condition"):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if check():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
