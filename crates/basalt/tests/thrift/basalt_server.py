@@ -14,8 +14,10 @@ class BasaltServer:
 
     The binary is $BASALT_BIN (the test driver sets it to the one cargo built)."""
 
-    def __init__(self, extra_args=()):
-        self.dir = tempfile.mkdtemp(prefix="basalt-thrift-")
+    def __init__(self, extra_args=(), workdir=None):
+        """`workdir`: reuse the data directory of an earlier server (a restart)."""
+        self.dir = workdir or tempfile.mkdtemp(prefix="basalt-thrift-")
+        self.keep = False
         binary = os.environ.get("BASALT_BIN", "basalt")
         self.proc = subprocess.Popen(
             [binary, "server", "--bind", "127.0.0.1", "--port", "0", "--info-port", "0",
@@ -50,6 +52,13 @@ class BasaltServer:
     def alive(self):
         return self.proc.poll() is None
 
+    def kill9(self):
+        """Kills the process at once (no shutdown); the data directory stays for a restart."""
+        self.proc.kill()
+        self.proc.wait()
+        self.keep = True
+        return self.dir
+
     def stop(self):
         """SIGTERM; returns the exit code (0 for a clean shutdown)."""
         if self.proc.poll() is None:
@@ -60,7 +69,8 @@ class BasaltServer:
                 self.proc.kill()
                 self.proc.wait()
         code = self.proc.returncode
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if not self.keep:
+            shutil.rmtree(self.dir, ignore_errors=True)
         return code
 
     def __enter__(self):

@@ -78,6 +78,13 @@ def test_bad_family_descriptors_are_illegal_arguments(conn):
     assert b"bad1" not in conn.tables() and b"bad2" not in conn.tables()
 
 
+def test_requests_are_counted_in_metrics(server, table):
+    table.row(b"r")
+    name = 'basalt_requests_total{api="thrift",op="getRowWithColumns"}'
+    assert server.metric(name) >= 1
+    assert server.metric("basalt_thrift_connections") >= 1
+
+
 def test_errors_name_hbase_exceptions(conn):
     missing = conn.table("no_such_table")
     with pytest.raises(H.IOError) as e:

@@ -132,6 +132,8 @@ def test_hundreds_of_clients_random_disconnects_and_exact_data(server):
     # Requests whose client left mid-call: whole ones may have been applied, halves never.
     assert all(d == {b"cf:v": k} for k, d in t.scan(row_prefix=b"abrupt-"))
     assert list(t.scan(row_prefix=b"half-")) == []
+    # Idle connections are still open and answer, whether they spoke before or not.
+    assert all(b"load" in c.tables() for c in idle[:25])
     for c in idle:
         c.close()
     wait_until(lambda: server.metric("basalt_thrift_connections") <= 1,
@@ -187,3 +189,26 @@ def test_abandoned_scanners_expire_and_free_their_leases(server):
         c.client.scannerGet(ids[0])
     assert "scanner ID is invalid" in str(e.value)
     c.close()
+
+
+def test_acknowledged_writes_survive_kill_9():
+    """Writes through the gateway are acknowledged after the WAL is synced: a kill -9 right
+    after loses none of them."""
+    first = BasaltServer()
+    c = connect(first, "framed", "compact")
+    c.create_table("durable", {"cf": {}})
+    t = c.table("durable")
+    for i in range(200):
+        t.put(b"r%03d" % i, {b"cf:v": b"%d" % i})
+    with t.batch(batch_size=50) as b:
+        for i in range(200, 400):
+            b.put(b"r%03d" % i, {b"cf:v": b"%d" % i})
+    t.counter_inc(b"ctr", b"cf:n", 41)
+    workdir = first.kill9()
+    c.close()
+    with BasaltServer(workdir=workdir) as second:
+        t = connect(second).table("durable")
+        rows = dict(t.scan(row_prefix=b"r"))
+        assert len(rows) == 400
+        assert all(d[b"cf:v"] == b"%d" % int(k[1:]) for k, d in rows.items())
+        assert t.counter_get(b"ctr", b"cf:n") == 41
