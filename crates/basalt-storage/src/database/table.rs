@@ -12,6 +12,10 @@ use bytes::Bytes;
 use super::{Handle, TableState};
 use crate::region::{Region, RegionInfo, RegionScanner};
 
+/// The most mutations one region writes with one WAL sync (`hbase.regionserver.minibatch.size`
+/// is larger; smaller batches hold fewer row locks at once).
+const MINI_BATCH: usize = 1000;
+
 /// A handle on one table (HBase's `Table`). Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct Table {
@@ -129,10 +133,70 @@ impl Table {
         self.write_to(&cam.row, |r| r.check_and_mutate(&cam))
     }
 
-    /// `batch`: each mutation on its own (rows are atomic, the batch is not); one result each.
+    /// `batch`: one result per mutation (rows are atomic, the batch is not). Puts and
+    /// Deletes of distinct rows go to their regions in mini-batches, each written with one
+    /// WAL sync; a read-modify-write, or a second mutation of a row, waits for the mutations
+    /// before it, so the outcome is that of applying them in order.
     #[must_use]
     pub fn batch(&self, mutations: Vec<Mutation>) -> Vec<Result<Option<RowResult>>> {
-        mutations.into_iter().map(|m| self.mutate(m)).collect()
+        let mut out: Vec<Option<Result<Option<RowResult>>>> =
+            mutations.iter().map(|_| None).collect();
+        let mut run: Vec<usize> = Vec::new();
+        let mut rows: std::collections::HashSet<&Bytes> = std::collections::HashSet::new();
+        for (i, m) in mutations.iter().enumerate() {
+            let batchable = matches!(m, Mutation::Put(_) | Mutation::Delete(_));
+            if !batchable || rows.contains(m.row()) || run.len() >= MINI_BATCH {
+                self.write_run(&mutations, &run, &mut out);
+                run.clear();
+                rows.clear();
+            }
+            if batchable {
+                rows.insert(m.row());
+                run.push(i);
+            } else {
+                out[i] = Some(self.mutate(m.clone()));
+            }
+        }
+        self.write_run(&mutations, &run, &mut out);
+        out.into_iter().map(|o| o.unwrap_or(Ok(None))).collect()
+    }
+
+    /// Writes the mutations `run` (Puts and Deletes of distinct rows) region by region.
+    fn write_run(
+        &self,
+        ms: &[Mutation],
+        run: &[usize],
+        out: &mut [Option<Result<Option<RowResult>>>],
+    ) {
+        let mut groups: Vec<(Arc<Region>, Vec<usize>)> = Vec::new();
+        for &i in run {
+            match self.region_for(ms[i].row()) {
+                Ok(r) => match groups.iter_mut().find(|(g, _)| Arc::ptr_eq(g, &r)) {
+                    Some((_, idx)) => idx.push(i),
+                    None => groups.push((r, vec![i])),
+                },
+                Err(_) => out[i] = Some(self.mutate(ms[i].clone())),
+            }
+        }
+        for (region, idx) in groups {
+            if self.db.background.before_write(&region).is_err() {
+                // Too busy: each mutation waits (or fails) on its own.
+                for i in idx {
+                    out[i] = Some(self.mutate(ms[i].clone()));
+                }
+                continue;
+            }
+            let refs: Vec<&Mutation> = idx.iter().map(|i| &ms[*i]).collect();
+            let results = region.mutate_batch(&refs);
+            self.db.background.after_write(&region);
+            for (i, r) in idx.into_iter().zip(results) {
+                // A split or merge closed the region meanwhile: look it up again.
+                out[i] = Some(match r {
+                    Err(Error::NotServingRegion(_)) => self.mutate(ms[i].clone()),
+                    r => r,
+                });
+            }
+        }
     }
 
     /// `get`.

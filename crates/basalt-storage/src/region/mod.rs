@@ -8,6 +8,7 @@
 //! a flush's sequence id covers exactly what it snapshots. `flush_lock` serializes flushes and
 //! compactions of the region, and with them manifest commits.
 
+mod batch;
 mod clock;
 mod maintenance;
 mod mutate;

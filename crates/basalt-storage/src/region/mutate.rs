@@ -16,12 +16,17 @@ use parking_lot::MutexGuard;
 use super::{Region, ROW_LOCK_STRIPES};
 
 impl Region {
-    fn lock_row(&self, row: &[u8]) -> MutexGuard<'_, ()> {
+    /// The row lock stripe of `row`.
+    pub(super) fn row_stripe(&self, row: &[u8]) -> usize {
         let h = xxhash_rust::xxh3::xxh3_64(row);
-        self.row_locks[usize::try_from(h % ROW_LOCK_STRIPES as u64).unwrap_or(0)].lock()
+        usize::try_from(h % ROW_LOCK_STRIPES as u64).unwrap_or(0)
     }
 
-    fn check_writable(&self, row: &[u8]) -> Result<()> {
+    fn lock_row(&self, row: &[u8]) -> MutexGuard<'_, ()> {
+        self.row_locks[self.row_stripe(row)].lock()
+    }
+
+    pub(super) fn check_writable(&self, row: &[u8]) -> Result<()> {
         let table = self.table();
         if table.read_only {
             return Err(Error::DoNotRetry(format!(
@@ -138,7 +143,7 @@ impl Region {
 
     /// Turns a mutation into the cells to write, reading under the row lock what it depends
     /// on (latest versions for deletes, current values for increments and appends).
-    fn prepare(&self, m: &Mutation, now: i64) -> Result<(Vec<Cell>, Option<RowResult>)> {
+    pub(super) fn prepare(&self, m: &Mutation, now: i64) -> Result<(Vec<Cell>, Option<RowResult>)> {
         match m {
             Mutation::Put(p) => Ok((self.prepare_put(p, now)?, None)),
             Mutation::Delete(d) => Ok((self.prepare_delete(d, now)?, None)),
@@ -364,60 +369,23 @@ impl Region {
     }
 
     /// Writes prepared cells as one edit: one sequence id, one WAL record (row lock held).
-    fn write(&self, durability: Durability, mut cells: Vec<Cell>) -> Result<()> {
+    pub(super) fn write(&self, durability: Durability, cells: Vec<Cell>) -> Result<()> {
         if cells.is_empty() {
             return Ok(());
         }
-        let durability = durability.resolve(self.table().durability);
-        let (seq, ticket) = {
+        let staged = {
             let _u = self.updates.read();
             // Under `updates`: a close for a split or merge sees every write that got past here.
             self.check_serving()?;
-            let stores = self.stores.read();
-            // An online alter may have dropped a family since the row was validated.
-            if let Some(c) = cells.iter().find(|c| !stores.contains_key(&c.family)) {
-                return Err(self.family_error(&c.family));
-            }
-            let seq = self.mvcc.begin();
-            cells.iter_mut().for_each(|c| c.seq_id = seq);
-            fold_repeated_columns(&mut cells);
-            let ticket = if durability == Durability::SkipWal {
-                None
-            } else {
-                match self.wal.append(self.info.id, seq, &cells) {
-                    Ok(t) => Some(t),
-                    Err(e) => {
-                        self.mvcc.complete(seq);
-                        return Err(e);
-                    }
-                }
-            };
-            let mut added = 0;
-            for c in cells {
-                added += stores
-                    .get(&c.family)
-                    .expect("families were checked under the row lock")
-                    .insert(c);
-            }
-            self.memstore_grew(added);
-            (seq, ticket)
+            self.stage(durability, cells)?
         };
-        let synced = ticket.map_or(Ok(()), |t| self.wal.sync_for(t, durability));
-        self.mvcc.complete(seq);
-        // HBase's completeAndWait: the write is not acknowledged, and the row lock not let go,
-        // until readers see it. Otherwise an older write of another row still in flight keeps
-        // the read point below this one, and the next read-modify-write of this row (or the
-        // client's own read) would miss it.
-        self.mvcc.wait_for(seq);
-        self.writes
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        synced
+        self.finish(&[staged])
     }
 }
 
 /// Keeps only the last of cells with the same key (a mutation naming a column twice at one
 /// timestamp): the memstore then holds each key once and its size stays exact.
-fn fold_repeated_columns(cells: &mut Vec<Cell>) {
+pub(super) fn fold_repeated_columns(cells: &mut Vec<Cell>) {
     if cells.len() < 2 || cells.windows(2).all(|w| w[0] < w[1]) {
         return;
     }

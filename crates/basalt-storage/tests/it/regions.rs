@@ -9,7 +9,7 @@ use basalt_storage::env::{Env, ManualClock};
 use basalt_storage::{Database, Options, RegionInfo, Table};
 use bytes::Bytes;
 
-use crate::support::{cf, scan_all, Fixture, T0};
+use crate::support::{cf, render, scan_all, Fixture, T0};
 
 fn row(i: u32) -> String {
     format!("row{i:05}")
@@ -611,4 +611,57 @@ fn region_loads_and_recent_work_are_reported() {
     let last = fx.db.recent_events().pop().unwrap();
     assert_eq!(last.kind, "split");
     assert!(last.region.starts_with("t,,"), "{}", last.region);
+}
+
+/// A batch gives what applying its mutations one by one gives: mini-batches of distinct rows
+/// per region, with increments, repeated rows and deletes of every scope in between.
+#[test]
+fn a_batch_gives_what_applying_it_in_order_gives() {
+    use basalt_model::ops::{Delete, Increment, Mutation};
+    use rand::{Rng, SeedableRng};
+    let fx = Fixture::new();
+    let splits = [Bytes::from_static(b"r3"), Bytes::from_static(b"r6")];
+    for t in ["batched", "sequential"] {
+        let name = TableName::parse(t).unwrap();
+        fx.db
+            .create_table(
+                TableDescriptor::new(&name, [cf("f", 3), cf("g", 1)]),
+                &splits,
+            )
+            .unwrap();
+    }
+    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+    let mut ms = Vec::new();
+    for i in 0..3000u32 {
+        let row = format!("r{}", rng.gen_range(0..100));
+        let ts = i64::from(rng.gen_range(1..50u32));
+        ms.push(match rng.gen_range(0..10) {
+            0..=4 => Mutation::Put(
+                Put::new(row)
+                    .add("f", "q", format!("v{i}"))
+                    .add_at("g", "x", ts, "w"),
+            ),
+            5 => Mutation::Delete(Delete::new(row).add_columns_at("f", "q", ts)),
+            6 => Mutation::Delete(Delete::new(row).add_family("g")),
+            7 => Mutation::Delete(Delete::new(row).add_column("f", "q")),
+            8 => Mutation::Increment(Increment::new(row).add("f", "n", 1)),
+            _ => Mutation::Put(Put::new(row).add("nope", "q", "refused")),
+        });
+    }
+    let batched = fx.db.table("batched").unwrap();
+    let sequential = fx.db.table("sequential").unwrap();
+    let got: Vec<bool> = batched
+        .batch(ms.clone())
+        .iter()
+        .map(Result::is_ok)
+        .collect();
+    let want: Vec<bool> = ms
+        .into_iter()
+        .map(|m| sequential.mutate(m).is_ok())
+        .collect();
+    assert_eq!(got, want);
+    assert!(want.iter().any(|ok| !ok) && want.iter().filter(|ok| **ok).count() > 2000);
+    let raw = || Scan::new().raw().all_versions();
+    let cells = |t: &Table| render(&scan_all(t, raw()));
+    assert_eq!(cells(&batched), cells(&sequential));
 }
