@@ -1,5 +1,6 @@
-//! Basalt's standalone server: the native gRPC API (`basalt.v1`) over one embedded database,
-//! with scanners as leases. `basalt server` runs it.
+//! Basalt's standalone server: the native gRPC API (`basalt.v1`) and HBase's Thrift1 gateway
+//! (`thrift`) over one embedded database, with scanners as leases, and the status page with
+//! `/metrics` (`info`). `basalt server` runs it.
 
 #![allow(clippy::missing_errors_doc)] // gRPC handlers answer with statuses, documented in the proto
 

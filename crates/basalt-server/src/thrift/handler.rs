@@ -4,6 +4,13 @@
 //! `mutateRow` applies its deletes before its puts and `mutateRows` its puts before its
 //! deletes; empty results are left out of row lists. The data methods live in `data`, the
 //! scanners in `scan`.
+//!
+//! Errors: `IOError` carries the HBase exception's name and message (`Exception: message`,
+//! the first line of the stack trace HBase sends) and whether a retry can help;
+//! `IllegalArgument` and `AlreadyExists` where HBase throws them. Where HBase lets a
+//! runtime exception escape (a bad filter string, a row key of no bytes), the client gets an
+//! `IOError` naming it rather than HBase's bare "Internal error processing …". Operation
+//! attributes are accepted and not used.
 
 mod data;
 mod scan;
