@@ -105,8 +105,7 @@ impl Server {
         };
         let thrift = match config.thrift {
             Some(t) => {
-                let l = TcpListener::bind(t.listen)
-                    .await
+                let l = thrift::listen(t.listen)
                     .map_err(|e| ServerError(format!("binding {}: {e}", t.listen)))?;
                 // Thrift's scanner ids are i32s.
                 let scanners = Arc::new(Scanners::with_max_id(

@@ -180,6 +180,25 @@ impl Gateway {
     }
 }
 
+/// The gateway's listening socket. Its connections inherit TCP keepalive, so the thread of a
+/// client whose machine vanished without closing its connection ends when the kernel gives
+/// up on the peer, while an idle connection that is alive stays open for as long as the
+/// client keeps it.
+///
+/// # Errors
+/// The address cannot be bound.
+pub fn listen(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.set_keepalive(true)?;
+    socket.bind(addr)?;
+    socket.listen(1024)
+}
+
 /// Accepts connections until `stop` turns true, then closes them all.
 pub(crate) async fn serve(
     listener: tokio::net::TcpListener,
