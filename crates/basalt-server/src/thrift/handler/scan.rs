@@ -68,7 +68,8 @@ impl Handler {
             scan = scan.with_batch(batch.unsigned_abs());
         }
         scan = convert::scan_columns(scan, t.columns.as_deref().unwrap_or_default());
-        if let Some(f) = t.filter_string {
+        // An empty filter string (some clients send every field) means no filter.
+        if let Some(f) = t.filter_string.filter(|f| !f.trim_ascii().is_empty()) {
             scan = scan.with_filter(parse_filter_bytes(&f).map_err(|e| io(&e))?);
         }
         if t.reversed == Some(true) {
