@@ -1,5 +1,6 @@
 // The methods HBase 2's Hbase.thrift added after the IDL happybase bundles: just what the
-// tests call, declared with HBase's field ids and types so the same service answers them.
+// tests call, declared with HBase's field ids and types so the same service answers them;
+// and one method Hbase does not have.
 
 exception IOError {
   1: string message
@@ -30,4 +31,6 @@ service Hbase {
   string getClusterId()
   bool grant(1: required TAccessControlEntity info) throws (1: IOError io)
   bool revoke(1: required TAccessControlEntity info) throws (1: IOError io)
+  // Not a method of Hbase: the gateway must answer it with an error and stay in step.
+  string noSuchMethod(1: string text, 2: list<string> more)
 }

@@ -464,5 +464,10 @@ def test_methods_newer_than_happybases_idl(server, settings, table):
             with pytest.raises(EXTRAS.IOError) as e:
                 call(entity)
             assert "AccessController is not loaded" in msg(e)
+        # An unknown method is refused, and the connection still serves the next request.
+        with pytest.raises(TApplicationException) as e:
+            cl.noSuchMethod("x" * 100, ["a", "b"])
+        assert "unknown method noSuchMethod" in str(e.value)
+        assert cl.getThriftServerType() == EXTRAS.TThriftServerType.ONE
     finally:
         cl.close()
