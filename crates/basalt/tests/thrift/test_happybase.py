@@ -66,6 +66,16 @@ def test_connection_lifecycle_and_table_admin(settings):
     assert msg(e) == "java.io.IOException: table does not exist"
     c.close()
     assert not c.transport.is_open()
+    # Another separator, and a socket timeout (ms).
+    c = happybase.Connection(table_prefix="pre", table_prefix_separator=b"-", timeout=5000,
+                             **settings)
+    c.create_table("x", {"cf": {}})
+    assert c.table("x").name == b"pre-x" and b"x" in c.tables()
+    raw = happybase.Connection(**settings)
+    assert b"pre-x" in raw.tables()
+    c.delete_table("x", disable=True)
+    raw.close()
+    c.close()
 
 
 def test_bad_family_descriptors_are_illegal_arguments(conn):
