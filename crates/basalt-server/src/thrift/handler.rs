@@ -657,7 +657,7 @@ impl HbaseSyncHandler for Handler {
     ) -> thrift::Result<bool> {
         self.call("checkAndPut", || {
             // Without a value the check is that the column does not exist (field 5).
-            let absent = super::protocol::take_absent_arguments() & (1 << 5) != 0;
+            let absent = super::stand_in::take_absent_arguments() & (1 << 5) != 0;
             let expected = (!absent).then_some(value);
             self.check_and_put(&table_name, row, &column, expected, &mput)
         })

@@ -8,10 +8,11 @@
 //! calls the same engine and regions as the native API. Scanners are leases, like the native
 //! API's; an idle connection stays open for as long as the client keeps it.
 
-mod args;
 mod convert;
 mod handler;
 mod protocol;
+mod schema;
+mod stand_in;
 mod transport;
 
 use std::collections::HashMap;

@@ -19,7 +19,8 @@ use thrift::protocol::{
 };
 use thrift::{ProtocolError, ProtocolErrorKind};
 
-use super::args::{arguments, Arg};
+use super::schema::{Arg, Value};
+use super::stand_in::StandIn;
 
 /// The most elements one list, set or map may claim. Each struct element may be a single byte
 /// on the wire, so the bytes left do not bound the memory a decoder reserves for structs.
@@ -30,33 +31,6 @@ const BINARY_VERSION_1: u32 = 0x8001_0000;
 /// Compact messages start with this byte, then version 1 and the type in the next byte.
 pub(crate) const COMPACT_PROTOCOL_ID: u8 = 0x82;
 const COMPACT_VERSION: u8 = 1;
-
-thread_local! {
-    /// The arguments left out of the request just decoded on this thread, by field id (bit
-    /// `1 << id`); see [`take_absent_arguments`].
-    static ABSENT_ARGUMENTS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
-}
-
-/// The arguments (as bits `1 << field id`) the request being handled on this thread left out;
-/// the protocol stood in empty values for them (`args`).
-pub(crate) fn take_absent_arguments() -> u32 {
-    ABSENT_ARGUMENTS.with(|c| c.replace(0))
-}
-
-/// Standing in for arguments a request left out.
-#[derive(Debug, Default)]
-struct StandIn {
-    /// The arguments' field ids seen in the current request (bit `1 << id`).
-    seen: u32,
-    /// Missing arguments still to hand out, in order.
-    queue: std::collections::VecDeque<(i16, Arg)>,
-    /// The value the next read returns: the argument whose header was just handed out.
-    value: Option<Arg>,
-    /// A stood-in struct was begun: its fields end at once.
-    empty_struct: bool,
-    /// The arguments' stop was read and stands last.
-    active: bool,
-}
 
 /// Which of the two encodings a connection speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -109,8 +83,7 @@ impl<R: Read> InputProtocol<R> {
         self.field_stack.clear();
         self.pending_bool = None;
         self.failure = None;
-        self.stand_in = StandIn::default();
-        ABSENT_ARGUMENTS.with(|c| c.set(0));
+        self.stand_in.reset();
     }
 
     /// Replaces the byte source (the next frame of a framed connection).
@@ -301,62 +274,45 @@ impl<R: Read> InputProtocol<R> {
         Ok(TMessageIdentifier::new(name, kind, seq))
     }
 
-    /// The arguments of the current method the request did not carry, noted as absent.
-    fn missing_arguments(&self) -> std::collections::VecDeque<(i16, Arg)> {
-        let seen = self.stand_in.seen;
-        let missing: std::collections::VecDeque<_> = arguments(&self.method)
-            .unwrap_or_default()
-            .iter()
-            .filter(|(id, _)| seen & (1 << id) == 0)
-            .copied()
-            .collect();
-        let bits = missing.iter().fold(0u32, |b, (id, _)| b | 1 << id);
-        ABSENT_ARGUMENTS.with(|c| c.set(bits));
-        missing
+    /// Takes the stood-in value the decoder now reads, when there is one.
+    fn stood_in(&mut self) -> Option<Value> {
+        self.stand_in.take()
     }
 
-    /// The next field header while standing in: the stop of a stood-in struct, the next
-    /// missing argument, or the arguments' stop.
-    fn next_stand_in(&mut self) -> Option<TFieldIdentifier> {
-        let s = &mut self.stand_in;
-        let stop = || {
-            TFieldIdentifier::new::<Option<String>, String, Option<i16>>(None, TType::Stop, None)
-        };
-        if s.empty_struct {
-            s.empty_struct = false;
-            return Some(stop());
-        }
-        if !s.active || s.value.is_some() {
-            return None;
-        }
-        match s.queue.pop_front() {
-            Some((id, arg)) => {
-                s.value = Some(arg);
-                let t = match arg {
-                    Arg::Bytes => TType::String,
-                    Arg::Texts | Arg::Structs => TType::List,
-                    Arg::Attributes => TType::Map,
-                    Arg::I32 => TType::I32,
-                    Arg::I64 => TType::I64,
-                    Arg::Struct => TType::Struct,
+    /// A field header of the request: type and id (`None` at a struct's end).
+    fn header(&mut self) -> thrift::Result<(TType, Option<i16>)> {
+        let header = self.byte()?;
+        Ok(match self.encoding {
+            Encoding::Binary => {
+                let t = self.element_type(header)?;
+                if t == TType::Stop {
+                    (t, None)
+                } else {
+                    (t, Some(i16::from_be_bytes(self.array()?)))
+                }
+            }
+            Encoding::Compact => {
+                let t = match header & 0x0f {
+                    0x01 | 0x02 => {
+                        self.pending_bool = Some(header & 0x0f == 0x01);
+                        TType::Bool
+                    }
+                    c => self.element_type(c)?,
                 };
-                Some(
-                    TFieldIdentifier::new::<Option<String>, String, Option<i16>>(None, t, Some(id)),
-                )
+                if t == TType::Stop {
+                    (t, None)
+                } else {
+                    let delta = header >> 4;
+                    let id = if delta == 0 {
+                        i16::try_from(self.zigzag(3)?).unwrap_or(i16::MAX)
+                    } else {
+                        self.last_field.wrapping_add(i16::from(delta))
+                    };
+                    self.last_field = id;
+                    (t, Some(id))
+                }
             }
-            None => {
-                s.active = false;
-                Some(stop())
-            }
-        }
-    }
-
-    /// Takes the stood-in value the generated reader now reads, if it is one of `kind`.
-    fn stood_in(&mut self, kind: &[Arg]) -> Option<Arg> {
-        match self.stand_in.value {
-            Some(a) if kind.contains(&a) => self.stand_in.value.take(),
-            _ => None,
-        }
+        })
     }
 
     fn string_of(&mut self, len: usize) -> thrift::Result<String> {
@@ -410,7 +366,7 @@ fn compact_type(code: u8) -> Option<TType> {
 impl<R: Read> TInputProtocol for InputProtocol<R> {
     fn read_message_begin(&mut self) -> thrift::Result<TMessageIdentifier> {
         self.method.clear();
-        self.stand_in = StandIn::default();
+        self.stand_in.reset();
         match self.encoding {
             Encoding::Binary => self.message_begin_binary(),
             Encoding::Compact => self.message_begin_compact(),
@@ -422,9 +378,7 @@ impl<R: Read> TInputProtocol for InputProtocol<R> {
     }
 
     fn read_struct_begin(&mut self) -> thrift::Result<Option<TStructIdentifier>> {
-        if self.stood_in(&[Arg::Struct]).is_some() {
-            self.stand_in.empty_struct = true;
-        }
+        self.stand_in.struct_begin();
         if self.field_stack.len() >= 64 {
             return self.fail(
                 ProtocolErrorKind::DepthLimit,
@@ -437,60 +391,19 @@ impl<R: Read> TInputProtocol for InputProtocol<R> {
     }
 
     fn read_struct_end(&mut self) -> thrift::Result<()> {
+        self.stand_in.struct_end();
         self.last_field = self.field_stack.pop().unwrap_or(0);
         Ok(())
     }
 
     fn read_field_begin(&mut self) -> thrift::Result<TFieldIdentifier> {
-        if let Some(stood_in) = self.next_stand_in() {
-            return Ok(stood_in);
-        }
-        let header = self.byte()?;
-        let (field_type, id) = match self.encoding {
-            Encoding::Binary => {
-                let t = self.element_type(header)?;
-                if t == TType::Stop {
-                    (t, None)
-                } else {
-                    (t, Some(i16::from_be_bytes(self.array()?)))
-                }
-            }
-            Encoding::Compact => {
-                let t = match header & 0x0f {
-                    0x01 | 0x02 => {
-                        self.pending_bool = Some(header & 0x0f == 0x01);
-                        TType::Bool
-                    }
-                    c => self.element_type(c)?,
-                };
-                if t == TType::Stop {
-                    (t, None)
-                } else {
-                    let delta = header >> 4;
-                    let id = if delta == 0 {
-                        i16::try_from(self.zigzag(3)?).unwrap_or(i16::MAX)
-                    } else {
-                        self.last_field.wrapping_add(i16::from(delta))
-                    };
-                    self.last_field = id;
-                    (t, Some(id))
-                }
+        let (field_type, id) = match self.stand_in.next_header(&self.method) {
+            Some(stood_in) => stood_in,
+            None => {
+                let (t, id) = self.header()?;
+                self.stand_in.header(&self.method, id).unwrap_or((t, id))
             }
         };
-        // The arguments struct is the outermost one.
-        if self.field_stack.len() == 1 {
-            match id {
-                Some(id) if (0..32).contains(&id) => self.stand_in.seen |= 1 << id,
-                None => {
-                    self.stand_in.queue = self.missing_arguments();
-                    self.stand_in.active = true;
-                    if let Some(stood_in) = self.next_stand_in() {
-                        return Ok(stood_in);
-                    }
-                }
-                Some(_) => {}
-            }
-        }
         Ok(TFieldIdentifier::new::<Option<String>, String, Option<i16>>(None, field_type, id))
     }
 
@@ -499,6 +412,9 @@ impl<R: Read> TInputProtocol for InputProtocol<R> {
     }
 
     fn read_bool(&mut self) -> thrift::Result<bool> {
+        if let Some(v) = self.stood_in() {
+            return Ok(v == Value::Bool(true));
+        }
         if let Some(b) = self.pending_bool.take() {
             return Ok(b);
         }
@@ -511,8 +427,11 @@ impl<R: Read> TInputProtocol for InputProtocol<R> {
     }
 
     fn read_bytes(&mut self) -> thrift::Result<Vec<u8>> {
-        if self.stood_in(&[Arg::Bytes]).is_some() {
-            return Ok(Vec::new());
+        if let Some(v) = self.stood_in() {
+            return Ok(match v {
+                Value::Text(t) => t.to_vec(),
+                _ => Vec::new(),
+            });
         }
         let len = match self.encoding {
             Encoding::Binary => i64::from(i32::from_be_bytes(self.array()?)),
@@ -537,8 +456,11 @@ impl<R: Read> TInputProtocol for InputProtocol<R> {
     }
 
     fn read_i32(&mut self) -> thrift::Result<i32> {
-        if self.stood_in(&[Arg::I32]).is_some() {
-            return Ok(0);
+        if let Some(v) = self.stood_in() {
+            return Ok(match v {
+                Value::I32(n) => n,
+                _ => 0,
+            });
         }
         match self.encoding {
             Encoding::Binary => Ok(i32::from_be_bytes(self.array()?)),
@@ -548,7 +470,7 @@ impl<R: Read> TInputProtocol for InputProtocol<R> {
     }
 
     fn read_i64(&mut self) -> thrift::Result<i64> {
-        if self.stood_in(&[Arg::I64]).is_some() {
+        if self.stood_in().is_some() {
             return Ok(0);
         }
         match self.encoding {
@@ -576,8 +498,8 @@ impl<R: Read> TInputProtocol for InputProtocol<R> {
     }
 
     fn read_list_begin(&mut self) -> thrift::Result<TListIdentifier> {
-        match self.stood_in(&[Arg::Texts, Arg::Structs]) {
-            Some(Arg::Structs) => return Ok(TListIdentifier::new(TType::Struct, 0)),
+        match self.stood_in() {
+            Some(Value::Empty(Arg::Structs)) => return Ok(TListIdentifier::new(TType::Struct, 0)),
             Some(_) => return Ok(TListIdentifier::new(TType::String, 0)),
             None => {}
         }
@@ -599,7 +521,7 @@ impl<R: Read> TInputProtocol for InputProtocol<R> {
     }
 
     fn read_map_begin(&mut self) -> thrift::Result<TMapIdentifier> {
-        if self.stood_in(&[Arg::Attributes]).is_some() {
+        if self.stood_in().is_some() {
             return Ok(TMapIdentifier::new(TType::String, TType::String, 0));
         }
         let (key, value, len) = match self.encoding {

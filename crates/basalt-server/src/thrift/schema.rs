@@ -1,12 +1,69 @@
-//! The arguments of each `Hbase.thrift` method, by field id and type, for standing in for the
-//! ones a client leaves out.
+//! What the input protocol knows of `Hbase.thrift`'s shapes, to stand in for what a client
+//! leaves out:
 //!
-//! The generated decoder treats every argument as required, but HBase's gateway (Java, where a
-//! missing argument is `null`) gives some a meaning when absent: `checkAndPut` without `value`
-//! checks that the column does not exist, a `getRowWithColumns` without `columns` reads every
-//! column, and a missing `attributes` map is no attributes. Python clients leave out every
-//! argument passed as `None`. The input protocol stands in the empty value for each missing
-//! argument and records which were missing (`protocol::take_absent_arguments`).
+//! - Arguments. The generated decoder treats every argument as required, but HBase's gateway
+//!   (Java, where a missing argument is `null`) gives some a meaning when absent:
+//!   `checkAndPut` without `value` checks that the column does not exist, a
+//!   `getRowWithColumns` without `columns` reads every column, and a missing `attributes` map
+//!   is no attributes. Python clients leave out every argument passed as `None`. The protocol
+//!   stands in the empty value for each missing argument and records which were missing
+//!   (`stand_in::take_absent_arguments`).
+//! - Struct fields with IDL defaults. The generated decoder gives a missing field its type's
+//!   zero, not the IDL's default, so a `Mutation` without `writeToWAL` would skip the WAL,
+//!   where HBase (whose Java structs start from the defaults) writes it. The protocol stands
+//!   in the IDL's default for such fields of `Mutation` and `ColumnDescriptor`.
+
+/// Which of the structs the protocol stands in fields for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// A method's arguments.
+    Args,
+    Mutation,
+    BatchMutation,
+    ColumnDescriptor,
+    /// Any other struct: nothing stood in.
+    Other,
+}
+
+/// A value stood in for a missing field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Value {
+    /// The empty value of an argument's type.
+    Empty(Arg),
+    Bool(bool),
+    I32(i32),
+    Text(&'static [u8]),
+}
+
+/// The kind of the structs in field `id` of a `parent` struct of `method`'s request.
+pub(crate) fn child_kind(method: &str, parent: Kind, id: i16) -> Kind {
+    match (parent, method, id) {
+        (Kind::Args, "mutateRow" | "mutateRowTs", 3) | (Kind::Args, "checkAndPut", 6) => {
+            Kind::Mutation
+        }
+        (Kind::Args, "mutateRows" | "mutateRowsTs", 2) => Kind::BatchMutation,
+        (Kind::Args, "createTable", 2) => Kind::ColumnDescriptor,
+        (Kind::BatchMutation, _, 2) => Kind::Mutation,
+        _ => Kind::Other,
+    }
+}
+
+/// The IDL defaults of the fields of `kind` whose decoder default differs.
+pub(crate) fn field_defaults(kind: Kind) -> &'static [(i16, Value)] {
+    match kind {
+        // writeToWAL = 1
+        Kind::Mutation => &[(4, Value::Bool(true))],
+        // maxVersions = 3, compression = "NONE", bloomFilterType = "NONE",
+        // timeToLive = 0x7fffffff
+        Kind::ColumnDescriptor => &[
+            (2, Value::I32(3)),
+            (3, Value::Text(b"NONE")),
+            (5, Value::Text(b"NONE")),
+            (9, Value::I32(i32::MAX)),
+        ],
+        _ => &[],
+    }
+}
 
 /// The wire type of an argument and the empty value that stands in for it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
