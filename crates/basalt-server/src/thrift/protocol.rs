@@ -7,6 +7,9 @@
 //! buffered connection), so a malformed or hostile request is an error, never a panic or an
 //! allocation out of proportion to the bytes received.
 //!
+//! Fields a request leaves out that have a meaning when absent are stood in as the protocol
+//! reads (`stand_in`, `schema`).
+//!
 //! Any read error is also remembered (`failure`): the generated processor answers a request it
 //! could not decode with an exception and carries on, but a connection whose byte stream is out
 //! of step must be closed, and the connection loop asks here whether that happened.
