@@ -35,14 +35,18 @@ impl Region {
         if let Some(c) = cells.iter().find(|c| !stores.contains_key(&c.family)) {
             return Err(self.family_error(&c.family));
         }
-        let seq = self.mvcc.begin();
-        cells.iter_mut().for_each(|c| c.seq_id = seq);
+        // Folding compares keys only: every cell gets the same sequence id below.
         fold_repeated_columns(&mut cells);
-        let ticket = if durability == Durability::SkipWal {
-            None
+        let (seq, ticket) = if durability == Durability::SkipWal {
+            let seq = self.mvcc.begin();
+            cells.iter_mut().for_each(|c| c.seq_id = seq);
+            (seq, None)
         } else {
-            match self.wal.append(self.info.id, seq, &cells) {
-                Ok(t) => Some(t),
+            let (seq, appended) = self
+                .wal
+                .append_sequenced(self.info.id, &mut cells, || self.mvcc.begin())?;
+            match appended {
+                Ok(t) => (seq, Some(t)),
                 Err(e) => {
                     self.mvcc.complete(seq);
                     return Err(e);
@@ -57,6 +61,12 @@ impl Region {
                 .insert(c);
         }
         self.memstore_grew(added);
+        // Visible once synced, when the durability waits for a sync (invariant 2).
+        let waits = matches!(
+            durability,
+            Durability::SyncWal | Durability::FsyncWal | Durability::UseDefault
+        );
+        self.mvcc.staged(seq, ticket.filter(|_| waits));
         Ok(Staged {
             seq,
             ticket,
@@ -78,8 +88,14 @@ impl Region {
             (Some(t), Some(d)) => self.wal.sync_for(t, d),
             _ => Ok(()),
         };
-        for s in staged {
-            self.mvcc.complete(s.seq);
+        if synced.is_ok() {
+            // Makes this group visible, and every older write the same sync covered.
+            self.mvcc.advance(self.wal.synced());
+        } else {
+            // Visible though not known durable, as the error says.
+            for s in staged {
+                self.mvcc.complete(s.seq);
+            }
         }
         if let Some(last) = staged.iter().map(|s| s.seq).max() {
             self.mvcc.wait_for(last);

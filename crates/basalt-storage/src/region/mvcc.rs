@@ -1,10 +1,19 @@
 //! Multi-version concurrency control: which writes readers may see (HBase's MVCC).
 //!
+//! A write begins (takes its sequence id), is staged (its cells are in the memstore, its WAL
+//! record in the log's buffer) and becomes visible when the read point passes it. The read
+//! point moves past a write once it is finished: staged with no sync to wait for (SKIP_WAL,
+//! ASYNC_WAL), staged with its WAL ticket synced, or given up (`complete`). Any writer may
+//! move the read point past every finished write at the front, not only its own: after a
+//! group sync the first writer to run makes the whole group visible, instead of each one
+//! waiting for the older ones' threads to be scheduled.
+//!
 //! # Invariants
 //! 1. Sequence ids are taken from the database-wide counter while holding this region's lock,
 //!    so `pending` is in increasing order.
 //! 2. The read point is just below the oldest pending write: a reader never sees part of a row
-//!    mutation, and never a write that started after an incomplete one.
+//!    mutation, and never a write that started after an unfinished one.
+//! 3. A staged write with a ticket is not visible before the WAL has synced that ticket.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -12,11 +21,28 @@ use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex};
 
+/// A write not yet visible.
+#[derive(Debug)]
+struct Pending {
+    id: u64,
+    /// In the memstore; `ticket` is the WAL position it waits for (none: it waits for none).
+    staged: bool,
+    ticket: Option<u64>,
+    /// Given up or done whatever the WAL says.
+    complete: bool,
+}
+
+impl Pending {
+    fn finished(&self, synced: u64) -> bool {
+        self.complete || (self.staged && self.ticket.is_none_or(|t| t <= synced))
+    }
+}
+
 /// One region's MVCC.
 #[derive(Debug)]
 pub struct Mvcc {
     seq: Arc<AtomicU64>,
-    pending: Mutex<VecDeque<(u64, bool)>>,
+    pending: Mutex<VecDeque<Pending>>,
     advanced: Condvar,
 }
 
@@ -35,20 +61,52 @@ impl Mvcc {
     pub fn begin(&self) -> u64 {
         let mut p = self.pending.lock();
         let id = self.seq.fetch_add(1, Ordering::SeqCst) + 1;
-        p.push_back((id, false));
+        p.push_back(Pending {
+            id,
+            staged: false,
+            ticket: None,
+            complete: false,
+        });
         id
     }
 
-    /// Marks a write complete, advancing the read point past every finished write.
+    /// Notes that write `id` is in the memstore; it becomes visible once `ticket` (when it
+    /// waits for a sync) is synced and the writes before it are visible.
+    pub fn staged(&self, id: u64, ticket: Option<u64>) {
+        let mut p = self.pending.lock();
+        if let Some(e) = p.iter_mut().find(|e| e.id == id) {
+            e.staged = true;
+            e.ticket = ticket;
+        }
+        self.advance_locked(&mut p, 0);
+    }
+
+    /// Marks write `id` finished whatever its sync (applied without one, or given up).
     pub fn complete(&self, id: u64) {
         let mut p = self.pending.lock();
-        if let Some(e) = p.iter_mut().find(|e| e.0 == id) {
-            e.1 = true;
+        if let Some(e) = p.iter_mut().find(|e| e.id == id) {
+            e.complete = true;
         }
-        while p.front().is_some_and(|e| e.1) {
+        self.advance_locked(&mut p, 0);
+    }
+
+    /// Moves the read point past every finished write at the front, the WAL having synced
+    /// every position up to `synced`.
+    pub fn advance(&self, synced: u64) {
+        let mut p = self.pending.lock();
+        self.advance_locked(&mut p, synced);
+    }
+
+    fn advance_locked(&self, p: &mut VecDeque<Pending>, synced: u64) {
+        let mut advanced = false;
+        while p.front().is_some_and(|e| e.finished(synced)) {
             p.pop_front();
+            advanced = true;
         }
-        self.advanced.notify_all();
+        // Waiters wait for the front to pass their id: only a move of the front frees one.
+        if advanced {
+            self.advanced.notify_all();
+        }
     }
 
     /// The highest sequence id a new reader may see (invariant 2).
@@ -56,22 +114,44 @@ impl Mvcc {
     pub fn read_point(&self) -> u64 {
         let p = self.pending.lock();
         match p.front() {
-            Some((id, _)) => id - 1,
+            Some(e) => e.id - 1,
             None => self.seq.load(Ordering::SeqCst),
         }
     }
 
-    /// The oldest write begun and not complete (`u64::MAX`: none).
+    /// The oldest write begun and not visible (`u64::MAX`: none).
     #[must_use]
     pub fn oldest_pending(&self) -> u64 {
-        self.pending.lock().front().map_or(u64::MAX, |e| e.0)
+        self.pending.lock().front().map_or(u64::MAX, |e| e.id)
     }
 
-    /// Waits until every write with id at or below `id` is complete.
+    /// Waits until every write with id at or below `id` is visible.
     pub fn wait_for(&self, id: u64) {
         let mut p = self.pending.lock();
-        while p.front().is_some_and(|e| e.0 <= id) {
+        while p.front().is_some_and(|e| e.id <= id) {
             self.advanced.wait(&mut p);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_write_is_visible_once_it_and_every_older_one_is_finished() {
+        let m = Mvcc::new(Arc::new(AtomicU64::new(0)));
+        let (a, b, c) = (m.begin(), m.begin(), m.begin());
+        assert_eq!(m.read_point(), 0);
+        m.staged(b, None); // no sync to wait for, but `a` is older
+        assert_eq!(m.read_point(), 0);
+        m.staged(a, Some(100)); // waits for position 100
+        m.advance(99);
+        assert_eq!(m.read_point(), 0);
+        m.advance(100); // `a`, then `b`
+        assert_eq!(m.read_point(), b);
+        m.complete(c); // given up
+        assert_eq!((m.read_point(), m.oldest_pending()), (c, u64::MAX));
+        m.wait_for(c);
     }
 }

@@ -180,6 +180,18 @@ impl Wal {
         if st.failed.is_some() {
             self.heal(&mut st)?;
         }
+        self.push(&mut st, region_id, seq_id, cells)
+    }
+
+    /// Encodes one edit into the buffer (state locked); writes the buffer when full and rolls
+    /// the segment when it is.
+    fn push(
+        &self,
+        st: &mut WalState,
+        region_id: u64,
+        seq_id: u64,
+        cells: &[Cell],
+    ) -> Result<Ticket> {
         let before = st.buffer.len();
         record::encode_record(&mut st.buffer, region_id, seq_id, cells);
         let len = (st.buffer.len() - before) as u64;
@@ -188,11 +200,35 @@ impl Wal {
         st.segment_max_seq = st.segment_max_seq.max(seq_id);
         let ticket = st.appended;
         if st.segment_bytes >= self.roll_size_bytes {
-            self.roll(&mut st)?;
+            self.roll(st)?;
         } else if st.buffer.len() >= MAX_BUFFER_BYTES {
-            write_buffer(&mut st)?;
+            write_buffer(st)?;
         }
         Ok(ticket)
+    }
+
+    /// Appends one edit whose sequence id `begin` hands out while the log is locked, so that
+    /// edits enter the log in sequence-id order: a group sync that covers an edit then covers
+    /// every edit with a smaller id, and a writer waiting for the ids below its own to
+    /// complete (HBase's `completeAndWait`) waits for no later sync. Returns the id and the
+    /// append's outcome; `Err` when the log could not take the edit and no id was handed out.
+    ///
+    /// # Errors
+    /// The log's sticky failure could not be healed (no id handed out); or, inside the
+    /// returned pair, an I/O error writing a full buffer or rolling a segment.
+    pub fn append_sequenced(
+        &self,
+        region_id: u64,
+        cells: &mut [Cell],
+        begin: impl FnOnce() -> u64,
+    ) -> Result<(u64, Result<Ticket>)> {
+        let mut st = self.state.lock();
+        if st.failed.is_some() {
+            self.heal(&mut st)?;
+        }
+        let seq_id = begin();
+        cells.iter_mut().for_each(|c| c.seq_id = seq_id);
+        Ok((seq_id, self.push(&mut st, region_id, seq_id, cells)))
     }
 
     /// Waits until `ticket` is durable as `durability` requires: returns at once for
@@ -206,6 +242,12 @@ impl Wal {
             Durability::FsyncWal => self.sync(ticket, true),
             Durability::AsyncWal | Durability::SkipWal => Ok(()),
         }
+    }
+
+    /// The position up to which every byte is synced (tickets at or below it are durable).
+    #[must_use]
+    pub fn synced(&self) -> Ticket {
+        self.sync.lock().synced
     }
 
     /// Waits until every byte up to `ticket` is written and synced (group commit: one waiter
