@@ -19,7 +19,7 @@ SETTINGS = [("buffered", "binary"), ("framed", "binary"), ("buffered", "compact"
 
 @pytest.fixture(scope="module")
 def server():
-    with BasaltServer(["--scanner-timeout-ms", "1500"]) as s:
+    with BasaltServer(["--scanner-timeout-ms", "4000"]) as s:
         yield s
 
 
@@ -183,7 +183,7 @@ def test_abandoned_scanners_expire_and_free_their_leases(server):
     assert len(c.client.scannerGetList(ids[0], 5)) == 5
     time.sleep(0.5)
     assert len(c.client.scannerGetList(ids[0], 5)) == 5, "a fetch renews the lease"
-    wait_until(lambda: server.metric("basalt_thrift_open_scanners") == before, timeout=20,
+    wait_until(lambda: server.metric("basalt_thrift_open_scanners") == before, timeout=60,
                what="the scanners' leases to expire")
     with pytest.raises(Exception) as e:
         c.client.scannerGet(ids[0])
