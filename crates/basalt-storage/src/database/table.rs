@@ -104,6 +104,16 @@ impl Table {
         self.write_to(m.row(), |r| r.mutate(&m))
     }
 
+    /// Checks `m` as a write of it would before applying anything, without applying it
+    /// (see [`Region::check`]).
+    ///
+    /// # Errors
+    /// What [`Table::mutate`] would refuse `m` for up front.
+    pub fn check(&self, m: &Mutation) -> Result<()> {
+        m.validate()?;
+        self.with_region(m.row(), |r| r.check(m))
+    }
+
     /// Runs a write on the region of `row` under flow control: it may wait for a flush, or be
     /// refused with `RegionTooBusy`, before anything is applied.
     fn write_to<T>(&self, row: &[u8], f: impl Fn(&Region) -> Result<T>) -> Result<T> {

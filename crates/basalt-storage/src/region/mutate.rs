@@ -44,6 +44,29 @@ impl Region {
         Ok(())
     }
 
+    /// Runs the checks a mutation must pass before anything of it is applied (its values,
+    /// the region, families, cell sizes), without applying it: a caller that applies two
+    /// mutations of a row in turn checks both first, so a refusal leaves the row untouched.
+    ///
+    /// # Errors
+    /// What [`Region::mutate`] would refuse the mutation for before writing.
+    pub fn check(&self, m: &Mutation) -> Result<()> {
+        m.validate()?;
+        self.check_writable(m.row())?;
+        match m {
+            Mutation::Put(p) => p.cells.iter().try_for_each(|c| self.check_cell(c)),
+            Mutation::Delete(d) => d.markers.iter().try_for_each(|c| self.check_cell(c)),
+            Mutation::Increment(i) => i
+                .columns
+                .iter()
+                .try_for_each(|(f, _, _)| self.family(f).map(drop)),
+            Mutation::Append(a) => a
+                .columns
+                .iter()
+                .try_for_each(|(f, _, _)| self.family(f).map(drop)),
+        }
+    }
+
     /// Applies one mutation atomically; returns the new values of an Increment or Append.
     ///
     /// # Errors

@@ -391,6 +391,12 @@ def test_raw_gets_and_mutations(conn, table):
     cl.mutateRow(name, b"r", [H.Mutation(isDelete=True, column=b"cf1"),
                               H.Mutation(column=b"cf1:q", value=b"fresh")], {})
     assert [c.value for c in cl.getVer(name, b"r", b"cf1:q", 5, {})] == [b"fresh"]
+    # A put that would be refused refuses the whole call: its delete is not applied either.
+    with pytest.raises(H.IOError) as e:
+        cl.mutateRow(name, b"r", [H.Mutation(isDelete=True, column=b"cf1:q"),
+                                  H.Mutation(column=b"nope:q", value=b"x")], {})
+    assert "NoSuchColumnFamilyException" in msg(e)
+    assert [c.value for c in cl.get(name, b"r", b"cf1:q", {})] == [b"fresh"]
     cl.deleteAllTs(name, b"r", b"cf1:q", 2 ** 62, {})
     assert cl.getRow(name, b"r", {}) == []
     cl.mutateRows(name, [H.BatchMutation(row=b"m%d" % i, mutations=[
@@ -404,6 +410,12 @@ def test_raw_gets_and_mutations(conn, table):
         cl.mutateRows(name, [H.BatchMutation(row=b"m9", mutations=[
             H.Mutation(column=b"cf2", value=b"no qualifier")])], {})
     assert msg(e) == "Invalid famAndQf provided."
+    with pytest.raises(H.IllegalArgument) as e:  # a row of no bytes refuses the whole batch
+        cl.mutateRows(name, [H.BatchMutation(row=b"m8", mutations=[
+            H.Mutation(column=b"cf2:x", value=b"y")]), H.BatchMutation(row=b"", mutations=[
+                H.Mutation(column=b"cf2:x", value=b"y")])], {})
+    assert msg(e) == "Row length is 0"
+    assert cl.getRow(name, b"m8", {}) == []
 
 
 def test_raw_check_and_put_append_and_increments(conn, table):

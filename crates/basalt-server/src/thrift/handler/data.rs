@@ -1,7 +1,9 @@
 //! Reads and writes of single rows and row lists.
 
 use basalt_model::descriptor::Durability;
-use basalt_model::ops::{Append, CheckAndMutate, CompareOp, Delete, Get, Increment, Put};
+use basalt_model::ops::{
+    Append, CheckAndMutate, CompareOp, Delete, Get, Increment, Mutation as Op, Put,
+};
 use basalt_model::{Error, TimeRange, LATEST_TIMESTAMP};
 use bytes::Bytes;
 use hbase_thrift::hbase::{BatchMutation, Mutation, TAppend, TCell, TIncrement, TRowResult, Text};
@@ -119,6 +121,13 @@ impl Handler {
         let ts = ts.unwrap_or(LATEST_TIMESTAMP);
         let (delete, put) = row_mutations(&Bytes::from(row), mutations, ts, false)?;
         let t = self.table(table).map_err(|e| io(&e))?;
+        if let (Some(d), Some(p)) = (&delete, &put) {
+            // Two writes in turn: refuse before the first if the second would be refused.
+            let (d, p) = (Op::Delete(d.clone()), Op::Put(p.clone()));
+            t.check(&d)
+                .and_then(|()| t.check(&p))
+                .map_err(|e| io_or_illegal(&e))?;
+        }
         if let Some(d) = delete {
             t.delete(d).map_err(|e| io_or_illegal(&e))?;
         }
@@ -142,10 +151,14 @@ impl Handler {
         for b in batches {
             let row = Bytes::from(b.row.unwrap_or_default());
             let (d, p) = row_mutations(&row, b.mutations.as_deref().unwrap_or_default(), ts, true)?;
-            deletes.extend(d.map(basalt_model::ops::Mutation::Delete));
-            puts.extend(p.map(basalt_model::ops::Mutation::Put));
+            deletes.extend(d.map(Op::Delete));
+            puts.extend(p.map(Op::Put));
         }
         let t = self.table(table).map_err(|e| io(&e))?;
+        // HBase builds every Put and Delete before sending any: a bad row refuses them all.
+        if let Some(e) = puts.iter().chain(&deletes).find_map(|m| m.validate().err()) {
+            return Err(io_or_illegal(&e));
+        }
         for batch in [puts, deletes] {
             if batch.is_empty() {
                 continue;
