@@ -7,8 +7,10 @@
 //! server time, in the same millisecond, lands on the markers' timestamp, which masks it.
 //! (HBase has both hazards; its RPC latency hides them.) So each row remembers how far its
 //! read-modify-writes ran ahead, and the millisecond after its last server-timed delete, and
-//! later server-timestamped writes of the row get at least that time. A row only ahead by more than
-//! [`MAX_AHEAD_MS`] (a counter a client placed in the future on purpose) is left alone.
+//! later server-timestamped writes of the row get at least that time. A floor is kept only up
+//! to [`MAX_AHEAD_MS`] ahead of the clock: a counter a client placed in the future on purpose,
+//! or one incremented more than a thousand times a second for long, does not drag the row's
+//! other writes along.
 //!
 //! The floors live in memory: a reopened, split or merged region starts without them, by which
 //! time the clock has passed them (they are at most a second ahead).
@@ -41,14 +43,15 @@ impl RowClock {
         floors.get(row).map_or(now, |f| now.max(*f))
     }
 
-    /// Notes that a read-modify-write stored a version of `row` at `ts` when it was `now`.
-    pub(crate) fn ran_ahead(&self, row: &Bytes, ts: i64, now: i64) {
-        if ts <= now || ts - now > MAX_AHEAD_MS {
+    /// Notes that a write put `row`'s time at `ts` when the clock said `clock`: kept as the
+    /// row's floor when it is ahead of the clock, by at most [`MAX_AHEAD_MS`].
+    pub(crate) fn ran_ahead(&self, row: &Bytes, ts: i64, clock: i64) {
+        if ts <= clock || ts - clock > MAX_AHEAD_MS {
             return;
         }
         let mut floors = self.floors.lock();
         if floors.len() > 4096 {
-            floors.retain(|_, f| *f > now);
+            floors.retain(|_, f| *f > clock);
         }
         let f = floors.entry(row.clone()).or_insert(ts);
         *f = (*f).max(ts);

@@ -207,7 +207,7 @@ impl Region {
         // A later write of the row at server time must not land on the markers' millisecond,
         // where they would mask it.
         if markers.iter().any(|m| m.timestamp == now) {
-            self.row_clock.ran_ahead(&d.row, now + 1, now);
+            self.row_clock.ran_ahead(&d.row, now + 1, self.env.now_ms());
         }
         Ok(markers)
     }
@@ -375,7 +375,7 @@ impl Region {
             None if ts != LATEST_TIMESTAMP => ts,
             None => now,
         };
-        self.row_clock.ran_ahead(row, ts, now);
+        self.row_clock.ran_ahead(row, ts, self.env.now_ms());
         let mut c = Cell::put(row.clone(), f, q, ts, value);
         c.ttl_ms = ttl;
         self.check_cell(&c)?;

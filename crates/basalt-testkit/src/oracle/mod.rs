@@ -109,9 +109,10 @@ impl Oracle {
         self.row_floors.get(row).map_or(now, |f| now.max(*f))
     }
 
-    /// Notes a read-modify-write of `row` stored at `ts` when it was `now`.
-    fn ran_ahead(&mut self, row: &Bytes, ts: i64, now: i64) {
-        if ts > now && ts - now <= 1000 {
+    /// Notes that a write of `row` put the row's time at `ts` when the clock said `clock`
+    /// (kept only up to 1000 ms ahead of the clock).
+    fn ran_ahead(&mut self, row: &Bytes, ts: i64, clock: i64) {
+        if ts > clock && ts - clock <= 1000 {
             let f = self.row_floors.entry(row.clone()).or_insert(ts);
             *f = (*f).max(ts);
         }
@@ -142,11 +143,11 @@ impl Oracle {
 
     /// `delete`, including "delete the latest version" and whole-row deletes. A marker at
     /// server time moves the row's later server-timed writes to the next millisecond.
-    pub fn delete(&mut self, d: &Delete, now: i64) {
-        let now = self.row_now(&d.row, now);
+    pub fn delete(&mut self, d: &Delete, clock: i64) {
+        let now = self.row_now(&d.row, clock);
         let cells = self.delete_markers(d, now);
         if cells.iter().any(|m| m.timestamp == now) {
-            self.ran_ahead(&d.row, now + 1, now);
+            self.ran_ahead(&d.row, now + 1, clock);
         }
         self.write(cells);
     }
@@ -195,8 +196,8 @@ impl Oracle {
     ///
     /// # Panics
     /// When a current value is not 8 bytes (callers only increment counters).
-    pub fn increment(&mut self, inc: &Increment, now: i64) -> RowResult {
-        let now = self.row_now(&inc.row, now);
+    pub fn increment(&mut self, inc: &Increment, clock: i64) -> RowResult {
+        let now = self.row_now(&inc.row, clock);
         let mut cols = inc.columns.clone();
         cols.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
         let mut writes = Vec::new();
@@ -221,7 +222,7 @@ impl Oracle {
                 inc.timestamp,
                 now,
             );
-            self.ran_ahead(&inc.row, cell.timestamp, now);
+            self.ran_ahead(&inc.row, cell.timestamp, clock);
             out.push(cell.clone());
             writes.push(cell);
         }
@@ -230,8 +231,8 @@ impl Oracle {
     }
 
     /// `append`.
-    pub fn append(&mut self, app: &Append, now: i64) -> RowResult {
-        let now = self.row_now(&app.row, now);
+    pub fn append(&mut self, app: &Append, clock: i64) -> RowResult {
+        let now = self.row_now(&app.row, clock);
         let mut writes: Vec<Cell> = Vec::new();
         for (f, q, v) in &app.columns {
             let old = writes
@@ -251,7 +252,7 @@ impl Oracle {
                 app.timestamp,
                 now,
             );
-            self.ran_ahead(&app.row, cell.timestamp, now);
+            self.ran_ahead(&app.row, cell.timestamp, clock);
             writes.retain(|c| !(c.family == f && c.qualifier == q));
             writes.push(cell);
         }
