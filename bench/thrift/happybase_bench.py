@@ -65,39 +65,45 @@ def batch_load(a, part, n):
     lat = []
     mine = list(range(part, a["records"], a["processes"]))
     for start in range(0, len(mine), 100):
+        chunk = mine[start:start + 100]
         s = time.perf_counter()
         with t.batch() as b:
-            for i in mine[start:start + 100]:
+            for i in chunk:
                 b.put(key(i), record(rng))
-        per_row = (time.perf_counter() - s) * 1e6 / len(mine[start:start + 100])
-        lat.extend([per_row] * len(mine[start:start + 100]))
+        lat.extend([(time.perf_counter() - s) * 1e6 / len(chunk)] * len(chunk))
     return lat
+
+
+def timed(a, seed, n, op):
+    """Runs `op(table, rng, records)` `n` times; returns each call's latency in us."""
+    rng = random.Random(seed)
+    t = connect(a).table(TABLE)
+    lat = []
+    for _ in range(n):
+        s = time.perf_counter()
+        op(t, rng, a["records"])
+        lat.append((time.perf_counter() - s) * 1e6)
+    return lat
+
+
+def read_one(t, rng, records):
+    row = t.row(key(rng.randrange(records)))
+    assert len(row) == FIELDS
+
+
+def scan_one(t, rng, records):
+    length = rng.randint(1, 100)
+    start = key(rng.randrange(records))
+    rows = list(t.scan(row_start=start, limit=length, batch_size=length))
+    assert 0 < len(rows) <= length
 
 
 def read(a, part, n):
-    rng = random.Random(1000 + part)
-    t = connect(a).table(TABLE)
-    lat = []
-    for _ in range(n):
-        s = time.perf_counter()
-        row = t.row(key(rng.randrange(a["records"])))
-        lat.append((time.perf_counter() - s) * 1e6)
-        assert len(row) == FIELDS
-    return lat
+    return timed(a, 1000 + part, n, read_one)
 
 
 def scan(a, part, n):
-    rng = random.Random(2000 + part)
-    t = connect(a).table(TABLE)
-    lat = []
-    for _ in range(n):
-        length = rng.randint(1, 100)
-        s = time.perf_counter()
-        rows = list(t.scan(row_start=key(rng.randrange(a["records"])), limit=length,
-                           batch_size=length))
-        lat.append((time.perf_counter() - s) * 1e6)
-        assert 0 < len(rows) <= length
-    return lat
+    return timed(a, 2000 + part, n, scan_one)
 
 
 def report(name, ops, lat):

@@ -42,28 +42,19 @@ fn python(args: &[&str]) {
     );
 }
 
+/// Runs one of the Python test modules here with pytest.
+fn pytest(module: &str) {
+    python(&["-m", "pytest", "-q", "-p", "no:cacheprovider", module]);
+}
+
 #[test]
 fn every_happybase_api_with_every_transport_and_protocol() {
-    python(&[
-        "-m",
-        "pytest",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        "test_happybase.py",
-    ]);
+    pytest("test_happybase.py");
 }
 
 #[test]
 fn load_disconnects_and_bad_frames_leave_the_server_healthy_and_the_data_exact() {
-    python(&[
-        "-m",
-        "pytest",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        "test_load.py",
-    ]);
+    pytest("test_load.py");
 }
 
 #[test]

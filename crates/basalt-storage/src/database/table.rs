@@ -110,7 +110,6 @@ impl Table {
     /// # Errors
     /// What [`Table::mutate`] would refuse `m` for up front.
     pub fn check(&self, m: &Mutation) -> Result<()> {
-        m.validate()?;
         self.with_region(m.row(), |r| r.check(m))
     }
 
