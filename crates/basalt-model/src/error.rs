@@ -57,6 +57,10 @@ pub enum Error {
     /// look the row's region up again and retry.
     #[error("{0} is not online")]
     NotServingRegion(String),
+    /// The row's region failed to open (damaged or missing files) and serves nothing until
+    /// an operator repairs it (`RegionOfflineException`); retrying does not help.
+    #[error("{0}")]
+    RegionOffline(String),
     /// No online region has that name (`UnknownRegionException`).
     #[error("{0}")]
     UnknownRegion(String),
@@ -106,6 +110,7 @@ impl Error {
             Error::RegionTooBusy(_) => "org.apache.hadoop.hbase.RegionTooBusyException",
             Error::NotServingRegion(_) => "org.apache.hadoop.hbase.NotServingRegionException",
             Error::UnknownRegion(_) => "org.apache.hadoop.hbase.UnknownRegionException",
+            Error::RegionOffline(_) => "org.apache.hadoop.hbase.client.RegionOfflineException",
             Error::MergeRegion(_) => "org.apache.hadoop.hbase.exceptions.MergeRegionException",
             Error::UnknownScanner(_) => "org.apache.hadoop.hbase.UnknownScannerException",
             Error::RowTooBig(_) => "org.apache.hadoop.hbase.regionserver.RowTooBigException",
@@ -146,6 +151,76 @@ impl Error {
             what,
             path: path.into(),
             detail: detail.into(),
+        }
+    }
+}
+
+/// `text` with the server's directories left out of every absolute path in it, for messages
+/// that cross the wire to unauthenticated clients: a path keeps its part from the data
+/// directory's `data`, `wal`, `catalog` or `archive` on (`data/default/t/17/f/5.sf`), or else
+/// only its file name.
+#[must_use]
+pub fn redact_paths(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('/') {
+        let before = &rest[..at];
+        // A path starts a word: `/` after a space, a quote, a parenthesis or the start.
+        let starts_word = before
+            .chars()
+            .last()
+            .is_none_or(|c| c.is_whitespace() || matches!(c, '\'' | '"' | '(' | '[' | '='));
+        out.push_str(before);
+        let tail = &rest[at..];
+        let end = tail
+            .find(|c: char| c.is_whitespace() || matches!(c, '\'' | '"' | ')' | ']' | ','))
+            .unwrap_or(tail.len());
+        let (path, after) = tail.split_at(end);
+        let path_body = path.trim_end_matches([':', '.', ';']);
+        let trailing = &path[path_body.len()..];
+        if starts_word && path_body.len() > 1 {
+            out.push_str(&redact_path(path_body));
+            out.push_str(trailing);
+        } else {
+            out.push_str(path);
+        }
+        rest = after;
+    }
+    out.push_str(rest);
+    out
+}
+
+fn redact_path(path: &str) -> String {
+    let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+    let from = parts
+        .iter()
+        .rposition(|p| matches!(*p, "data" | "wal" | "catalog" | "archive"))
+        .unwrap_or(parts.len().saturating_sub(1));
+    parts[from..].join("/")
+}
+
+#[cfg(test)]
+mod redact_tests {
+    use super::redact_paths;
+
+    #[test]
+    fn absolute_paths_lose_the_server_directories() {
+        let cases = [
+            (
+                "corrupt block in /srv/basalt/data/default/t/17/66/0000000000000012.sf: checksum mismatch",
+                "corrupt block in data/default/t/17/66/0000000000000012.sf: checksum mismatch",
+            ),
+            (
+                "creating directory /home/u/db/data/nnn: File name too long",
+                "creating directory data/nnn: File name too long",
+            ),
+            ("opening /etc/passwd: denied", "opening passwd: denied"),
+            ("syncing the WAL (/x/wal/01.wal)", "syncing the WAL (wal/01.wal)"),
+            ("row a/b and 1/2 are not paths", "row a/b and 1/2 are not paths"),
+            ("no path here", "no path here"),
+        ];
+        for (input, want) in cases {
+            assert_eq!(redact_paths(input), want, "{input}");
         }
     }
 }

@@ -29,6 +29,8 @@ pub struct RegionLoad {
     pub read_requests: u64,
     /// Writes (edits) applied since the region opened.
     pub write_requests: u64,
+    /// Why the region failed to open, when it did (HBase's FAILED_OPEN): it serves nothing.
+    pub failed_open: Option<String>,
 }
 
 /// The magic HBase puts before every protobuf value in its catalog.

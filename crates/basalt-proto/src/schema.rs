@@ -118,6 +118,11 @@ pub fn region_load_to_pb(
         memstore_bytes: load.memstore_bytes,
         read_requests: load.read_requests,
         write_requests: load.write_requests,
+        failed_open: load
+            .failed_open
+            .as_deref()
+            .map(basalt_model::error::redact_paths)
+            .unwrap_or_default(),
         ..region_to_pb(table, r)
     }
 }
@@ -131,6 +136,7 @@ pub fn region_load_from_pb(r: &pb::Region) -> RegionLoad {
         memstore_bytes: r.memstore_bytes,
         read_requests: r.read_requests,
         write_requests: r.write_requests,
+        failed_open: (!r.failed_open.is_empty()).then(|| r.failed_open.clone()),
     }
 }
 

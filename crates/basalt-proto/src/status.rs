@@ -8,19 +8,27 @@ use tonic::{Code, Status};
 
 const EXCEPTION: &str = "exception";
 const RETRYABLE: &str = "retryable";
+/// `NoSuchColumnFamily`'s parts, so its message can stay a sentence.
+const FAMILY: &str = "family";
+const TABLE: &str = "table";
 
 fn code_of(e: &Error) -> Code {
     match e {
-        Error::IllegalArgument(_) | Error::IncompatibleFilter(_) => Code::InvalidArgument,
+        // Requests that can never succeed as sent: HBase's DoNotRetryIOException family.
+        Error::IllegalArgument(_)
+        | Error::IncompatibleFilter(_)
+        | Error::DoNotRetry(_)
+        | Error::MergeRegion(_) => Code::InvalidArgument,
         Error::TableNotFound(_)
         | Error::NamespaceNotFound(_)
         | Error::UnknownRegion(_)
         | Error::UnknownScanner(_) => Code::NotFound,
         Error::NoSuchColumnFamily { .. } => Code::NotFound,
         Error::TableExists(_) | Error::NamespaceExists(_) => Code::AlreadyExists,
-        Error::TableNotEnabled(_) | Error::TableNotDisabled(_) | Error::Constraint(_) => {
-            Code::FailedPrecondition
-        }
+        Error::TableNotEnabled(_)
+        | Error::TableNotDisabled(_)
+        | Error::Constraint(_)
+        | Error::RegionOffline(_) => Code::FailedPrecondition,
         Error::RegionTooBusy(_) | Error::NotServingRegion(_) => Code::Unavailable,
         Error::Corruption { .. } => Code::DataLoss,
         Error::RowTooBig(_) => Code::ResourceExhausted,
@@ -38,6 +46,14 @@ pub fn to_status(e: &Error) -> Status {
     }
     if let Ok(v) = e.is_retryable().to_string().parse() {
         md.insert(RETRYABLE, v);
+    }
+    if let Error::NoSuchColumnFamily { table, family } = e {
+        // Names are printable ASCII already (HBase's escaped binary form).
+        for (k, v) in [(FAMILY, family), (TABLE, table)] {
+            if let Ok(v) = v.parse() {
+                md.insert(k, v);
+            }
+        }
     }
     s
 }
@@ -59,10 +75,11 @@ fn message_of(e: &Error) -> String {
         | Error::RegionTooBusy(m)
         | Error::NotServingRegion(m)
         | Error::UnknownRegion(m)
+        | Error::RegionOffline(m)
         | Error::MergeRegion(m) => m.clone(),
-        Error::NoSuchColumnFamily { table, family } => format!("{family}\u{0}{table}"),
         Error::UnknownScanner(id) => id.to_string(),
-        other => other.to_string(),
+        // Clients are not authenticated: the server's directories stay out of messages.
+        other => basalt_model::error::redact_paths(&other.to_string()),
     }
 }
 
@@ -93,15 +110,22 @@ pub fn from_status(s: &Status) -> Error {
         "org.apache.hadoop.hbase.RegionTooBusyException" => Error::RegionTooBusy(m),
         "org.apache.hadoop.hbase.NotServingRegionException" => Error::NotServingRegion(m),
         "org.apache.hadoop.hbase.UnknownRegionException" => Error::UnknownRegion(m),
+        "org.apache.hadoop.hbase.client.RegionOfflineException" => Error::RegionOffline(m),
         "org.apache.hadoop.hbase.exceptions.MergeRegionException" => Error::MergeRegion(m),
         "org.apache.hadoop.hbase.UnknownScannerException" => {
             Error::UnknownScanner(m.parse().unwrap_or(0))
         }
         "org.apache.hadoop.hbase.regionserver.NoSuchColumnFamilyException" => {
-            let (family, table) = m.split_once('\u{0}').unwrap_or((&m, ""));
+            let part = |k: &str| {
+                s.metadata()
+                    .get(k)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or_default()
+                    .to_owned()
+            };
             Error::NoSuchColumnFamily {
-                table: table.to_owned(),
-                family: family.to_owned(),
+                table: part(TABLE),
+                family: part(FAMILY),
             }
         }
         "org.apache.hadoop.hbase.io.hfile.CorruptHFileException" => {
@@ -148,5 +172,29 @@ mod tests {
         }
         let transport = from_status(&Status::unavailable("connection refused"));
         assert!(transport.is_retryable());
+    }
+
+    #[test]
+    fn client_errors_never_come_back_as_internal_and_messages_are_sentences() {
+        let client_errors = [
+            Error::DoNotRetry("Table should have at least one column family.".into()),
+            Error::MergeRegion("Need at least two regions to merge".into()),
+            Error::DoNotRetry("Split row is equal to startkey: a".into()),
+            Error::Constraint("Cannot disable catalog table".into()),
+            Error::RegionOffline("region r failed to open".into()),
+        ];
+        for e in client_errors {
+            let s = to_status(&e);
+            assert_ne!(s.code(), Code::Internal, "{e}");
+            assert_ne!(s.code(), Code::Unknown, "{e}");
+        }
+        let e = Error::NoSuchColumnFamily {
+            table: "t1".into(),
+            family: "zz".into(),
+        };
+        let s = to_status(&e);
+        assert_eq!(s.code(), Code::NotFound);
+        assert_eq!(s.message(), "Column family zz does not exist in table t1");
+        assert!(!s.message().contains('\u{0}'));
     }
 }

@@ -23,6 +23,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod archive;
 pub mod block_cache;
 pub mod catalog;
 mod codec;

@@ -3,8 +3,15 @@
 //!
 //! # Format
 //! `<prefix>-<20-digit version>`: a JSON document, then its CRC-32C as 8 hex digits and the
-//! line `BASALT-END`. A reader takes the highest version whose checksum verifies; older
-//! versions are deleted only after a newer one is durable.
+//! line `BASALT-END`. A reader takes the highest complete version; older versions are deleted
+//! only after a newer one is durable.
+//!
+//! # Invariants
+//! 1. A version without its end marker is a torn commit (a crash before its sync finished):
+//!    it was never acknowledged, so the reader falls back to the version before it.
+//! 2. A version with its end marker whose checksum or content is wrong is damage, not a torn
+//!    commit: loading fails with `Corruption` naming the file, rather than silently rolling
+//!    the metadata back to an older version.
 
 use std::path::{Path, PathBuf};
 
@@ -28,7 +35,8 @@ impl VersionedFile {
     /// Loads the newest complete version in `dir`, if any.
     ///
     /// # Errors
-    /// `Corruption` when versions exist but none is complete; `Io`.
+    /// `Corruption` when versions exist but none is complete, or the newest complete one is
+    /// damaged; `Io`.
     pub fn load<T: DeserializeOwned>(
         env: &Env,
         dir: &Path,
@@ -44,20 +52,24 @@ impl VersionedFile {
         let mut last_err = None;
         for &v in versions.iter().rev() {
             let path = dir.join(name(prefix, v));
-            match decode(&env.read_all(&path)?, &path) {
-                Ok(doc) => {
-                    return Ok((
-                        VersionedFile {
-                            dir: dir.to_owned(),
-                            prefix,
-                            version: v,
-                        },
-                        Some(doc),
-                    ))
-                }
-                // A torn newest version (crash while committing) falls back to the previous.
-                Err(e) => last_err = Some(e),
+            let data = env.read_all(&path)?;
+            if !data.ends_with(END.as_bytes()) {
+                // A torn newest version (crash while committing) falls back to the previous
+                // (invariant 1).
+                last_err = Some(Error::corruption(
+                    "metadata file",
+                    &path,
+                    "missing end marker".to_owned(),
+                ));
+                continue;
             }
+            let doc = decode(&data, &path)?; // invariant 2
+            let vf = VersionedFile {
+                dir: dir.to_owned(),
+                prefix,
+                version: v,
+            };
+            return Ok((vf, Some(doc)));
         }
         if let Some(e) = last_err {
             return Err(e);

@@ -167,8 +167,11 @@ pub(crate) fn family_descriptor(d: &ColumnDescriptor) -> Result<ColumnFamilyDesc
 
 /// HBase's gateway puts the exception's stack trace in the message; its first line, the
 /// exception class and message, is what a client can act on.
+/// The exception's name and message, with the server's directories left out (clients are
+/// not authenticated).
 fn message(e: &Error) -> String {
-    format!("{}: {e}", e.exception_name())
+    let text = basalt_model::error::redact_paths(&e.to_string());
+    format!("{}: {text}", e.exception_name())
 }
 
 /// An `IOError`, whichever the error.

@@ -17,9 +17,10 @@ impl Database {
     /// # Errors
     /// `NamespaceExists`, `IllegalArgument` for a bad name.
     pub fn create_namespace(&self, name: &str, props: BTreeMap<String, String>) -> Result<()> {
-        let mut g = self.inner.catalog.lock();
-        g.1.create_namespace(name, props)?;
-        self.inner.commit_catalog(&mut g)
+        self.inner
+            .edit_catalog(&mut self.inner.catalog.lock(), |c| {
+                c.create_namespace(name, props)
+            })
     }
 
     /// `drop_namespace`: only empty, non-reserved namespaces.
@@ -27,9 +28,8 @@ impl Database {
     /// # Errors
     /// `NamespaceNotFound`, `Constraint`.
     pub fn drop_namespace(&self, name: &str) -> Result<()> {
-        let mut g = self.inner.catalog.lock();
-        g.1.drop_namespace(name)?;
-        self.inner.commit_catalog(&mut g)
+        self.inner
+            .edit_catalog(&mut self.inner.catalog.lock(), |c| c.drop_namespace(name))
     }
 
     /// `alter_namespace`: sets `set` and removes `unset` properties.
@@ -42,9 +42,10 @@ impl Database {
         set: BTreeMap<String, String>,
         unset: &[String],
     ) -> Result<()> {
-        let mut g = self.inner.catalog.lock();
-        g.1.alter_namespace(name, set, unset)?;
-        self.inner.commit_catalog(&mut g)
+        self.inner
+            .edit_catalog(&mut self.inner.catalog.lock(), |c| {
+                c.alter_namespace(name, set, unset)
+            })
     }
 
     /// `describe_namespace`: the namespace's properties.
@@ -90,9 +91,22 @@ impl Database {
             retired: Vec::new(),
         };
         // Regions (their directories and manifests) exist before the catalog names them.
-        self.inner.open_table(&entry)?;
-        g.1.tables.insert(table_key(&name), entry);
-        self.inner.commit_catalog(&mut g)
+        let state = self.inner.create_regions(&entry)?;
+        let committed = self.inner.edit_catalog(&mut g, |c| {
+            c.tables.insert(table_key(&name), entry);
+            Ok(())
+        });
+        match committed {
+            Ok(()) => {
+                self.inner.tables.write().insert(name, state);
+                Ok(())
+            }
+            Err(e) => {
+                drop(state);
+                self.inner.archive_table_dir(&name);
+                Err(e)
+            }
+        }
     }
 
     /// `create` with `NUMREGIONS` and `SPLITALGO`: `num_regions` regions cut by `algo`.
@@ -190,22 +204,34 @@ impl Database {
     }
 
     fn set_enabled(&self, name: &TableName, enabled: bool) -> Result<()> {
-        let mut g = self.inner.catalog.lock();
-        let entry = g.1.table_mut(name)?;
-        match (entry.enabled, enabled) {
-            (false, false) => return Err(Error::TableNotEnabled(name.to_string())),
-            (true, true) => return Err(Error::TableNotDisabled(name.to_string())),
-            _ => {}
+        if enabled && is_meta(name) {
+            return Err(Error::TableNotDisabled(name.to_string()));
+        }
+        check_not_meta(name, "disable")?;
+        let state = self.state(name)?;
+        {
+            let mut g = self.inner.catalog.lock();
+            self.inner.edit_catalog(&mut g, |c| {
+                let entry = c.table_mut(name)?;
+                match (entry.enabled, enabled) {
+                    (false, false) => return Err(Error::TableNotEnabled(name.to_string())),
+                    (true, true) => return Err(Error::TableNotDisabled(name.to_string())),
+                    _ => {}
+                }
+                entry.enabled = enabled;
+                Ok(())
+            })?;
+            *state.enabled.write() = enabled;
         }
         if !enabled {
-            // HBase flushes a table's regions as it closes them.
-            for r in self.state(name)?.regions.read().iter() {
+            // HBase flushes a table's regions as it closes them. Done after the catalog lock
+            // is released (no guard across a call into a region); writes are refused by now,
+            // and whatever a failed flush leaves in memory the WAL still has.
+            for r in state.regions.read().clone() {
                 r.flush()?;
             }
+            self.inner.retire_wal()?;
         }
-        g.1.table_mut(name)?.enabled = enabled;
-        self.inner.commit_catalog(&mut g)?;
-        *self.state(name)?.enabled.write() = enabled;
         Ok(())
     }
 
@@ -230,17 +256,21 @@ impl Database {
     /// # Errors
     /// `TableNotFound`, `TableNotDisabled`.
     pub fn delete_table(&self, name: &TableName) -> Result<()> {
+        check_not_meta(name, "delete")?;
         let mut g = self.inner.catalog.lock();
-        if g.1.table(name)?.enabled {
-            return Err(Error::TableNotDisabled(name.to_string()));
-        }
-        g.1.tables.remove(&table_key(name));
-        self.inner.commit_catalog(&mut g)?;
-        self.inner.tables.write().remove(name);
-        self.inner
-            .options
-            .env
-            .remove_dir_all(&self.inner.table_dir(name))
+        self.inner.edit_catalog(&mut g, |c| {
+            if c.table(name)?.enabled {
+                return Err(Error::TableNotDisabled(name.to_string()));
+            }
+            c.tables.remove(&table_key(name));
+            Ok(())
+        })?;
+        let state = self.inner.tables.write().remove(name);
+        drop(g);
+        drop(state);
+        // HBase's DeleteTableProcedure archives the table's files rather than deleting them.
+        self.inner.archive_table_dir(name);
+        Ok(())
     }
 
     /// `truncate` / `truncate_preserve`: a disabled table is emptied and left enabled, with
@@ -249,6 +279,7 @@ impl Database {
     /// # Errors
     /// `TableNotFound`, `TableNotDisabled`.
     pub fn truncate_table(&self, name: &TableName, preserve_splits: bool) -> Result<()> {
+        check_not_meta(name, "truncate")?;
         let entry = self.inner.catalog.lock().1.table(name)?.clone();
         let splits: Vec<Bytes> = if preserve_splits {
             entry
@@ -270,16 +301,19 @@ impl Database {
     /// # Errors
     /// `TableNotFound`, `DoNotRetry` for a schema failing sanity checks.
     pub fn modify_table(&self, desc: TableDescriptor) -> Result<()> {
-        desc.validate()?;
         let name = desc.table_name();
+        check_not_meta(&name, "modify")?;
+        desc.validate()?;
         let mut g = self.inner.catalog.lock();
         g.1.table(&name)?;
         let desc = Arc::new(desc);
-        for r in self.state(&name)?.regions.read().iter() {
+        for r in self.state(&name)?.regions.read().clone() {
             r.alter(Arc::clone(&desc))?;
         }
-        g.1.table_mut(&name)?.descriptor = (*desc).clone();
-        self.inner.commit_catalog(&mut g)
+        self.inner.edit_catalog(&mut g, |c| {
+            c.table_mut(&name)?.descriptor = (*desc).clone();
+            Ok(())
+        })
     }
 
     /// `alter 't', NAME => 'f', ...`: adds the family or replaces its settings.
@@ -312,9 +346,9 @@ impl Database {
     /// # Errors
     /// `TableNotFound`; `Io`.
     pub fn flush(&self, name: &TableName) -> Result<()> {
-        for r in self.state(name)?.regions.read().iter() {
+        for r in self.state(name)?.regions.read().clone() {
             r.flush()?;
-            self.inner.background.after_flush(r);
+            self.inner.background.after_flush(&r);
         }
         self.inner.retire_wal()
     }
@@ -367,13 +401,32 @@ impl Database {
         &self,
         name: &TableName,
     ) -> Result<Vec<(RegionInfo, crate::region::RegionLoad)>> {
-        Ok(self
-            .state(name)?
-            .regions
-            .read()
+        let state = self.state(name)?;
+        let online = state.regions.read().clone();
+        let mut out: Vec<_> = online
             .iter()
             .map(|r| (r.info().clone(), r.load()))
-            .collect())
+            .collect();
+        out.extend(state.failed.read().iter().map(|f| {
+            let load = crate::region::RegionLoad {
+                failed_open: Some(f.reason.clone()),
+                ..Default::default()
+            };
+            (f.info.clone(), load)
+        }));
+        out.sort_by(|a, b| a.0.start_key.cmp(&b.0.start_key));
+        Ok(out)
+    }
+
+    /// Regions that failed to open (HBase's FAILED_OPEN) as `(table, region, why)`: they
+    /// serve nothing, and their files stay where they are until an operator repairs them.
+    #[must_use]
+    pub fn failed_regions(&self) -> Vec<(TableName, RegionInfo, String)> {
+        self.inner
+            .failed_regions()
+            .into_iter()
+            .map(|(t, f)| (t, f.info, f.reason))
+            .collect()
     }
 
     /// The most recent flushes, compactions, splits and merges, oldest first.
@@ -395,4 +448,18 @@ impl Database {
         }
         Ok(out)
     }
+}
+
+fn is_meta(name: &TableName) -> bool {
+    name.namespace() == "hbase" && name.qualifier() == "meta"
+}
+
+/// HBase refuses to disable, drop, truncate or alter its catalog table with a constraint
+/// error ("Cannot disable catalog table"), not "unknown table": the table exists and can be
+/// scanned.
+fn check_not_meta(name: &TableName, action: &str) -> Result<()> {
+    if is_meta(name) {
+        return Err(Error::Constraint(format!("Cannot {action} catalog table")));
+    }
+    Ok(())
 }

@@ -92,6 +92,9 @@ pub(crate) struct Shared {
     work: Condvar,
     progress: Condvar,
     errors: AtomicU64,
+    /// Set while a region failed to open: its unflushed edits are only in the WAL, so no
+    /// segment may go until it is repaired and replayed.
+    hold_wal: std::sync::atomic::AtomicBool,
     /// `errors` as the last wait saw it.
     errors_reported: AtomicU64,
     last_error: Mutex<Option<String>>,
@@ -125,6 +128,7 @@ impl Background {
             work: Condvar::new(),
             progress: Condvar::new(),
             errors: AtomicU64::new(0),
+            hold_wal: std::sync::atomic::AtomicBool::new(false),
             errors_reported: AtomicU64::new(0),
             last_error: Mutex::new(None),
         });
@@ -261,6 +265,11 @@ impl Background {
         self.shared.retire_wal()
     }
 
+    /// Keeps every WAL segment (a region failed to open, and its edits are only there).
+    pub fn hold_wal(&self) {
+        self.shared.hold_wal.store(true, Ordering::Relaxed);
+    }
+
     /// Background jobs that failed (they are retried).
     pub fn error_count(&self) -> u64 {
         self.shared.errors.load(Ordering::Relaxed)
@@ -367,7 +376,10 @@ impl Shared {
         }
         if region.should_split() {
             let name = region.table().table_name();
-            if let Some(state) = db.tables.read().get(&name).cloned() {
+            // Bound first, so the table map's guard is dropped before the split takes the
+            // catalog lock (the lock order is catalog before tables; see `DbInner`).
+            let state = db.tables.read().get(&name).cloned();
+            if let Some(state) = state {
                 // A region closed or replaced meanwhile is not split: nothing is lost.
                 match db.split(&state, region, None) {
                     Ok(_) | Err(Error::NotServingRegion(_)) => {}
@@ -391,6 +403,9 @@ impl Shared {
     }
 
     fn retire_wal(&self) -> Result<()> {
+        if self.hold_wal.load(Ordering::Relaxed) {
+            return Ok(());
+        }
         // Read before the regions: a write that takes an id after this is above it anyway.
         let issued = self.seq.load(Ordering::SeqCst);
         let min = self
@@ -501,6 +516,10 @@ fn compactor(s: &Shared) {
                 for r in s.all_regions() {
                     s.request_compaction(r.info().id);
                 }
+            }
+            // HBase's cleaner chore: archived files past their retention go.
+            if let Some(db) = s.db.get().and_then(Weak::upgrade) {
+                db.clean_archive();
             }
             continue;
         };

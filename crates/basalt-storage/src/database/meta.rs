@@ -21,7 +21,7 @@ use std::sync::Arc;
 use basalt_model::region::{encode_meta_region_info, encode_meta_table_state};
 use basalt_model::{Cell, CellType, ColumnFamilyDescriptor, Result, TableDescriptor, TableName};
 use bytes::Bytes;
-use parking_lot::{Mutex, RwLock};
+use parking_lot::Mutex;
 
 use super::{DbInner, TableState};
 use crate::catalog::{Catalog, RegionState, TableEntry};
@@ -74,7 +74,7 @@ impl DbInner {
         // measure that makes them flush.
         let mut config = self.region_config();
         config.memstore_total = Arc::default();
-        let region = Region::open(
+        let region = Region::create(
             &self.options.env,
             &dir.join("1"),
             info,
@@ -83,11 +83,7 @@ impl DbInner {
             Arc::clone(&self.wal),
             Arc::clone(&self.seq),
         )?;
-        let state = Arc::new(TableState {
-            name: name.clone(),
-            enabled: RwLock::new(true),
-            regions: RwLock::new(vec![Arc::new(region)]),
-        });
+        let state = TableState::new(name.clone(), true, vec![Arc::new(region)], Vec::new());
         self.tables.write().insert(name, state);
         self.sync_meta(catalog)
     }

@@ -6,7 +6,15 @@
 //! catalog/CATALOG-<n>                    namespaces, tables, regions
 //! wal/<id>.wal                           the write-ahead log
 //! data/<ns>/<table>/<region id>/MANIFEST-<n>, <family hex>/<file id>.sf
+//! archive/<time>-<n>/data/...            files set aside before deletion (crate::archive)
 //! ```
+//!
+//! # What is never deleted
+//! Opening never turns missing metadata into an empty database: table directories without a
+//! catalog refuse the open (`basalt hbck` rebuilds the catalog), and a region without a
+//! manifest, or with a damaged manifest or store file, fails to open on its own: the rest
+//! serves, the region answers `RegionOfflineException`, and its files stay where they are.
+//! Everything else the engine drops goes through the archive (crate::archive).
 
 mod admin;
 mod background;
@@ -28,11 +36,12 @@ use basalt_model::limits::DEFAULT_MAX_CELL_SIZE_BYTES;
 use basalt_model::{Error, Result, TableName};
 use parking_lot::{Mutex, RwLock};
 
+use crate::archive::Archive;
 use crate::block_cache::{BlockCache, CacheStats};
 use crate::catalog::{Catalog, TableEntry};
 use crate::env::Env;
 use crate::manifest::VersionedFile;
-use crate::region::{EngineStats, Region, RegionConfig};
+use crate::region::{EngineStats, Region, RegionConfig, RegionInfo};
 use crate::wal::{Wal, DEFAULT_ROLL_SIZE_BYTES};
 use background::Background;
 
@@ -85,6 +94,9 @@ pub struct Options {
     /// The host and port `hbase:meta` names as the regions' server.
     pub server_host: String,
     pub server_port: u16,
+    /// How long archived files are kept before the cleaner removes them
+    /// (`hbase.master.hfilecleaner.ttl`, 5 minutes).
+    pub archive_retention_ms: i64,
 }
 
 impl Default for Options {
@@ -101,6 +113,7 @@ impl Default for Options {
             region_retry_timeout: std::time::Duration::from_secs(60),
             server_host: "localhost".to_owned(),
             server_port: 16020,
+            archive_retention_ms: crate::archive::DEFAULT_ARCHIVE_RETENTION_MS,
         }
     }
 }
@@ -132,6 +145,27 @@ impl Drop for Handle {
     }
 }
 
+/// The database's shared state.
+///
+/// # Lock order
+/// Locks are taken in this order, never against it:
+/// 1. `catalog` (DDL, splits, merges, the janitor);
+/// 2. `tables`;
+/// 3. a `TableState`'s `enabled`, `regions` and `failed`;
+/// 4. `meta`'s rows (the `hbase:meta` mirror, written under `catalog`);
+/// 5. a region's own locks (`region/mod.rs`: `flush_lock`, `updates`, `stores`, `manifest`),
+///    then the WAL's (`wal/mod.rs`) and the MVCC's.
+///
+/// The background workers' locks (`background.rs`) are leaves: nothing else is taken while
+/// one is held.
+///
+/// Guards of 2 and 3 are held only to read or replace an entry, never across a call into a
+/// region, the WAL or the workers: clone the `Arc` out first, *binding it before* an `if let`
+/// or `match` (a temporary guard in the scrutinee lives to the end of the block). A split on
+/// the compactor thread once held the `tables` guard that way while it waited for `catalog`,
+/// and DDL, holding `catalog`, waited for `tables`: every request hung. `catalog` may be held
+/// across region work (opening, closing, flushing regions in DDL, splits and merges), because
+/// no region path takes 1 to 4.
 #[derive(Debug)]
 pub(crate) struct DbInner {
     dir: PathBuf,
@@ -141,21 +175,34 @@ pub(crate) struct DbInner {
     block_cache: Arc<BlockCache>,
     memstore_total: Arc<AtomicUsize>,
     stats: Arc<EngineStats>,
+    archive: Arc<Archive>,
     background: Background,
-    /// Serializes catalog changes (DDL).
+    /// Serializes catalog changes (DDL). Lock order 1.
     catalog: Mutex<(VersionedFile, Catalog)>,
+    /// Lock order 2.
     tables: RwLock<HashMap<TableName, Arc<TableState>>>,
     meta: meta::MetaMirror,
     server: meta::ServerName,
     _lock: File,
 }
 
-/// A table's open regions and state.
+/// A table's open regions and state. Its locks are order 3 (see [`DbInner`]).
 #[derive(Debug)]
 pub(crate) struct TableState {
     name: TableName,
     enabled: RwLock<bool>,
+    /// Online regions in key order.
     regions: RwLock<Vec<Arc<Region>>>,
+    /// Regions that failed to open, in key order: their rows answer `RegionOffline`.
+    failed: RwLock<Vec<FailedRegion>>,
+}
+
+/// A region that failed to open (HBase's FAILED_OPEN): damaged or missing files.
+#[derive(Clone, Debug)]
+pub(crate) struct FailedRegion {
+    pub info: RegionInfo,
+    /// Why, as the error said.
+    pub reason: String,
 }
 
 impl Database {
@@ -186,6 +233,9 @@ impl Database {
         let lock = acquire_lock(&dir)?;
         let (vf, catalog) = VersionedFile::load::<Catalog>(&env, &dir.join("catalog"), "CATALOG")?;
         let fresh = catalog.is_none();
+        if fresh {
+            refuse_tables_without_catalog(&env, &dir)?;
+        }
         let mut catalog = catalog.unwrap_or_default();
         // A catalog written before cluster ids existed gets one now.
         let needs_id = catalog.cluster_id.is_empty();
@@ -206,6 +256,7 @@ impl Database {
         let inner = DbInner {
             memstore_total,
             stats,
+            archive: Arc::new(Archive::new(&env, &dir)),
             background,
             dir,
             wal: Arc::clone(&wal),
@@ -222,27 +273,11 @@ impl Database {
             options,
             _lock: lock,
         };
-        inner.remove_orphans(&catalog)?;
+        inner.archive_orphans(&catalog)?;
         for entry in catalog.tables.values() {
-            inner.open_table(entry)?;
+            inner.open_table(entry);
         }
-        let regions: HashMap<u64, Arc<Region>> = inner
-            .all_regions()
-            .into_iter()
-            .map(|r| (r.info().id, r))
-            .collect();
-        let wal_max = wal.recover(|edit| {
-            if let Some(r) = regions.get(&edit.region_id) {
-                r.replay(edit.seq_id, edit.cells);
-            }
-            Ok(())
-        })?;
-        let stored_max = regions
-            .values()
-            .map(|r| r.max_stored_seq_id())
-            .max()
-            .unwrap_or(0);
-        seq.fetch_max(wal_max.max(stored_max), Ordering::SeqCst);
+        inner.replay_wal()?;
         wal.start_background_sync();
         if fresh || needs_id {
             inner.commit_catalog(&mut inner.catalog.lock())?;
@@ -252,6 +287,7 @@ impl Database {
         inner.background.attach(&inner);
         // Parents a crash kept past the compaction that freed them.
         inner.clean_retired()?;
+        inner.clean_archive();
         Ok(Database {
             inner: Arc::new(Handle(inner)),
         })
@@ -360,6 +396,7 @@ fn acquire_lock(dir: &Path) -> Result<File> {
 impl DbInner {
     fn region_config(&self) -> RegionConfig {
         RegionConfig {
+            archive: Arc::clone(&self.archive),
             time_to_purge_deletes_ms: self.options.time_to_purge_deletes_ms,
             max_cell_size_bytes: self.options.max_cell_size_bytes,
             max_row_size_bytes: self.options.max_row_size_bytes,
@@ -377,14 +414,16 @@ impl DbInner {
             .join(t.qualifier())
     }
 
-    fn open_table(&self, entry: &TableEntry) -> Result<Arc<TableState>> {
+    /// Opens the regions of a table the catalog lists (at startup). A region that fails to
+    /// open is recorded as failed, with the reason, and the others serve.
+    fn open_table(&self, entry: &TableEntry) {
         let name = entry.descriptor.table_name();
         let desc = Arc::new(entry.descriptor.clone());
         let tdir = self.table_dir(&name);
-        let mut regions = Vec::with_capacity(entry.regions.len());
+        let (mut regions, mut failed) = (Vec::new(), Vec::new());
         for info in &entry.regions {
             let rdir = tdir.join(info.id.to_string());
-            let r = Region::open(
+            let opened = Region::open(
                 &self.options.env,
                 &rdir,
                 info.clone(),
@@ -392,18 +431,83 @@ impl DbInner {
                 self.region_config(),
                 Arc::clone(&self.wal),
                 Arc::clone(&self.seq),
-            )?;
-            let r = Arc::new(r);
-            self.background.register(&r);
-            regions.push(r);
+            );
+            match opened {
+                Ok(r) => {
+                    let r = Arc::new(r);
+                    self.background.register(&r);
+                    regions.push(r);
+                }
+                Err(e) => {
+                    let region = info.region_name_string(&name);
+                    tracing::error!(%region, error = %e, "region failed to open; it stays offline and its files stay where they are");
+                    failed.push(FailedRegion {
+                        info: info.clone(),
+                        reason: e.to_string(),
+                    });
+                }
+            }
         }
-        let state = Arc::new(TableState {
-            name: name.clone(),
-            enabled: RwLock::new(entry.enabled),
-            regions: RwLock::new(regions),
-        });
-        self.tables.write().insert(name, Arc::clone(&state));
-        Ok(state)
+        let state = TableState::new(name.clone(), entry.enabled, regions, failed);
+        self.tables.write().insert(name, state);
+    }
+
+    /// Creates the regions of a new table (directories and first manifests) and opens them;
+    /// the table is not in the map yet. On failure, what was made is archived.
+    fn create_regions(&self, entry: &TableEntry) -> Result<Arc<TableState>> {
+        let name = entry.descriptor.table_name();
+        let desc = Arc::new(entry.descriptor.clone());
+        let tdir = self.table_dir(&name);
+        let mut regions = Vec::with_capacity(entry.regions.len());
+        for info in &entry.regions {
+            let created = Region::create(
+                &self.options.env,
+                &tdir.join(info.id.to_string()),
+                info.clone(),
+                Arc::clone(&desc),
+                self.region_config(),
+                Arc::clone(&self.wal),
+                Arc::clone(&self.seq),
+            );
+            match created {
+                Ok(r) => regions.push(Arc::new(r)),
+                Err(e) => {
+                    drop(regions);
+                    self.archive_table_dir(&name);
+                    return Err(e);
+                }
+            }
+        }
+        for r in &regions {
+            self.background.register(r);
+        }
+        Ok(TableState::new(name, entry.enabled, regions, Vec::new()))
+    }
+
+    /// Moves a table's directory (a dropped table, or one whose creation failed) to the
+    /// archive; a failure is logged, and the directory is found as an orphan at the next
+    /// open and archived then.
+    fn archive_table_dir(&self, name: &TableName) {
+        let dir = self.table_dir(name);
+        if let Err(e) = self.archive.keep(&[dir], "its table was dropped") {
+            tracing::warn!(table = %name, error = %e, "leaving a table directory behind");
+        }
+    }
+
+    /// Changes the catalog all or nothing: `edit` works on a copy, which is committed and
+    /// only then replaces the catalog in memory (a failed commit leaves memory as the disk
+    /// is).
+    fn edit_catalog<R>(
+        &self,
+        g: &mut (VersionedFile, Catalog),
+        edit: impl FnOnce(&mut Catalog) -> Result<R>,
+    ) -> Result<R> {
+        let mut next = g.1.clone();
+        let out = edit(&mut next)?;
+        g.0.commit(&self.options.env, &next)?;
+        g.1 = next;
+        self.refresh_meta(&g.1);
+        Ok(out)
     }
 
     fn all_regions(&self) -> Vec<Arc<Region>> {
@@ -425,4 +529,117 @@ impl DbInner {
     fn retire_wal(&self) -> Result<()> {
         self.background.retire_wal()
     }
+
+    /// Replays the WAL into the online regions and raises the sequence id past everything
+    /// stored. Edits of a region that failed to open stay in the WAL, which is then kept
+    /// whole until the region is repaired.
+    fn replay_wal(&self) -> Result<()> {
+        let failed = self.failed_regions();
+        if !failed.is_empty() {
+            tracing::warn!(
+                regions = failed.len(),
+                "regions failed to open; every WAL segment is kept until they are repaired"
+            );
+            self.background.hold_wal();
+        }
+        let regions: HashMap<u64, Arc<Region>> = self
+            .all_regions()
+            .into_iter()
+            .map(|r| (r.info().id, r))
+            .collect();
+        let wal_max = self.wal.recover(|edit| {
+            if let Some(r) = regions.get(&edit.region_id) {
+                r.replay(edit.seq_id, edit.cells);
+            }
+            Ok(())
+        })?;
+        let stored_max = regions
+            .values()
+            .map(|r| r.max_stored_seq_id())
+            .max()
+            .unwrap_or(0);
+        self.seq
+            .fetch_max(wal_max.max(stored_max), Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// Removes archived files past their retention (HBase's cleaner chore); a failure is
+    /// logged and retried at the next run.
+    fn clean_archive(&self) {
+        match self.archive.clean(self.options.archive_retention_ms) {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(batches = n, "removed archived files past their retention"),
+            Err(e) => tracing::warn!(error = %e, "cleaning the archive failed; will retry"),
+        }
+    }
+
+    /// Regions that failed to open, with their table.
+    fn failed_regions(&self) -> Vec<(TableName, FailedRegion)> {
+        let tables: Vec<Arc<TableState>> = self.tables.read().values().cloned().collect();
+        let mut out: Vec<(TableName, FailedRegion)> = tables
+            .iter()
+            .flat_map(|t| {
+                t.failed
+                    .read()
+                    .iter()
+                    .map(|f| (t.name.clone(), f.clone()))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        out.sort_by(|a, b| (&a.0, &a.1.info.start_key).cmp(&(&b.0, &b.1.info.start_key)));
+        out
+    }
+}
+
+impl TableState {
+    fn new(
+        name: TableName,
+        enabled: bool,
+        regions: Vec<Arc<Region>>,
+        failed: Vec<FailedRegion>,
+    ) -> Arc<TableState> {
+        Arc::new(TableState {
+            name,
+            enabled: RwLock::new(enabled),
+            regions: RwLock::new(regions),
+            failed: RwLock::new(failed),
+        })
+    }
+}
+
+/// A data directory with table directories but no catalog is damage, not a new database:
+/// refuses to open, naming what is missing and how to repair it, and changes nothing.
+fn refuse_tables_without_catalog(env: &Env, dir: &Path) -> Result<()> {
+    let data = dir.join("data");
+    let mut tables = Vec::new();
+    for ns in env.list(&data)? {
+        for t in env.list(&data.join(&ns))? {
+            // hbase:meta is a mirror the database writes again from the catalog.
+            if !(ns == "hbase" && t == "meta") {
+                tables.push(format!("{ns}:{t}"));
+            }
+        }
+    }
+    if tables.is_empty() {
+        return Ok(());
+    }
+    let shown = tables
+        .iter()
+        .take(10)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    let more = if tables.len() > 10 {
+        format!(" and {} more", tables.len() - 10)
+    } else {
+        String::new()
+    };
+    Err(Error::DoNotRetry(format!(
+        "the catalog is missing: {} has no CATALOG-* file, but {} holds the tables {shown}{more}. \
+         Nothing was changed. Restore the catalog directory from a backup, or rebuild it from the \
+         region directories with `basalt hbck --data-dir {} --fix-catalog`",
+        dir.join("catalog").display(),
+        data.display(),
+        dir.display()
+    )))
 }

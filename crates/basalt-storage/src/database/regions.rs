@@ -414,22 +414,27 @@ impl DbInner {
         g.1 = next;
         self.refresh_meta(&g.1);
         drop(g);
-        for dir in &gone {
-            self.options.env.remove_dir_all(dir)?;
-        }
+        self.archive
+            .keep(&gone, "split or merged away, and no region reads it")?;
         Ok(gone.len())
     }
 
-    /// Removes region directories the catalog does not know (a split or merge that crashed
-    /// before its commit) and table directories of tables it does not list.
-    pub(super) fn remove_orphans(&self, catalog: &Catalog) -> Result<()> {
+    /// Archives region directories the catalog does not know (a split or merge that crashed
+    /// before its commit) and table directories of tables it does not list (a create that
+    /// crashed before its commit, a drop that crashed after it). The catalog was read, not
+    /// assumed: a missing one refuses the open before this runs.
+    pub(super) fn archive_orphans(&self, catalog: &Catalog) -> Result<()> {
         let env = &self.options.env;
         let data = self.dir.join("data");
+        let mut orphans = Vec::new();
         for ns in env.list(&data)? {
             for table in env.list(&data.join(&ns))? {
                 let tdir = data.join(&ns).join(&table);
+                if ns == "hbase" && table == "meta" {
+                    continue; // the mirror, written again from the catalog
+                }
                 let Some(entry) = catalog.tables.get(&format!("{ns}:{table}")) else {
-                    env.remove_dir_all(&tdir)?;
+                    orphans.push(tdir);
                     continue;
                 };
                 let known: BTreeSet<String> = entry
@@ -440,12 +445,12 @@ impl DbInner {
                     .collect();
                 for region in env.list(&tdir)? {
                     if !known.contains(&region) {
-                        env.remove_dir_all(&tdir.join(region))?;
+                        orphans.push(tdir.join(region));
                     }
                 }
             }
         }
-        Ok(())
+        self.archive.keep(&orphans, "the catalog does not list it")
     }
 }
 

@@ -256,7 +256,8 @@ fn retry_not_serving<T>(limit: Duration, mut op: impl FnMut() -> Result<T>) -> R
 }
 
 impl TableState {
-    /// The last region whose start key passes `starts_before` (regions are in key order).
+    /// The last region whose start key passes `starts_before` (regions are in key order);
+    /// `RegionOffline` when that region is one that failed to open.
     pub(crate) fn region_where(
         &self,
         starts_before: impl Fn(&[u8]) -> bool,
@@ -264,14 +265,27 @@ impl TableState {
         if !*self.enabled.read() {
             return Err(Error::TableNotEnabled(self.name.to_string()));
         }
-        let regions = self.regions.read();
-        let i = regions
-            .partition_point(|r| starts_before(&r.info().start_key))
-            .saturating_sub(1);
-        regions
-            .get(i)
-            .cloned()
-            .ok_or_else(|| Error::TableNotFound(self.name.to_string()))
+        let online = {
+            let regions = self.regions.read();
+            let n = regions.partition_point(|r| starts_before(&r.info().start_key));
+            n.checked_sub(1).and_then(|i| regions.get(i).cloned())
+        };
+        let failed = self.failed.read();
+        let n = failed.partition_point(|f| starts_before(&f.info.start_key));
+        // Ranges do not overlap: of the two candidates, the one starting later holds the row.
+        if let Some(f) = n.checked_sub(1).and_then(|i| failed.get(i)) {
+            let later = online
+                .as_ref()
+                .is_none_or(|r| r.info().start_key < f.info.start_key);
+            if later {
+                return Err(Error::RegionOffline(format!(
+                    "Region {} is offline: it failed to open ({}); run `basalt hbck` on the server",
+                    f.info.region_name_string(&self.name),
+                    basalt_model::error::redact_paths(&f.reason)
+                )));
+            }
+        }
+        online.ok_or_else(|| Error::TableNotFound(self.name.to_string()))
     }
 }
 

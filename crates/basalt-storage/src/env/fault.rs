@@ -11,8 +11,8 @@
 //!   power cut: unsynced bytes are dropped (or a random part of them kept, a torn tail) and
 //!   files whose directory entry was never synced disappear.
 //!
-//! Files that existed before the injector saw them are taken as fully durable. Deletions are
-//! taken as durable at once (a resurrected file is not modelled).
+//! Files that existed before the injector saw them are taken as fully durable. Deletions and
+//! renames are taken as durable at once (a resurrected file is not modelled).
 
 use std::collections::HashMap;
 use std::fs::OpenOptions;
@@ -29,6 +29,7 @@ pub enum Op {
     SyncDir,
     Remove,
     Truncate,
+    Rename,
 }
 
 #[derive(Debug, Default)]
@@ -164,6 +165,28 @@ impl FaultInjector {
         Ok(())
     }
 
+    /// Moves what is tracked at or under `from` to `to`.
+    pub(crate) fn renamed(&self, from: &Path, to: &Path) {
+        let mut s = self.state.lock();
+        *s.done.entry(Op::Rename).or_default() += 1;
+        let moved: Vec<PathBuf> = s
+            .files
+            .keys()
+            .filter(|p| p.starts_with(from))
+            .cloned()
+            .collect();
+        for p in moved {
+            if let (Some(t), Ok(rest)) = (s.files.remove(&p), p.strip_prefix(from)) {
+                let dest = if rest.as_os_str().is_empty() {
+                    to.to_owned()
+                } else {
+                    to.join(rest)
+                };
+                s.files.insert(dest, t);
+            }
+        }
+    }
+
     /// Starts tracking a file that existed before (opened for appending) at `len` bytes.
     pub(crate) fn track_existing(&self, path: &Path, len: u64) {
         let mut s = self.state.lock();
@@ -243,6 +266,8 @@ impl FaultInjector {
                 t.written = len as u64;
                 t.synced = len as u64;
             }
+            // Recorded by `renamed`, which knows both paths.
+            Op::Rename => {}
         }
     }
 }

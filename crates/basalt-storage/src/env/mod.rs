@@ -294,6 +294,21 @@ impl Env {
         }
     }
 
+    /// Moves a file or directory to `to` (whose parent must exist). Used only to set files
+    /// aside (the archive), never to commit anything: renames are not atomic on shared storage.
+    ///
+    /// # Errors
+    /// `Io` naming both paths.
+    pub fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+        gate(self.faults.as_ref(), Op::Rename, from, 0, "moving")?;
+        std::fs::rename(from, to)
+            .map_err(|e| Error::io(format!("moving {} to {}", from.display(), to.display()), e))?;
+        if let Some(f) = &self.faults {
+            f.renamed(from, to);
+        }
+        Ok(())
+    }
+
     /// Truncates a file to `len` bytes and syncs it (dropping a torn WAL tail).
     ///
     /// # Errors

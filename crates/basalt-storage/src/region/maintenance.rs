@@ -224,12 +224,14 @@ impl Region {
         };
         self.record_event(kind, written, started);
         store.finish_compaction(inputs, out);
-        // References are not this region's to delete: the files go when no region reads
+        // References are not this region's to archive: the files go when no region reads
         // them any more (the database's catalog janitor).
-        for f in inputs.iter().filter(|f| f.id().region == self.info.id) {
-            self.env.remove_file(f.path())?;
-        }
-        Ok(())
+        let own: Vec<_> = inputs
+            .iter()
+            .filter(|f| f.id().region == self.info.id)
+            .map(|f| f.path().to_owned())
+            .collect();
+        self.config.archive.keep(&own, "compacted away")
     }
 }
 

@@ -29,6 +29,7 @@ use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
 use serde::{Deserialize, Serialize};
 
+use crate::archive::Archive;
 use crate::block_cache::BlockCache;
 use crate::env::Env;
 use crate::manifest::VersionedFile;
@@ -60,6 +61,8 @@ pub struct RegionConfig {
     pub memstore_total: Arc<AtomicUsize>,
     /// Flush and compaction counters, shared by every region.
     pub stats: Arc<EngineStats>,
+    /// Where files the region stops reading are set aside before they are deleted.
+    pub archive: Arc<Archive>,
 }
 
 /// One flush, compaction, split or merge, for the status page's recent work.
@@ -197,10 +200,38 @@ impl Drop for Region {
 }
 
 impl Region {
-    /// Opens (or creates) the region in `dir` for `table`, removing files no manifest lists.
+    /// Creates a new, empty region in `dir` (which must hold no manifest) and opens it.
     ///
     /// # Errors
-    /// A corrupt manifest or store file; `Io`.
+    /// `Io`; `DoNotRetry` when `dir` already holds a region.
+    #[allow(clippy::too_many_arguments)]
+    pub fn create(
+        env: &Env,
+        dir: &Path,
+        info: RegionInfo,
+        table: Arc<TableDescriptor>,
+        config: RegionConfig,
+        wal: Arc<Wal>,
+        seq: Arc<AtomicU64>,
+    ) -> Result<Region> {
+        let (mut vf, doc) = VersionedFile::load::<RegionManifest>(env, dir, "MANIFEST")?;
+        if doc.is_some() {
+            return Err(Error::DoNotRetry(format!(
+                "region {} already exists",
+                info.id
+            )));
+        }
+        vf.commit(env, &RegionManifest::default())?;
+        Region::open(env, dir, info, table, config, wal, seq)
+    }
+
+    /// Opens the existing region in `dir` for `table`. Files its manifest does not list (the
+    /// leftovers of a flush or compaction that crashed before its commit, or of a dropped
+    /// family) are moved to the archive, never deleted.
+    ///
+    /// # Errors
+    /// `Corruption` when the region has no manifest (it is damage, not an empty region: the
+    /// region's files stay where they are) or a corrupt manifest or store file; `Io`.
     #[allow(clippy::too_many_arguments)]
     pub fn open(
         env: &Env,
@@ -212,7 +243,13 @@ impl Region {
         seq: Arc<AtomicU64>,
     ) -> Result<Region> {
         let (vf, doc) = VersionedFile::load::<RegionManifest>(env, dir, "MANIFEST")?;
-        let mut manifest = doc.unwrap_or_default();
+        let Some(mut manifest) = doc else {
+            return Err(Error::corruption(
+                "region",
+                dir,
+                "no manifest (MANIFEST-*): the region's files were left in place; `basalt hbck` can rebuild it",
+            ));
+        };
         let mut stores = BTreeMap::new();
         let current_seq = seq.load(Ordering::SeqCst);
         for f in table.families.values() {
@@ -249,7 +286,7 @@ impl Region {
             writes: AtomicU64::new(0),
         };
         region.commit_manifest()?;
-        region.remove_unlisted_files()?;
+        region.archive_unlisted_files()?;
         Ok(region)
     }
 
@@ -275,6 +312,7 @@ impl Region {
             memstore_bytes: self.memstore_size_bytes() as u64,
             read_requests: self.reads.load(Ordering::Relaxed),
             write_requests: self.writes.load(Ordering::Relaxed),
+            failed_open: None,
         }
     }
 
@@ -406,28 +444,32 @@ impl Region {
         m.1.next_file_id
     }
 
-    /// Deletes store files and family directories the manifest does not list: leftovers of a
-    /// flush or compaction that crashed before its commit, or of a dropped family.
-    fn remove_unlisted_files(&self) -> Result<()> {
+    /// Archives store files and family directories the manifest it has read does not list:
+    /// leftovers of a flush or compaction that crashed before its commit, inputs of a
+    /// compaction that crashed after it, or a dropped family.
+    fn archive_unlisted_files(&self) -> Result<()> {
         let m = self.manifest.lock().1.clone();
+        let mut unlisted = Vec::new();
         for entry in self.env.list(&self.dir)? {
             if entry.starts_with("MANIFEST-") {
                 continue;
             }
             let path = self.dir.join(&entry);
             let Some(sm) = m.stores.get(&entry) else {
-                self.env.remove_dir_all(&path)?;
+                unlisted.push(path);
                 continue;
             };
             for f in self.env.list(&path)? {
                 let listed =
                     |m: &ManifestFile| matches!(m, ManifestFile::Own(n) if file_name(*n) == f);
                 if !sm.files.iter().any(listed) {
-                    self.env.remove_file(&path.join(f))?;
+                    unlisted.push(path.join(f));
                 }
             }
         }
-        Ok(())
+        self.config
+            .archive
+            .keep(&unlisted, "not listed in the region's manifest")
     }
 
     /// Applies a new table schema online: adds, modifies and removes stores (SEMANTICS.md §L).
@@ -479,7 +521,9 @@ impl Region {
             // A compaction of the store in flight finishes (and finds its family gone) first.
             let _c = s.compaction_lock();
             self.memstore_shrank(s.memstore_size_bytes());
-            self.env.remove_dir_all(s.dir())?;
+            self.config
+                .archive
+                .keep(&[s.dir().to_owned()], "its family was dropped")?;
         }
         Ok(())
     }

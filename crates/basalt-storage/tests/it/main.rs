@@ -3,8 +3,10 @@
 
 mod background;
 mod crash;
+mod ddl_during_splits;
 mod durability;
 mod errors;
+mod lost_metadata;
 mod model;
 mod read_path;
 mod regions;
