@@ -10,7 +10,8 @@
 //!    a column twice, as HBase does.
 //! 2. `size_bytes` is the sum of `Cell::heap_size` plus [`ENTRY_OVERHEAD_BYTES`] of every cell
 //!    held, exactly: the write path never inserts a key twice (it folds repeated columns of a
-//!    mutation first), and a memstore is only ever emptied by being replaced whole at flush.
+//!    mutation first), and cells leave only by a flush replacing the memstore whole or by
+//!    [`MemStore::remove_edit`] taking out a write whose WAL sync failed.
 
 use std::collections::VecDeque;
 use std::ops::Bound;
@@ -105,6 +106,23 @@ impl MemStore {
         self.min_seq_id.fetch_min(cell.seq_id, Ordering::Relaxed);
         self.cells.insert(Entry::new(cell));
         n
+    }
+
+    /// Takes out the cells of write `seq` on `row`: a write whose WAL sync failed, which
+    /// readers must never see. Returns the bytes freed (invariant 2).
+    pub fn remove_edit(&self, row: &Bytes, seq: u64) -> usize {
+        let start = Entry::new(Cell::first_on_row(row));
+        let mut freed = 0;
+        for e in self.cells.range(start..) {
+            if e.cell.row != *row {
+                break;
+            }
+            if e.cell.seq_id == seq && e.remove() {
+                freed += e.cell.heap_size() + ENTRY_OVERHEAD_BYTES;
+            }
+        }
+        self.size_bytes.fetch_sub(freed, Ordering::Relaxed);
+        freed
     }
 
     /// Bytes held (invariant 2).

@@ -7,6 +7,10 @@
 //!    sees every staged edit) and under its row's lock.
 //! 2. No edit is visible to readers before the WAL sync its durability asks for, and none is
 //!    acknowledged before readers can see it (HBase's `completeAndWait`).
+//! 3. An edit whose WAL sync failed is never visible: it is held back from the read point,
+//!    taken out of the memstore, and only then completed (HBase rolls such edits back and
+//!    never advances the read point past them). If a later writer's healed sync made it
+//!    durable and visible first, it stays: it will not be lost.
 
 use basalt_model::descriptor::Durability;
 use basalt_model::ops::Mutation;
@@ -22,6 +26,8 @@ pub(super) struct Staged {
     seq: u64,
     ticket: Option<Ticket>,
     durability: Durability,
+    /// The edit's row (all its cells are in it), to take them out if the sync fails.
+    row: bytes::Bytes,
 }
 
 impl Region {
@@ -37,6 +43,7 @@ impl Region {
         }
         // Folding compares keys only: every cell gets the same sequence id below.
         fold_repeated_columns(&mut cells);
+        let row = cells.first().map(|c| c.row.clone()).unwrap_or_default();
         let (seq, ticket) = if durability == Durability::SkipWal {
             let seq = self.mvcc.begin();
             cells.iter_mut().for_each(|c| c.seq_id = seq);
@@ -62,15 +69,13 @@ impl Region {
         }
         self.memstore_grew(added);
         // Visible once synced, when the durability waits for a sync (invariant 2).
-        let waits = matches!(
-            durability,
-            Durability::SyncWal | Durability::FsyncWal | Durability::UseDefault
-        );
-        self.mvcc.staged(seq, ticket.filter(|_| waits));
+        self.mvcc
+            .staged(seq, ticket.filter(|_| waits_for_sync(durability)));
         Ok(Staged {
             seq,
             ticket,
             durability,
+            row,
         })
     }
 
@@ -88,21 +93,46 @@ impl Region {
             (Some(t), Some(d)) => self.wal.sync_for(t, d),
             _ => Ok(()),
         };
-        if synced.is_ok() {
-            // Makes this group visible, and every older write the same sync covered.
-            self.mvcc.advance(self.wal.synced());
-        } else {
-            // Visible though not known durable, as the error says.
-            for s in staged {
-                self.mvcc.complete(s.seq);
+        let synced = match synced {
+            Ok(()) => {
+                // Makes this group visible, and every older write the same sync covered.
+                self.mvcc.advance(self.wal.synced());
+                Ok(())
             }
-        }
+            Err(e) => self.roll_back(staged, e),
+        };
         if let Some(last) = staged.iter().map(|s| s.seq).max() {
             self.mvcc.wait_for(last);
         }
         self.writes
             .fetch_add(staged.len() as u64, std::sync::atomic::Ordering::Relaxed);
         synced
+    }
+
+    /// Takes the edits of a failed sync out of the memstore before readers can see them
+    /// (invariant 3). The error stands unless every edit was made durable and visible by a
+    /// later writer's healed sync first.
+    fn roll_back(&self, staged: &[Staged], e: Error) -> Result<()> {
+        let mut rolled_back = false;
+        let held = |s: &&Staged| s.ticket.is_some() && waits_for_sync(s.durability);
+        for s in staged.iter().filter(held) {
+            if !self.mvcc.hold(s.seq) {
+                continue;
+            }
+            let freed: usize = self
+                .stores()
+                .iter()
+                .map(|st| st.remove_edit(&s.row, s.seq))
+                .sum();
+            self.memstore_shrank(freed);
+            self.mvcc.complete(s.seq);
+            rolled_back = true;
+        }
+        if rolled_back {
+            Err(e)
+        } else {
+            Ok(())
+        }
     }
 
     /// Applies Puts and Deletes of distinct rows of this region with one WAL sync. Each row's
@@ -174,4 +204,12 @@ impl Region {
         }
         out.into_iter().map(|o| o.unwrap_or(Ok(None))).collect()
     }
+}
+
+/// Whether an edit of this durability becomes visible only once the WAL has synced it.
+fn waits_for_sync(d: Durability) -> bool {
+    matches!(
+        d,
+        Durability::SyncWal | Durability::FsyncWal | Durability::UseDefault
+    )
 }

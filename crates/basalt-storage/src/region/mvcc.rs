@@ -90,6 +90,20 @@ impl Mvcc {
         self.advance_locked(&mut p, 0);
     }
 
+    /// Keeps write `id`, whose WAL sync failed, from becoming visible through any later sync;
+    /// the caller takes its cells out and then [`Mvcc::complete`]s it. False when it is
+    /// visible already: a later writer healed the log and synced it, so it is durable.
+    pub fn hold(&self, id: u64) -> bool {
+        let mut p = self.pending.lock();
+        match p.iter_mut().find(|e| e.id == id) {
+            Some(e) => {
+                e.ticket = Some(u64::MAX);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Moves the read point past every finished write at the front, the WAL having synced
     /// every position up to `synced`.
     pub fn advance(&self, synced: u64) {

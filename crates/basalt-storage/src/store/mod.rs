@@ -169,6 +169,14 @@ impl Store {
         self.state.read().active.insert(cell)
     }
 
+    /// Takes out the cells of write `seq` on `row` from the active memstore and the snapshot
+    /// (a flush may have moved them there); returns the bytes freed.
+    pub fn remove_edit(&self, row: &Bytes, seq: u64) -> usize {
+        let st = self.state.read();
+        st.active.remove_edit(row, seq)
+            + st.snapshot.as_ref().map_or(0, |s| s.remove_edit(row, seq))
+    }
+
     /// Held while a compaction of this store runs: compactions of one store take turns.
     pub fn compaction_lock(&self) -> MutexGuard<'_, ()> {
         self.compaction.lock()
