@@ -208,6 +208,13 @@ fn lex(src: &str) -> Result<Vec<Tok>, SyntaxError> {
                     "]" | "}" | ")" => -1,
                     _ => 0,
                 };
+                // The parser recurses once per level (so do printing and drop): a limit
+                // turns a hostile line into an error, not a stack overflow.
+                if depth > MAX_NESTING {
+                    return Err(SyntaxError(format!(
+                        "nested too deeply: more than {MAX_NESTING} levels of brackets"
+                    )));
+                }
                 out.push(Tok::Sym(sym));
                 i += 1;
             }
@@ -293,6 +300,9 @@ fn lex_number(src: &str, start: usize) -> Result<(Tok, usize), SyntaxError> {
     };
     Ok((tok, i))
 }
+
+/// The deepest nesting of `[`, `{` and `(` a statement may have.
+const MAX_NESTING: i32 = 128;
 
 struct Parser {
     toks: Vec<Tok>,
@@ -514,5 +524,34 @@ mod tests {
         assert!(e.0.contains("unexpected a string"), "{e}");
         assert!(parse("get 't1', {NAME 'x'}").is_err());
         assert!(parse("put 'a', @").is_err());
+    }
+
+    /// RELIABILITY.md D17: deeply nested literals and filters are errors, not a crash.
+    #[test]
+    fn deep_nesting_is_a_syntax_error_not_a_stack_overflow() {
+        let run = || {
+            let ok = format!(
+                "put 't', 'r', 'f:q', {}1{}",
+                "[".repeat(100),
+                "]".repeat(100)
+            );
+            assert!(parse(&ok).is_ok());
+            for hostile in [
+                format!("scan 't', {}", "{A => ".repeat(100_000)),
+                format!("put 't', {}", "[".repeat(100_000)),
+                format!("get {}", "(".repeat(100_000)),
+            ] {
+                let e = parse(&hostile).unwrap_err();
+                assert!(e.0.contains("nested too deeply"), "{e}");
+                // The REPL reports it at once instead of waiting for the brackets to close.
+                assert!(!is_incomplete(&hostile));
+            }
+        };
+        std::thread::Builder::new()
+            .stack_size(1024 * 1024)
+            .spawn(run)
+            .unwrap()
+            .join()
+            .unwrap();
     }
 }

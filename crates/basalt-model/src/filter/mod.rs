@@ -20,7 +20,7 @@ mod unparse;
 
 pub use comparator::Comparator;
 pub use list::FilterListOp;
-pub use parse::{parse_filter, parse_filter_bytes, FILTER_NAMES};
+pub use parse::{parse_filter, parse_filter_bytes, FILTER_NAMES, MAX_FILTER_DEPTH};
 
 use std::collections::BTreeSet;
 

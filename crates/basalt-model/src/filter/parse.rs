@@ -9,6 +9,10 @@
 //! ```
 //! Keywords are upper case. A term runs from its name to the first `)` outside quotes; inside
 //! quotes `''` is a literal quote.
+//!
+//! Nesting (parentheses, `SKIP`, `WHILE`) is limited to [`MAX_FILTER_DEPTH`] levels: the parser
+//! recurses once per level, and so do evaluation and drop, on server threads with small
+//! stacks. A deeper string is refused with an error instead of overflowing the stack.
 
 use std::collections::BTreeSet;
 
@@ -17,6 +21,10 @@ use bytes::Bytes;
 use super::{Comparator, Filter, FilterListOp};
 use crate::error::{Error, Result};
 use crate::ops::CompareOp;
+
+/// The deepest nesting of parentheses, `SKIP` and `WHILE` a filter string may have (HBase has
+/// no limit; real filters nest a few levels).
+pub const MAX_FILTER_DEPTH: usize = 256;
 
 /// The filter names the language knows (what the shell's `show_filters` lists).
 pub const FILTER_NAMES: &[&str] = &[
@@ -56,7 +64,11 @@ pub fn parse_filter(s: &str) -> Result<Filter> {
 /// # Errors
 /// As [`parse_filter`].
 pub fn parse_filter_bytes(s: &[u8]) -> Result<Filter> {
-    let mut p = Parser { s, pos: 0 };
+    let mut p = Parser {
+        s,
+        pos: 0,
+        depth: 0,
+    };
     p.skip_ws();
     if p.at_end() {
         return Err(Error::illegal("Incorrect Filter String"));
@@ -76,6 +88,8 @@ pub fn parse_filter_bytes(s: &[u8]) -> Result<Filter> {
 struct Parser<'a> {
     s: &'a [u8],
     pos: usize,
+    /// Nesting levels entered and not left.
+    depth: usize,
 }
 
 impl Parser<'_> {
@@ -153,7 +167,25 @@ impl Parser<'_> {
         Ok(Filter::list(op, items))
     }
 
+    /// Enters one nesting level, or refuses a string nested deeper than the limit.
+    fn nest(&mut self) -> Result<()> {
+        self.depth += 1;
+        if self.depth > MAX_FILTER_DEPTH {
+            return Err(Error::illegal(format!(
+                "Filter string nested too deeply: more than {MAX_FILTER_DEPTH} levels of parentheses, SKIP or WHILE"
+            )));
+        }
+        Ok(())
+    }
+
     fn unary(&mut self) -> Result<Filter> {
+        self.nest()?;
+        let f = self.unary_at_depth();
+        self.depth -= 1;
+        f
+    }
+
+    fn unary_at_depth(&mut self) -> Result<Filter> {
         self.skip_ws();
         for (kw, msg) in [
             ("SKIP", "a SKIP wraps a filter"),

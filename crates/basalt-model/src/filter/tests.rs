@@ -222,3 +222,43 @@ fn single_column_value_filter_row_decision() {
         parse_filter("SingleColumnValueFilter('f', 'q', =, 'binary:yes', true, true)").unwrap();
     assert!(g.filter_row());
 }
+
+/// RELIABILITY.md D5: nesting is limited, and hostile strings are refused, not a stack
+/// overflow. Run on a thread with a 1 MiB stack, half of a server thread's 2 MiB, so the
+/// limit is checked to be low enough as well as present.
+#[test]
+fn deep_nesting_is_refused_with_an_error_not_a_stack_overflow() {
+    let run = || {
+        let nested = |n: usize| format!("{}PrefixFilter('a'){}", "(".repeat(n), ")".repeat(n));
+        assert!(parse_filter(&nested(MAX_FILTER_DEPTH - 1)).is_ok());
+        let skips = format!("{}PrefixFilter('a')", "SKIP ".repeat(MAX_FILTER_DEPTH - 1));
+        let mut deep_ok = parse_filter(&skips).unwrap();
+        // The deepest filter accepted can be evaluated and dropped on the same small stack.
+        deep_ok.reset();
+        assert!(!deep_ok.filter_row_key(b"abc"));
+        let cell = crate::Cell::put("abc", "f", "q", 1, "v");
+        assert!(deep_ok.filter_cell(&cell).includes());
+        assert!(!deep_ok.filter_row());
+        drop(deep_ok.clone());
+        for hostile in [
+            nested(1200),
+            nested(50_000),
+            "(".repeat(50_000),
+            "SKIP ".repeat(50_000),
+            "WHILE ".repeat(50_000) + "PrefixFilter('a')",
+            "(SKIP ".repeat(20_000),
+        ] {
+            let m = err(&hostile);
+            assert!(m.contains("nested too deeply"), "{m}");
+        }
+        // Long flat chains are not nesting: they stay accepted.
+        let chain = vec!["PrefixFilter('a')"; 100_000].join(" AND ");
+        assert_eq!(list_of(&parse_filter(&chain).unwrap()).1, 100_000);
+    };
+    std::thread::Builder::new()
+        .stack_size(1024 * 1024)
+        .spawn(run)
+        .unwrap()
+        .join()
+        .unwrap();
+}
