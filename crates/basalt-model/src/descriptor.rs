@@ -284,6 +284,9 @@ impl ColumnFamilyDescriptor {
 
 /// Default region split threshold (`hbase.hregion.max.filesize`, 10 GiB).
 pub const DEFAULT_MAX_FILESIZE_BYTES: u64 = 10 * 1024 * 1024 * 1024;
+/// The smallest `MAX_FILESIZE` the sanity checks accept (`hbase.hregion.max.filesize.limit`,
+/// 2 MiB).
+pub const MAX_FILESIZE_LOWER_LIMIT_BYTES: u64 = 2 * 1024 * 1024;
 /// Default memstore flush threshold (`hbase.hregion.memstore.flush.size`, 128 MiB).
 pub const DEFAULT_MEMSTORE_FLUSHSIZE_BYTES: u64 = 128 * 1024 * 1024;
 
@@ -336,6 +339,37 @@ impl TableDescriptor {
         }
     }
 
+    /// A table with the given families, refusing a family named twice as HBase's
+    /// `TableDescriptorBuilder` does (rather than letting one silently win).
+    ///
+    /// # Errors
+    /// `IllegalArgument` "Family 'f' already exists so cannot be added".
+    pub fn with_families(
+        name: &TableName,
+        families: impl IntoIterator<Item = ColumnFamilyDescriptor>,
+    ) -> Result<TableDescriptor> {
+        let mut t = TableDescriptor::new(name, []);
+        for f in families {
+            t.add_family(f)?;
+        }
+        Ok(t)
+    }
+
+    /// Adds a family the table does not have yet.
+    ///
+    /// # Errors
+    /// `IllegalArgument` when the table has it already.
+    pub fn add_family(&mut self, f: ColumnFamilyDescriptor) -> Result<()> {
+        if self.families.contains_key(&f.name) {
+            return Err(Error::illegal(format!(
+                "Family '{}' already exists so cannot be added",
+                String::from_utf8_lossy(&f.name)
+            )));
+        }
+        self.families.insert(f.name.clone(), f);
+        Ok(())
+    }
+
     /// The table's name.
     ///
     /// # Panics
@@ -370,6 +404,13 @@ impl TableDescriptor {
             .get("hbase.table.sanity.checks")
             .map(String::as_str)
             != Some("false");
+        if checks_on && self.max_filesize_bytes < MAX_FILESIZE_LOWER_LIMIT_BYTES {
+            // HBase's `hbase.hregion.max.filesize.limit`: smaller regions split without end.
+            return Err(Error::DoNotRetry(format!(
+                "MAX_FILESIZE for table descriptor or \"hbase.hregion.max.filesize\" ({}) is too small, which might cause over splitting into unmanageable number of regions.",
+                self.max_filesize_bytes
+            )));
+        }
         if checks_on && self.memstore_flushsize_bytes < 1024 * 1024 {
             // HBase refuses flush sizes under 1 MiB unless the table turns sanity checks off,
             // which tests do to exercise flushes cheaply.
@@ -451,6 +492,33 @@ mod tests {
             .is_err());
         let t = TableName::parse("t").unwrap();
         assert!(TableDescriptor::new(&t, []).validate().is_err());
+        // RELIABILITY.md D13: a family named twice is refused, not silently merged.
+        let twice = TableDescriptor::with_families(
+            &t,
+            [
+                ColumnFamilyDescriptor::new("f"),
+                ColumnFamilyDescriptor::new("f"),
+            ],
+        );
+        assert_eq!(
+            twice.unwrap_err().to_string(),
+            "Family 'f' already exists so cannot be added"
+        );
+        // RELIABILITY.md D9: MAX_FILESIZE below 2 MiB is refused unless checks are off.
+        let mut small = TableDescriptor::new(&t, [ColumnFamilyDescriptor::new("cf")]);
+        small.max_filesize_bytes = 1;
+        let e = small.validate().unwrap_err();
+        assert!(e.to_string().contains("MAX_FILESIZE"), "{e}");
+        assert!(e.to_string().contains("(1) is too small"), "{e}");
+        small.max_filesize_bytes = MAX_FILESIZE_LOWER_LIMIT_BYTES - 1;
+        assert!(small.validate().is_err());
+        small.max_filesize_bytes = MAX_FILESIZE_LOWER_LIMIT_BYTES;
+        assert!(small.validate().is_ok());
+        small.max_filesize_bytes = 1;
+        small
+            .configuration
+            .insert("hbase.table.sanity.checks".into(), "false".into());
+        assert!(small.validate().is_ok());
         assert!(
             TableDescriptor::new(&t, [ColumnFamilyDescriptor::new("cf")])
                 .validate()

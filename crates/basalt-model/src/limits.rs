@@ -11,3 +11,18 @@ pub const DEFAULT_MAX_ROW_SIZE_BYTES: usize = 1 << 30;
 
 /// Default largest cell, key components plus value (`hbase.server.keyvalue.maxsize`).
 pub const DEFAULT_MAX_CELL_SIZE_BYTES: usize = 10 * 1024 * 1024;
+
+/// Checks a cell against the largest cell size (`max_bytes`, 0 for no limit), as HBase's
+/// client does before sending and its server again on arrival.
+///
+/// # Errors
+/// `IllegalArgument` "KeyValue size too large".
+pub fn check_cell_size(c: &crate::Cell, max_bytes: usize) -> crate::Result<()> {
+    let size = c.serialized_size();
+    if max_bytes > 0 && size > max_bytes {
+        return Err(crate::Error::illegal(format!(
+            "KeyValue size too large: cell of {size} bytes exceeds the limit of {max_bytes} bytes"
+        )));
+    }
+    Ok(())
+}

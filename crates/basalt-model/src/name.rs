@@ -76,6 +76,21 @@ impl fmt::Display for TableName {
     }
 }
 
+/// The longest namespace or table qualifier, in bytes: each names a directory, and no file
+/// system takes a longer file name (NAME_MAX). A longer one is refused up front, not by the
+/// file system halfway through a create.
+pub const MAX_NAME_BYTES: usize = 255;
+
+fn check_name_length(what: &str, name: &str) -> Result<()> {
+    if name.len() > MAX_NAME_BYTES {
+        return Err(Error::illegal(format!(
+            "{what} is {} bytes long; the limit is {MAX_NAME_BYTES}",
+            name.len()
+        )));
+    }
+    Ok(())
+}
+
 /// Checks a namespace name: one or more letters, digits or underscores.
 ///
 /// # Errors
@@ -84,6 +99,7 @@ pub fn validate_namespace(ns: &str) -> Result<()> {
     if ns.is_empty() {
         return Err(Error::illegal("Namespace name must not be empty"));
     }
+    check_name_length("Namespace name", ns)?;
     for (i, c) in ns.chars().enumerate() {
         if !(c.is_alphanumeric() || c == '_') {
             return Err(Error::illegal(format!(
@@ -103,6 +119,7 @@ pub fn validate_table_qualifier(q: &str) -> Result<()> {
     if q.is_empty() {
         return Err(Error::illegal("Table qualifier must not be empty"));
     }
+    check_name_length("Table qualifier", q)?;
     if q == ".META." || q == "-ROOT-" {
         return Err(Error::illegal(format!(
             "{q} is no longer a valid table name"
@@ -176,6 +193,18 @@ mod tests {
         assert_eq!(a, b);
         assert_eq!(b.to_string(), "t1");
         assert_eq!(TableName::parse("ns1:t1").unwrap().to_string(), "ns1:t1");
+    }
+
+    /// RELIABILITY.md D16: a name that cannot be a file name is refused up front.
+    #[test]
+    fn names_longer_than_a_file_name_are_refused() {
+        let long = "n".repeat(MAX_NAME_BYTES + 1);
+        let e = validate_namespace(&long).unwrap_err();
+        assert!(e.to_string().contains("the limit is 255"), "{e}");
+        assert!(TableName::new("default", &long).is_err());
+        assert!(TableName::new(&"n".repeat(MAX_NAME_BYTES), "t").is_ok());
+        // Bytes count, not characters: 128 two-byte letters are 256 bytes.
+        assert!(validate_namespace(&"é".repeat(128)).is_err());
     }
 
     #[test]

@@ -78,7 +78,7 @@ pub fn schema_from_pb(t: pb::TableSchema) -> Result<TableDescriptor> {
         .into_iter()
         .map(family_from_pb)
         .collect::<Result<Vec<_>>>()?;
-    let mut out = TableDescriptor::new(&name, families);
+    let mut out = TableDescriptor::with_families(&name, families)?;
     out.max_filesize_bytes = t.max_filesize_bytes;
     out.memstore_flushsize_bytes = t.memstore_flushsize_bytes;
     out.durability = crate::convert::durability_from_pb(t.durability)?;

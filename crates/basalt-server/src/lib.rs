@@ -36,9 +36,10 @@ pub const DEFAULT_INFO_PORT: u16 = 16010;
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
     pub data_dir: PathBuf,
-    /// Where the native API listens (`0.0.0.0:16020`); port 0 picks a free port.
+    /// Where the native API listens (`127.0.0.1:16020`: loopback, since there is no
+    /// authentication yet); port 0 picks a free port.
     pub listen: SocketAddr,
-    /// Where the web page and `/metrics` listen (`0.0.0.0:16010`); `None` turns them off.
+    /// Where the web page and `/metrics` listen (`127.0.0.1:16010`); `None` turns them off.
     pub info_listen: Option<SocketAddr>,
     /// The HBase Thrift1 gateway (`0.0.0.0:9090`); `None` turns it off.
     pub thrift: Option<thrift::ThriftConfig>,
@@ -53,8 +54,8 @@ impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
             data_dir: PathBuf::from("./basalt-data"),
-            listen: SocketAddr::from(([0, 0, 0, 0], DEFAULT_PORT)),
-            info_listen: Some(SocketAddr::from(([0, 0, 0, 0], DEFAULT_INFO_PORT))),
+            listen: SocketAddr::from(([127, 0, 0, 1], DEFAULT_PORT)),
+            info_listen: Some(SocketAddr::from(([127, 0, 0, 1], DEFAULT_INFO_PORT))),
             thrift: Some(thrift::ThriftConfig::default()),
             scanner_lease: Duration::from_secs(60),
             options: Options::default(),

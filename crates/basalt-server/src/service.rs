@@ -446,18 +446,30 @@ impl pb::table_server::Table for Services {
         let r = r.into_inner();
         blocking(self, "batch", move |s| {
             let t = s.db.table(&r.table)?;
-            // Each mutation stands alone: a malformed one fails only its own entry.
-            let entries = r
-                .mutations
+            let decoded: Vec<_> = r.mutations.into_iter().map(mutation_from_pb).collect();
+            // A malformed mutation refuses the whole batch, as an invalid one does in
+            // `Table::batch` (HBase's client checks the whole list before sending any).
+            let outcomes = match decoded.iter().position(Result::is_err) {
+                Some(first) => decoded
+                    .into_iter()
+                    .map(|d| {
+                        Err(d.err().unwrap_or_else(|| {
+                            Error::illegal(format!(
+                                "not applied: mutation {first} of the batch was malformed"
+                            ))
+                        }))
+                    })
+                    .collect(),
+                // Mini-batches: one WAL sync per region and run, not one per mutation.
+                None => t.batch(decoded.into_iter().filter_map(Result::ok).collect()),
+            };
+            let entries = outcomes
                 .into_iter()
-                .map(|m| {
-                    let outcome = mutation_from_pb(m).and_then(|m| t.mutate(m));
-                    pb::BatchEntry {
-                        outcome: Some(match outcome {
-                            Ok(res) => pb::batch_entry::Outcome::Ok(mutate_response(res)),
-                            Err(e) => pb::batch_entry::Outcome::Error(error_entry(&e)),
-                        }),
-                    }
+                .map(|outcome| pb::BatchEntry {
+                    outcome: Some(match outcome {
+                        Ok(res) => pb::batch_entry::Outcome::Ok(mutate_response(res)),
+                        Err(e) => pb::batch_entry::Outcome::Error(error_entry(&e)),
+                    }),
                 })
                 .collect();
             Ok(pb::BatchResponse { entries })

@@ -186,23 +186,7 @@ fn lex(src: &str) -> Result<Vec<Tok>, SyntaxError> {
                 out.push(Tok::Word(src[start..i].to_owned()));
             }
             _ => {
-                let sym = match c {
-                    b'[' => "[",
-                    b']' => "]",
-                    b'{' => "{",
-                    b'}' => "}",
-                    b'(' => "(",
-                    b')' => ")",
-                    b',' => ",",
-                    b'=' => "=",
-                    b'.' => ".",
-                    _ => {
-                        return Err(SyntaxError(format!(
-                            "syntax error, unexpected '{}'",
-                            char::from(c)
-                        )))
-                    }
-                };
+                let sym = symbol(c)?;
                 depth += match sym {
                     "[" | "{" | "(" => 1,
                     "]" | "}" | ")" => -1,
@@ -222,6 +206,27 @@ fn lex(src: &str) -> Result<Vec<Tok>, SyntaxError> {
     }
     out.push(Tok::End);
     Ok(out)
+}
+
+/// The one-character symbol `c` is.
+fn symbol(c: u8) -> Result<&'static str, SyntaxError> {
+    Ok(match c {
+        b'[' => "[",
+        b']' => "]",
+        b'{' => "{",
+        b'}' => "}",
+        b'(' => "(",
+        b')' => ")",
+        b',' => ",",
+        b'=' => "=",
+        b'.' => ".",
+        _ => {
+            return Err(SyntaxError(format!(
+                "syntax error, unexpected '{}'",
+                char::from(c)
+            )))
+        }
+    })
 }
 
 fn lex_string(b: &[u8], start: usize) -> Result<(Vec<u8>, usize), SyntaxError> {

@@ -33,7 +33,11 @@ pub enum Op {
     Flush,
     Compact,
     MajorCompact,
+    /// A clean close (which flushes every region) and an open.
     Reopen,
+    /// The process ends without closing (nothing flushed), and the database opens again
+    /// from its files and WAL.
+    Crash,
     /// Advance the clock by this many milliseconds.
     Tick(i64),
 }
@@ -194,6 +198,7 @@ pub fn op() -> impl Strategy<Value = Op> {
         1 => Just(Op::Compact),
         1 => Just(Op::MajorCompact),
         1 => Just(Op::Reopen),
+        1 => Just(Op::Crash),
         2 => (1i64..3000).prop_map(Op::Tick),
     ]
 }

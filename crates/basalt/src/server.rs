@@ -14,7 +14,8 @@ pub struct ServerArgs {
     /// The data directory (created if missing).
     #[arg(long)]
     data_dir: Option<PathBuf>,
-    /// The address to listen on.
+    /// The address to listen on (127.0.0.1 unless given: there is no authentication yet, so
+    /// exposing the server to a network is a choice to make explicitly, `--bind 0.0.0.0`).
     #[arg(long)]
     bind: Option<IpAddr>,
     /// The native API's port; 0 picks a free one (printed at start).
@@ -134,6 +135,14 @@ pub fn run(args: ServerArgs) -> anyhow::Result<()> {
         if let Some(thrift) = server.thrift_addr()? {
             println!("HBase Thrift gateway on {thrift}");
         }
+        if !addr.ip().is_loopback() {
+            let warning = format!(
+                "WARNING: listening on {}, beyond this machine, with no authentication: anyone who can reach these ports can read, write and drop every table",
+                addr.ip()
+            );
+            println!("{warning}");
+            tracing::warn!("{warning}");
+        }
         tracing::info!(%addr, dir = %dir.display(), "serving");
         server.serve(shutdown_signal()).await?;
         Ok(())
@@ -199,6 +208,17 @@ mod tests {
             (c.listen.port(), c.data_dir),
             (DEFAULT_PORT, PathBuf::from("./basalt-data"))
         );
+        // RELIABILITY.md D22: with no authentication, every listener is on loopback unless
+        // told otherwise.
+        let loopback = IpAddr::from([127, 0, 0, 1]);
+        assert_eq!(c.listen.ip(), loopback);
+        assert_eq!(c.info_listen.unwrap().ip(), loopback);
+        assert_eq!(c.thrift.unwrap().listen.ip(), loopback);
+        let mut exposed = args(None, None);
+        exposed.bind = Some(IpAddr::from([0, 0, 0, 0]));
+        let c = config(exposed).unwrap();
+        assert!(c.listen.ip().is_unspecified());
+        assert!(c.thrift.unwrap().listen.ip().is_unspecified());
         std::fs::write(&file, "prot = 1\n").unwrap();
         let e = config(args(Some(file), None)).unwrap_err();
         assert!(format!("{e:#}").contains("basalt.toml"), "{e:#}");

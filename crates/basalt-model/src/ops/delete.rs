@@ -3,7 +3,7 @@ use bytes::Bytes;
 use super::{validate_row, validate_timestamp};
 use crate::cell::{Cell, CellType, Timestamp, LATEST_TIMESTAMP};
 use crate::descriptor::Durability;
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// Writes delete markers to one row (`Delete`).
 ///
@@ -122,8 +122,21 @@ impl Delete {
     pub fn validate(&self) -> Result<()> {
         validate_row(&self.row)?;
         validate_timestamp(self.timestamp)?;
-        self.markers
-            .iter()
-            .try_for_each(|m| validate_timestamp(m.timestamp))
+        for m in &self.markers {
+            validate_timestamp(m.timestamp)?;
+            if m.row != self.row {
+                return Err(Error::illegal(
+                    "The row of a cell does not match the row of the Delete",
+                ));
+            }
+            // A Delete that carried a value would write it.
+            if !m.cell_type.is_delete() {
+                return Err(Error::illegal(format!(
+                    "A Delete carries only delete markers, not {:?}",
+                    m.cell_type
+                )));
+            }
+        }
+        Ok(())
     }
 }

@@ -136,6 +136,21 @@ impl Mutation {
             Mutation::Append(a) => a.validate(),
         }
     }
+
+    /// What HBase's client checks before it sends a mutation: [`Mutation::validate`], and
+    /// every Put cell against the largest cell size (`max_cell_bytes`, 0 for no limit).
+    ///
+    /// # Errors
+    /// `IllegalArgument`.
+    pub fn validate_for_client(&self, max_cell_bytes: usize) -> Result<()> {
+        self.validate()?;
+        if let Mutation::Put(p) = self {
+            for c in &p.cells {
+                crate::limits::check_cell_size(c, max_cell_bytes)?;
+            }
+        }
+        Ok(())
+    }
 }
 
 impl From<Put> for Mutation {

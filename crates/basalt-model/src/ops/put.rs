@@ -1,7 +1,7 @@
 use bytes::Bytes;
 
 use super::{validate_row, validate_timestamp};
-use crate::cell::{Cell, Timestamp, LATEST_TIMESTAMP};
+use crate::cell::{Cell, CellType, Timestamp, LATEST_TIMESTAMP};
 use crate::descriptor::Durability;
 use crate::error::{Error, Result};
 
@@ -92,6 +92,13 @@ impl Put {
                 return Err(Error::illegal(
                     "The row of a cell does not match the row of the Put",
                 ));
+            }
+            // A Put that carried a delete marker would delete (RELIABILITY.md D12).
+            if c.cell_type != CellType::Put {
+                return Err(Error::illegal(format!(
+                    "A Put carries only Put cells, not {:?}",
+                    c.cell_type
+                )));
             }
         }
         Ok(())

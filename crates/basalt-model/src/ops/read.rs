@@ -350,6 +350,15 @@ impl Scan {
     /// `IncompatibleFilter` for a batch with a row-level filter (#53), `IllegalArgument` for a
     /// zero version count.
     pub fn validate(&self) -> Result<()> {
+        // HBase's Scan.withStartRow / withStopRow (RELIABILITY.md D21).
+        for (which, row) in [("startRow", &self.start_row), ("stopRow", &self.stop_row)] {
+            if row.len() > crate::limits::MAX_ROW_LENGTH {
+                return Err(Error::illegal(format!(
+                    "{which}'s length must be less than or equal to {} to meet the criteria for a row key.",
+                    crate::limits::MAX_ROW_LENGTH
+                )));
+            }
+        }
         if self.max_versions == 0 {
             return Err(Error::illegal("Maximum versions must be positive"));
         }

@@ -256,21 +256,11 @@ impl HbaseSyncHandler for Handler {
             if self.db.table_exists(&name) {
                 return Err(already_exists("table name already in use"));
             }
-            let mut families = Vec::with_capacity(column_families.len());
+            let mut desc = basalt_model::TableDescriptor::new(&name, []);
             for d in &column_families {
                 let f = convert::family_descriptor(d).map_err(|e| io_or_illegal(&e))?;
-                if families
-                    .iter()
-                    .any(|g: &basalt_model::ColumnFamilyDescriptor| g.name == f.name)
-                {
-                    let shown = String::from_utf8_lossy(&f.name).into_owned();
-                    return Err(convert::illegal(format!(
-                        "Family '{shown}' already exists so cannot be added"
-                    )));
-                }
-                families.push(f);
+                desc.add_family(f).map_err(|e| io_or_illegal(&e))?;
             }
-            let desc = basalt_model::TableDescriptor::new(&name, families);
             match self.db.create_table(desc, &[]) {
                 Err(Error::TableExists(_)) => Err(already_exists("table name already in use")),
                 other => other.map_err(|e| io_or_illegal(&e)),

@@ -99,7 +99,7 @@ pub struct ThriftConfig {
 impl Default for ThriftConfig {
     fn default() -> Self {
         ThriftConfig {
-            listen: SocketAddr::from(([0, 0, 0, 0], DEFAULT_THRIFT_PORT)),
+            listen: SocketAddr::from(([127, 0, 0, 1], DEFAULT_THRIFT_PORT)),
             max_message_bytes: crate::MAX_MESSAGE_BYTES,
             max_connections: 1000,
         }

@@ -68,8 +68,7 @@ pub fn create(sh: &mut Shell<'_>, mut a: Args) -> Result<Returned, ShellError> {
     let mut splits = Vec::new();
     for v in a.rest() {
         if has_name(&v) || !matches!(v, Value::Hash(_)) {
-            let f = family_spec(&v, None)?;
-            desc.families.insert(f.name.clone(), f);
+            desc.add_family(family_spec(&v, None)?)?;
             continue;
         }
         let Value::Hash(opts) = &v else { continue };

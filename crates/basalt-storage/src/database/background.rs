@@ -42,8 +42,14 @@ pub struct BackgroundConfig {
     pub blocking_wait: Duration,
     /// How long a writer waits for memory before `RegionTooBusy` (10 s).
     pub busy_wait: Duration,
-    /// How often every region is checked for due compactions (10 s).
+    /// How often every region is checked for due compactions and periodic flushes (10 s).
     pub compaction_check_interval: Duration,
+    /// `hbase.regionserver.maxlogs` (32): past this many closed WAL segments, the regions
+    /// holding edits of the oldest are flushed so it can go.
+    pub max_logs: usize,
+    /// `hbase.regionserver.optionalcacheflushinterval` (1 h): a region whose memstore holds
+    /// edits and which has not flushed for this long is flushed; `None` turns it off.
+    pub periodic_flush_interval: Option<Duration>,
 }
 
 impl Default for BackgroundConfig {
@@ -56,6 +62,8 @@ impl Default for BackgroundConfig {
             blocking_wait: Duration::from_secs(90),
             busy_wait: Duration::from_secs(10),
             compaction_check_interval: Duration::from_secs(10),
+            max_logs: 32,
+            periodic_flush_interval: Some(Duration::from_secs(3600)),
         }
     }
 }
@@ -92,6 +100,10 @@ pub(crate) struct Shared {
     work: Condvar,
     progress: Condvar,
     errors: AtomicU64,
+    /// Closed WAL segments when the write path last checked `max_logs`.
+    logs_seen: AtomicUsize,
+    /// Periodic checks finished (tests wait on it instead of sleeping).
+    periodic_checks: AtomicU64,
     /// Set while a region failed to open: its unflushed edits are only in the WAL, so no
     /// segment may go until it is repaired and replayed.
     hold_wal: std::sync::atomic::AtomicBool,
@@ -128,6 +140,8 @@ impl Background {
             work: Condvar::new(),
             progress: Condvar::new(),
             errors: AtomicU64::new(0),
+            periodic_checks: AtomicU64::new(0),
+            logs_seen: AtomicUsize::new(0),
             hold_wal: std::sync::atomic::AtomicBool::new(false),
             errors_reported: AtomicU64::new(0),
             last_error: Mutex::new(None),
@@ -213,9 +227,15 @@ impl Background {
         }
     }
 
-    /// Asks for a flush once `region` passes its flush size (or the database its low mark).
+    /// Asks for a flush once `region` passes its flush size (or the database its low mark),
+    /// and for forced flushes once the WAL holds more than `max_logs` closed segments.
     pub fn after_write(&self, region: &Region) {
         let s = &*self.shared;
+        let closed = s.wal.closed_segments();
+        // Checked once per newly closed segment (HBase's log roller does it at each roll).
+        if closed > s.cfg.max_logs && s.logs_seen.swap(closed, Ordering::Relaxed) != closed {
+            s.flush_for_too_many_logs();
+        }
         if region.memstore_size_bytes() as u64 >= region.flush_size_bytes() {
             s.request_flush(region.info().id);
         }
@@ -268,6 +288,11 @@ impl Background {
     /// Keeps every WAL segment (a region failed to open, and its edits are only there).
     pub fn hold_wal(&self) {
         self.shared.hold_wal.store(true, Ordering::Relaxed);
+    }
+
+    /// Periodic checks (due compactions, periodic flushes, the archive cleaner) finished.
+    pub fn periodic_checks(&self) -> u64 {
+        self.shared.periodic_checks.load(Ordering::Relaxed)
     }
 
     /// Background jobs that failed (they are retried).
@@ -406,6 +431,43 @@ impl Shared {
         if self.hold_wal.load(Ordering::Relaxed) {
             return Ok(());
         }
+        self.retire_segments()?;
+        self.flush_for_too_many_logs();
+        Ok(())
+    }
+
+    /// HBase's `maxlogs`: past the limit, asks for flushes of the regions whose unflushed
+    /// edits keep the oldest segment, so that one quiet region cannot pin the whole log.
+    fn flush_for_too_many_logs(&self) {
+        let Some((closed, oldest_max)) = self.wal.oldest_closed() else {
+            return;
+        };
+        if closed <= self.cfg.max_logs {
+            return;
+        }
+        for r in self.all_regions() {
+            if r.min_unflushed_seq_id() <= oldest_max {
+                tracing::info!(region = %r.name(), segments = closed, "flushing for too many WAL segments");
+                self.request_flush(r.info().id);
+            }
+        }
+    }
+
+    /// Asks for flushes of regions with edits that have waited longer than the periodic
+    /// flush interval since their last flush (HBase's PeriodicMemstoreFlusher).
+    fn flush_old_edits(&self, now_ms: i64) {
+        let Some(interval) = self.cfg.periodic_flush_interval else {
+            return;
+        };
+        let interval_ms = i64::try_from(interval.as_millis()).unwrap_or(i64::MAX);
+        for r in self.all_regions() {
+            if r.memstore_size_bytes() > 0 && now_ms - r.last_flush_ms() >= interval_ms {
+                self.request_flush(r.info().id);
+            }
+        }
+    }
+
+    fn retire_segments(&self) -> Result<()> {
         // Read before the regions: a write that takes an id after this is above it anyway.
         let issued = self.seq.load(Ordering::SeqCst);
         let min = self
@@ -517,10 +579,13 @@ fn compactor(s: &Shared) {
                     s.request_compaction(r.info().id);
                 }
             }
-            // HBase's cleaner chore: archived files past their retention go.
+            // HBase's cleaner chore: archived files past their retention go; and the periodic
+            // flusher's check.
             if let Some(db) = s.db.get().and_then(Weak::upgrade) {
                 db.clean_archive();
+                s.flush_old_edits(db.options.env.now_ms());
             }
+            s.periodic_checks.fetch_add(1, Ordering::Relaxed);
             continue;
         };
         if let Some(region) = s.region(id) {

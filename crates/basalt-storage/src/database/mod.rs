@@ -64,6 +64,9 @@ pub struct EngineStatsSnapshot {
     pub memstore_bytes: u64,
     /// Syncs of the WAL (each may acknowledge many writes: group commit).
     pub wal_syncs: u64,
+    /// Periodic checks of the background workers finished (due compactions, periodic
+    /// flushes, the archive cleaner).
+    pub periodic_checks: u64,
 }
 
 /// Default block cache capacity.
@@ -321,12 +324,35 @@ impl Database {
         Ok(Table::new(Arc::clone(&self.inner), state))
     }
 
-    /// Makes every acknowledged write durable (ASYNC_WAL ones included) and stops background
-    /// work. Dropping the database without closing loses nothing acknowledged under SYNC_WAL.
+    /// Makes every acknowledged write durable (ASYNC_WAL ones included), flushes every
+    /// region (as HBase does when it closes them, so the next open has no WAL to replay) and
+    /// stops background work. Dropping the database without closing loses nothing
+    /// acknowledged under SYNC_WAL.
     ///
     /// # Errors
-    /// The final WAL sync failed.
+    /// The final WAL sync failed. A failed flush is logged, not returned: the WAL keeps
+    /// what it did not write.
     pub fn close(self) -> Result<()> {
+        // hbase:meta is a mirror written again at every open: it needs no flush.
+        let regions = self.inner.all_regions().into_iter();
+        let mut flushed = true;
+        for r in regions.filter(|r| !r.table().table_name().is_system()) {
+            if let Err(e) = r.flush() {
+                flushed = false;
+                tracing::warn!(region = %r.name(), error = %e, "flush at close failed; the WAL keeps its edits");
+            }
+        }
+        let retired = if flushed {
+            self.inner
+                .wal
+                .roll_now()
+                .and_then(|()| self.inner.retire_wal())
+        } else {
+            Ok(())
+        };
+        if let Err(e) = retired {
+            tracing::warn!(error = %e, "retiring the WAL at close failed; the next open replays it");
+        }
         self.inner.background.shutdown();
         self.inner.wal.shutdown()
     }
@@ -357,6 +383,7 @@ impl Database {
             background_errors: self.inner.background.error_count(),
             memstore_bytes: self.inner.memstore_total.load(Ordering::Relaxed) as u64,
             wal_syncs: self.inner.wal.sync_count(),
+            periodic_checks: self.inner.background.periodic_checks(),
         }
     }
 

@@ -146,8 +146,15 @@ impl Table {
     /// Deletes of distinct rows go to their regions in mini-batches, each written with one
     /// WAL sync; a read-modify-write, or a second mutation of a row, waits for the mutations
     /// before it, so the outcome is that of applying them in order.
+    ///
+    /// As HBase's client validates a whole list before it sends any of it, a mutation that
+    /// fails those checks (an empty Put, a row over 32,767 bytes, an oversized cell) refuses
+    /// the whole batch: nothing is applied, and every item says why.
     #[must_use]
     pub fn batch(&self, mutations: Vec<Mutation>) -> Vec<Result<Option<RowResult>>> {
+        if let Some(refused) = self.refuse_invalid(&mutations) {
+            return refused;
+        }
         let mut out: Vec<Option<Result<Option<RowResult>>>> =
             mutations.iter().map(|_| None).collect();
         let mut run: Vec<usize> = Vec::new();
@@ -168,6 +175,31 @@ impl Table {
         }
         self.write_run(&mutations, &run, &mut out);
         out.into_iter().map(|o| o.unwrap_or(Ok(None))).collect()
+    }
+
+    /// Every item's error when any mutation fails the client-side checks; `None` when all
+    /// pass.
+    fn refuse_invalid(&self, ms: &[Mutation]) -> Option<Vec<Result<Option<RowResult>>>> {
+        let max = self.db.options.max_cell_size_bytes;
+        let errors: Vec<Option<Error>> = ms
+            .iter()
+            .map(|m| m.validate_for_client(max).err())
+            .collect();
+        let (first, why) = errors
+            .iter()
+            .enumerate()
+            .find_map(|(i, e)| e.as_ref().map(|e| (i, e.to_string())))?;
+        let refused = errors
+            .into_iter()
+            .map(|e| {
+                Err(e.unwrap_or_else(|| {
+                    Error::illegal(format!(
+                        "not applied: mutation {first} of the batch was refused ({why})"
+                    ))
+                }))
+            })
+            .collect();
+        Some(refused)
     }
 
     /// Writes the mutations `run` (Puts and Deletes of distinct rows) region by region.

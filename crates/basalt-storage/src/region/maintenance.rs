@@ -71,6 +71,7 @@ impl Region {
             store.finish_flush(file);
         }
         self.memstore_shrank(freed);
+        self.last_flush_ms.store(now, Ordering::Relaxed);
         let stats = &self.config.stats;
         stats.flushes.fetch_add(1, Ordering::Relaxed);
         stats

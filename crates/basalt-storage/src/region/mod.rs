@@ -185,6 +185,8 @@ pub struct Region {
     /// the write path reads it without visiting the stores.
     memstore_bytes: AtomicUsize,
     manifest: Mutex<(VersionedFile, RegionManifest)>,
+    /// When the region last flushed (or opened), ms: the periodic flush's measure.
+    last_flush_ms: std::sync::atomic::AtomicI64,
     /// Reads and writes served, for the status page.
     reads: AtomicU64,
     writes: AtomicU64,
@@ -282,6 +284,7 @@ impl Region {
             memstore_bytes: AtomicUsize::new(0),
             manifest: Mutex::new((vf, manifest)),
             closed: AtomicBool::new(false),
+            last_flush_ms: std::sync::atomic::AtomicI64::new(env.now_ms()),
             reads: AtomicU64::new(0),
             writes: AtomicU64::new(0),
         };
@@ -377,6 +380,12 @@ impl Region {
                 }
             }
         }
+    }
+
+    /// When the region last flushed, or opened (ms since the epoch).
+    #[must_use]
+    pub fn last_flush_ms(&self) -> i64 {
+        self.last_flush_ms.load(Ordering::Relaxed)
     }
 
     /// Bytes held in the region's memstores.

@@ -177,14 +177,7 @@ impl Region {
 
     fn check_cell(&self, c: &Cell) -> Result<()> {
         self.family(&c.family)?;
-        let size = c.serialized_size();
-        let max = self.config.max_cell_size_bytes;
-        if max > 0 && size > max {
-            return Err(Error::illegal(format!(
-                "KeyValue size too large: cell of {size} bytes exceeds the limit of {max} bytes"
-            )));
-        }
-        Ok(())
+        basalt_model::limits::check_cell_size(c, self.config.max_cell_size_bytes)
     }
 
     fn prepare_put(&self, p: &Put, now: i64) -> Result<Vec<Cell>> {

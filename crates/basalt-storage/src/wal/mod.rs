@@ -56,6 +56,8 @@ pub struct Wal {
     shutdown_cond: Condvar,
     /// Successful syncs of the log (group commits).
     syncs: std::sync::atomic::AtomicU64,
+    /// `WalState::closed.len()`, readable without the lock (the write path checks it).
+    closed_count: std::sync::atomic::AtomicUsize,
 }
 
 #[derive(Debug)]
@@ -94,10 +96,11 @@ impl Wal {
         let next_id = existing.last().map_or(1, |id| id + 1);
         let segment = new_segment(env, dir, next_id)?;
         // Until recovery reads them, old segments must be kept whatever is flushed.
-        let closed = existing
+        let closed: Vec<(u64, PathBuf)> = existing
             .iter()
             .map(|id| (u64::MAX, dir.join(replay::segment_name(*id))))
             .collect();
+        let closed_count = std::sync::atomic::AtomicUsize::new(closed.len());
         Ok(Arc::new(Wal {
             dir: dir.to_owned(),
             env: env.clone(),
@@ -120,6 +123,7 @@ impl Wal {
             shutdown: Mutex::new(false),
             shutdown_cond: Condvar::new(),
             syncs: std::sync::atomic::AtomicU64::new(0),
+            closed_count,
         }))
     }
 
@@ -338,6 +342,8 @@ impl Wal {
         }
         let old = std::mem::replace(&mut st.segment, segment);
         st.closed.push((st.segment_max_seq, old.path().to_owned()));
+        self.closed_count
+            .store(st.closed.len(), std::sync::atomic::Ordering::Relaxed);
         st.segment_id = next;
         st.segment_bytes = record::HEADER_LEN as u64 + tail.len() as u64;
         st.segment_start = synced;
@@ -353,6 +359,19 @@ impl Wal {
         Ok(())
     }
 
+    /// Closes the current segment now, whatever its size (at a clean close, after every
+    /// region flushed, so the closed segment can be retired and nothing is left to replay).
+    ///
+    /// # Errors
+    /// `Io` writing, syncing or creating a segment; the log is then failed until it heals.
+    pub fn roll_now(&self) -> Result<()> {
+        let mut st = self.state.lock();
+        if st.failed.is_some() {
+            self.heal(&mut st)?;
+        }
+        self.roll(&mut st)
+    }
+
     /// Closes the current segment (written and synced) and starts the next.
     fn roll(&self, st: &mut WalState) -> Result<()> {
         let res = write_buffer(st).and_then(|()| st.segment.sync_data());
@@ -364,6 +383,8 @@ impl Wal {
         let segment = new_segment(&self.env, &self.dir, next)?;
         let old = std::mem::replace(&mut st.segment, segment);
         st.closed.push((st.segment_max_seq, old.path().to_owned()));
+        self.closed_count
+            .store(st.closed.len(), std::sync::atomic::Ordering::Relaxed);
         st.segment_id = next;
         st.segment_bytes = record::HEADER_LEN as u64;
         st.segment_max_seq = 0;
@@ -387,7 +408,10 @@ impl Wal {
             let mut st = self.state.lock();
             let keep_from = st.closed.iter().position(|(max, _)| *max > flushed_through);
             let n = keep_from.unwrap_or(st.closed.len());
-            st.closed.drain(..n).map(|(_, p)| p).collect()
+            let doomed = st.closed.drain(..n).map(|(_, p)| p).collect();
+            self.closed_count
+                .store(st.closed.len(), std::sync::atomic::Ordering::Relaxed);
+            doomed
         };
         for p in &doomed {
             self.env.remove_file(p)?;
@@ -402,6 +426,20 @@ impl Wal {
     #[must_use]
     pub fn sync_count(&self) -> u64 {
         self.syncs.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// How many closed segments the log keeps (no lock taken).
+    #[must_use]
+    pub fn closed_segments(&self) -> usize {
+        self.closed_count.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// How many closed segments the log keeps, and the highest sequence id in the oldest of
+    /// them (the edits a forced flush must cover for it to go).
+    #[must_use]
+    pub fn oldest_closed(&self) -> Option<(usize, u64)> {
+        let st = self.state.lock();
+        st.closed.first().map(|(max, _)| (st.closed.len(), *max))
     }
 
     /// Number of segment files the log currently keeps (closed plus current).

@@ -44,6 +44,16 @@ fn files(db: &Database, name: &str) -> usize {
         .unwrap()[&b"f"[..]]
 }
 
+/// Waits until the background has finished `n` more periodic checks (and the work they
+/// queued), so a test can assert that something did *not* happen.
+fn after_periodic_checks(db: &Database, n: u64) {
+    let start = db.engine_stats().periodic_checks;
+    eventually("periodic checks", || {
+        db.engine_stats().periodic_checks >= start + n
+    });
+    db.wait_for_background().unwrap();
+}
+
 /// Polls `cond` for up to ten seconds.
 fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -217,7 +227,7 @@ fn periodic_major_compaction_follows_the_clock() {
         t.put(put(round)).unwrap();
         db.flush(&name).unwrap();
     }
-    std::thread::sleep(Duration::from_millis(100));
+    after_periodic_checks(&db, 2);
     assert_eq!(
         files(&db, "periodic"),
         2,
@@ -230,7 +240,7 @@ fn periodic_major_compaction_follows_the_clock() {
     });
     // One major-compacted file is not compacted again.
     clock.advance(10 * 3_600_000);
-    std::thread::sleep(Duration::from_millis(100));
+    after_periodic_checks(&db, 2);
     assert_eq!(db.engine_stats().major_compactions, 1);
 }
 
@@ -300,4 +310,86 @@ fn a_failed_background_flush_is_reported_to_waiters_and_retried() {
         t.scan(Scan::new()).unwrap().collect_rows().unwrap().len(),
         1500
     );
+}
+
+/// RELIABILITY.md D8: one quiet region must not pin every WAL segment. Past `max_logs`
+/// closed segments the regions holding the oldest are flushed.
+#[test]
+fn too_many_wal_segments_flush_the_regions_that_pin_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let options = Options {
+        env: Env::with_clock(Arc::clone(&clock) as _),
+        wal_roll_size_bytes: 128 << 10,
+        background: BackgroundConfig {
+            max_logs: 4,
+            periodic_flush_interval: None,
+            ..BackgroundConfig::default()
+        },
+        ..Options::default()
+    };
+    let db = Database::open_with(dir.path(), options).unwrap();
+    let quiet = create(&db, "quiet", 64);
+    let busy = create(&db, "busy", 1);
+    quiet.put(put(0)).unwrap();
+    for i in 0..6_000 {
+        busy.put(put(i)).unwrap();
+    }
+    db.wait_for_background().unwrap();
+    assert_eq!(files(&db, "quiet"), 1, "the quiet region was not flushed");
+    // 6 MB went through the log in 128 KiB segments; the log keeps about max_logs of them.
+    let segments = db.wal_segment_count();
+    assert!(segments <= 4 + 2, "{segments} WAL segments kept");
+}
+
+/// RELIABILITY.md D8: edits older than the periodic flush interval are flushed
+/// (`hbase.regionserver.optionalcacheflushinterval`), and not before.
+#[test]
+fn old_unflushed_edits_are_flushed_periodically() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let bg = BackgroundConfig {
+        compaction_check_interval: Duration::from_millis(20),
+        periodic_flush_interval: Some(Duration::from_secs(3600)),
+        ..BackgroundConfig::default()
+    };
+    let db = open(dir.path(), &clock, bg);
+    let t = create(&db, "old", 64);
+    t.put(put(1)).unwrap();
+    after_periodic_checks(&db, 2);
+    assert_eq!(files(&db, "old"), 0, "flushed before the interval passed");
+    clock.advance(3_600_000);
+    eventually("the periodic flush", || files(&db, "old") == 1);
+    assert_eq!(
+        t.get(Get::new(put(1).row)).unwrap().cells.len(),
+        1,
+        "the flushed row reads back"
+    );
+}
+
+/// RELIABILITY.md D8: a clean close flushes every region and leaves no WAL to replay.
+#[test]
+fn a_clean_close_flushes_and_leaves_no_wal_to_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let db = open(dir.path(), &clock, BackgroundConfig::default());
+    let t = create(&db, "closing", 64);
+    for i in 0..100 {
+        t.put(put(i).with_durability(Durability::SyncWal)).unwrap();
+    }
+    drop(t);
+    db.close().unwrap();
+    let wal_bytes: u64 = std::fs::read_dir(dir.path().join("wal"))
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .sum();
+    // One empty segment: its header only.
+    assert!(
+        wal_bytes <= 64,
+        "{wal_bytes} bytes of WAL left after a clean close"
+    );
+    let db = open(dir.path(), &clock, BackgroundConfig::default());
+    assert_eq!(files(&db, "closing"), 1);
+    let rows = db.table("closing").unwrap().scan(Scan::new()).unwrap();
+    assert_eq!(rows.collect_rows().unwrap().len(), 100);
 }

@@ -172,3 +172,58 @@ fn namespaces_tables_and_schema_changes_survive_reopen() {
     let t = fx.db.table("ns1:t1").unwrap();
     assert!(t.get(Get::new("r").add_family("f")).unwrap().is_empty());
 }
+
+/// RELIABILITY.md D11, D12, D21: what HBase's client refuses before sending refuses the whole
+/// batch; a Put carries only Put cells; scan bounds obey the row-length limit.
+#[test]
+fn invalid_items_refuse_the_whole_batch_and_puts_carry_only_puts() {
+    use basalt_model::ops::{Delete, Mutation};
+    use basalt_model::{Cell, CellType};
+    let fx = Fixture::new();
+    let t = fx.create("t", vec![cf("f", 1)]);
+    t.put(Put::new("victim").add("f", "q", "kept")).unwrap();
+    let small = |r: &str| Mutation::Put(Put::new(r.to_owned()).add("f", "q", "v"));
+    let big = Mutation::Put(Put::new("b").add("f", "q", vec![0u8; 10 * 1024 * 1024 + 1]));
+    let long_row = Mutation::Put(Put::new(vec![b'x'; 32_768]).add("f", "q", "v"));
+    for bad in [big, long_row, Mutation::Put(Put::new("empty"))] {
+        let results = t.batch(vec![small("a"), bad, small("c")]);
+        assert_eq!(results.len(), 3);
+        for r in &results {
+            assert!(matches!(r, Err(Error::IllegalArgument(_))), "{r:?}");
+        }
+        let why = results[0].as_ref().unwrap_err().to_string();
+        assert!(why.contains("mutation 1 of the batch was refused"), "{why}");
+        assert!(t.get(Get::new("a")).unwrap().is_empty());
+        assert!(t.get(Get::new("c")).unwrap().is_empty());
+    }
+    // A Put carrying a delete marker is refused; the row keeps its data.
+    let mut put = Put::new("victim");
+    put.cells.push(Cell {
+        cell_type: CellType::DeleteFamily,
+        ..Cell::put("victim", "f", "", 1, "")
+    });
+    let e = t.put(put).unwrap_err();
+    assert!(e.to_string().contains("only Put cells"), "{e}");
+    // And a Delete carrying a value is refused, nothing written.
+    let mut del = Delete::new("victim");
+    del.markers
+        .push(Cell::put("victim", "f", "new", 1, "planted"));
+    let e = t.delete(del).unwrap_err();
+    assert!(e.to_string().contains("only delete markers"), "{e}");
+    assert_eq!(values(&t.get(Get::new("victim")).unwrap()), ["kept"]);
+    // Scan bounds longer than a row key are refused as HBase's Scan does.
+    for scan in [
+        Scan::new().with_start_row(vec![b'k'; 100_000], true),
+        Scan::new().with_stop_row(vec![b'k'; 32_768], false),
+    ] {
+        let e = t.scan(scan).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("must be less than or equal to 32767"),
+            "{e}"
+        );
+    }
+    assert!(t
+        .scan(Scan::new().with_start_row(vec![b'k'; 32_767], true))
+        .is_ok());
+}

@@ -173,6 +173,9 @@ fn run(config: &Config, steps: &[Step]) -> Result<(), TestCaseError> {
     let mut db = open(dir.path(), &clock);
     db.create_table(TableDescriptor::new(&name, fams.clone()), &[])
         .unwrap();
+    let side = TableName::parse("side").unwrap();
+    db.create_table(TableDescriptor::new(&side, fams.clone()), &[])
+        .unwrap();
     let mut table = db.table("m").unwrap();
     let mut oracle = RegionedOracle::new(Oracle::new(&fams));
     for (step, s) in steps.iter().enumerate() {
@@ -262,6 +265,20 @@ fn run(config: &Config, steps: &[Step]) -> Result<(), TestCaseError> {
             Op::Reopen => {
                 drop(table);
                 db.close().unwrap();
+                db = open(dir.path(), &clock);
+                table = db.table("m").unwrap();
+                // A clean close flushes every region, as HBase's region close does.
+                oracle.flush(now);
+                oracle.reopen();
+            }
+            Op::Crash => {
+                // The history writes with ASYNC_WAL, which a crash may lose in part; a
+                // synced write to another table first makes every edit durable (one sync
+                // covers the whole log), so the crash loses nothing the oracle holds.
+                let side = db.table("side").unwrap();
+                side.put(Put::new("s").add("f", "q", "v")).unwrap();
+                drop((side, table));
+                drop(db);
                 db = open(dir.path(), &clock);
                 table = db.table("m").unwrap();
                 oracle.reopen();

@@ -155,8 +155,10 @@ impl Handler {
             puts.extend(p.map(Op::Put));
         }
         let t = self.table(table).map_err(|e| io(&e))?;
-        // HBase builds every Put and Delete before sending any: a bad row refuses them all.
-        if let Some(e) = puts.iter().chain(&deletes).find_map(|m| m.validate().err()) {
+        // HBase builds and checks every Put and Delete before sending any: a bad row or an
+        // oversized cell refuses them all. Basalt also checks what the server would refuse
+        // (an unknown family) up front, so a refused call never writes part of the rows.
+        if let Some(e) = puts.iter().chain(&deletes).find_map(|m| t.check(m).err()) {
             return Err(io_or_illegal(&e));
         }
         for batch in [puts, deletes] {
