@@ -89,32 +89,90 @@ fn replay_segment(
         ));
     }
     let decoded = decode_segment(&data, path, apply)?;
-    if let Some((pos, why)) = decoded.torn_at {
-        if !is_last {
-            return Err(Error::corruption(
-                "WAL record",
-                path,
-                format!("{why} at offset {pos}"),
-            ));
+    match decoded.stop {
+        None => {}
+        Some(Stop { pos, why, torn }) => {
+            let damaged_tail = !torn && !holds_a_record_after(&data, pos);
+            if !is_last || !(torn || damaged_tail) {
+                return Err(Error::corruption(
+                    "WAL record",
+                    path,
+                    format!(
+                        "{why} at offset {pos}, with records after it; nothing was changed. `basalt hbck --fix-wal` cuts the segment there and keeps the bytes it cuts"
+                    ),
+                ));
+            }
+            if damaged_tail {
+                set_aside(env, path, &data, pos, why)?;
+            }
+            env.truncate(path, pos as u64)?;
         }
-        env.truncate(path, pos as u64)?;
     }
     Ok(decoded.max_seq_id)
 }
 
-/// What a segment's bytes hold: the highest sequence id read, and where a torn tail (damage a
-/// crash during the last write explains) begins, with why.
+/// Whether a whole record (length and payload checksums both right) starts anywhere after
+/// `pos`: if so, damage at `pos` is in the middle of the log, not at its end.
+fn holds_a_record_after(data: &[u8], pos: usize) -> bool {
+    (pos + 1..data.len()).any(|p| matches!(next_record(data, p), Step::Record { .. }))
+}
+
+/// Copies `data[pos..]` (a damaged end of the log) to `<segment>.damaged-<pos>` beside the
+/// segment, synced, before the segment is cut there: the bytes are kept for an operator.
+///
+/// # Errors
+/// `Io`.
+pub(crate) fn set_aside(
+    env: &Env,
+    path: &Path,
+    data: &[u8],
+    pos: usize,
+    why: &str,
+) -> Result<PathBuf> {
+    let mut name = path.file_name().unwrap_or_default().to_owned();
+    name.push(format!(".damaged-{pos}"));
+    let kept = path.with_file_name(name);
+    env.remove_file(&kept)?; // a copy left by an earlier attempt that crashed
+    let mut f = env.create(&kept)?;
+    f.write_all(&data[pos..])?;
+    f.sync_data()?;
+    if let Some(dir) = path.parent() {
+        env.sync_dir(dir)?;
+    }
+    tracing::warn!(
+        segment = %path.display(),
+        offset = pos,
+        bytes = data.len() - pos,
+        kept = %kept.display(),
+        "the end of the WAL is damaged ({why}) with no record after it: recovery stops at the last good record (point-in-time recovery); the damaged bytes are kept"
+    );
+    Ok(kept)
+}
+
+/// What a segment's bytes hold: the highest sequence id read, and where reading stopped
+/// before the end, if it did.
 #[derive(Debug, PartialEq, Eq)]
 pub struct DecodedSegment {
     pub max_seq_id: u64,
-    pub torn_at: Option<(usize, &'static str)>,
+    pub stop: Option<Stop>,
 }
 
-/// Decodes a whole segment (header and records), calling `apply` for each edit up to a torn
-/// tail. Never panics, whatever the bytes.
+/// Where and why reading a segment stopped early.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stop {
+    pub pos: usize,
+    pub why: &'static str,
+    /// Damage a crash during the last write explains (a torn tail); otherwise the bytes are
+    /// damaged (bit rot, junk).
+    pub torn: bool,
+}
+
+/// Decodes a whole segment (header and records), calling `apply` for each edit up to where
+/// its records end or stop making sense. Never panics, whatever the bytes.
 ///
 /// # Errors
-/// `Corruption` for a bad header or damage a crash cannot explain; whatever `apply` returns.
+/// `Corruption` for a bad header or a record whose checksums hold but whose edit does not
+/// decode; whatever `apply` returns.
 pub fn decode_segment(
     data: &[u8],
     path: &Path,
@@ -138,23 +196,32 @@ pub fn decode_segment(
                 pos = end;
             }
             Step::Torn(why) => {
+                let stop = Stop {
+                    pos,
+                    why,
+                    torn: true,
+                };
                 return Ok(DecodedSegment {
                     max_seq_id,
-                    torn_at: Some((pos, why)),
-                })
+                    stop: Some(stop),
+                });
             }
             Step::Corrupt(why) => {
-                return Err(Error::corruption(
-                    "WAL record",
-                    path,
-                    format!("{why} at offset {pos}"),
-                ));
+                let stop = Stop {
+                    pos,
+                    why,
+                    torn: false,
+                };
+                return Ok(DecodedSegment {
+                    max_seq_id,
+                    stop: Some(stop),
+                });
             }
         }
     }
     Ok(DecodedSegment {
         max_seq_id,
-        torn_at: None,
+        stop: None,
     })
 }
 

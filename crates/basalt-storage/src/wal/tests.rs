@@ -264,3 +264,62 @@ fn unsynced_edits_vanish_in_a_simulated_crash_and_synced_ones_stay() {
     faults.simulate_crash().unwrap();
     assert_eq!(seqs(&reopen(tmp.path()).unwrap()), vec![1]);
 }
+
+/// RELIABILITY.md D10: junk after the last record (what a power cut leaves on some file
+/// systems) is a damaged tail: recovery keeps every record before it, the junk is kept in a
+/// side file, and the log opens again.
+#[test]
+fn junk_after_the_last_record_is_set_aside_and_recovery_goes_on() {
+    let tmp = tempfile::tempdir().unwrap();
+    let wal = open(tmp.path());
+    let mut t = 0;
+    for i in 0..3 {
+        t = wal.append(1, i + 1, &cells("row", 2)).unwrap();
+    }
+    wal.sync(t, false).unwrap();
+    drop(wal);
+    let seg = last_segment(tmp.path());
+    let good_len = std::fs::metadata(&seg).unwrap().len();
+    let junk: Vec<u8> = (0..100u32)
+        .map(|i| u8::try_from(i * 37 % 251 + 1).unwrap())
+        .collect();
+    OpenOptions::new()
+        .append(true)
+        .open(&seg)
+        .unwrap()
+        .write_all(&junk)
+        .unwrap();
+    let edits = reopen(tmp.path()).unwrap();
+    assert_eq!(seqs(&edits), [1, 2, 3]);
+    assert_eq!(std::fs::metadata(&seg).unwrap().len(), good_len);
+    let mut kept_name = seg.file_name().unwrap().to_owned();
+    kept_name.push(format!(".damaged-{good_len}"));
+    assert_eq!(std::fs::read(seg.with_file_name(kept_name)).unwrap(), junk);
+    // Opened again, it is a healthy log.
+    assert_eq!(seqs(&reopen(tmp.path()).unwrap()), [1, 2, 3]);
+}
+
+/// A damaged record with a whole record after it is in the middle of the log: opening
+/// fails, names where, points at the repair, and changes nothing.
+#[test]
+fn damage_followed_by_a_record_refuses_and_changes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let wal = open(tmp.path());
+    let mut t = 0;
+    for i in 0..3 {
+        t = wal.append(1, i + 1, &cells("row", 2)).unwrap();
+    }
+    wal.sync(t, false).unwrap();
+    drop(wal);
+    let seg = last_segment(tmp.path());
+    let mut data = std::fs::read(&seg).unwrap();
+    // A byte of the first record's payload.
+    data[record::HEADER_LEN + record::RECORD_HEADER_LEN + 3] ^= 0x40;
+    std::fs::write(&seg, &data).unwrap();
+    let e = reopen(tmp.path()).unwrap_err().to_string();
+    assert!(
+        e.contains("offset 12") && e.contains("basalt hbck --fix-wal"),
+        "{e}"
+    );
+    assert_eq!(std::fs::read(&seg).unwrap(), data);
+}
