@@ -31,6 +31,7 @@ pub mod compaction;
 mod database;
 pub mod env;
 pub mod fuzzing;
+pub mod hbck;
 mod manifest;
 pub mod memstore;
 pub mod region;

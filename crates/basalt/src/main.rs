@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+mod hbck;
 mod remote;
 mod server;
 mod shell;
@@ -46,6 +47,9 @@ enum Command {
         /// A script of shell commands to run instead of reading the terminal.
         script: Option<PathBuf>,
     },
+    /// Checks a data directory offline (no server may hold it) and repairs what the flags ask
+    /// for: a lost catalog or manifest, damaged store files, a damaged WAL (HBase's hbck2).
+    Hbck(hbck::HbckArgs),
     /// Runs engine workloads in-process: 16-byte keys, 100-byte values (db_bench's); or,
     /// as `basalt bench ycsb`, YCSB's core workloads against a server.
     #[command(args_conflicts_with_subcommands = true)]
@@ -99,6 +103,7 @@ enum BenchCommand {
 fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Server(args) => server::run(args),
+        Command::Hbck(args) => std::process::exit(hbck::run(&args)?),
         Command::Shell {
             server,
             data_dir,

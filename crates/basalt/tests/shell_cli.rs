@@ -72,3 +72,69 @@ fn a_directory_in_use_is_refused_with_a_clear_message() {
     assert!(err.contains("is in use by another process"), "{err}");
     drop(db);
 }
+
+/// `basalt hbck` as an operator runs it: a report, exit code 1 while something is wrong,
+/// a repair on request, exit code 0 after it; refused while the directory is in use.
+#[test]
+fn hbck_reports_repairs_and_exits_by_what_is_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let out = basalt()
+        .args(["shell", "-n", "--data-dir"])
+        .arg(&data)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            c.stdin
+                .take()
+                .unwrap()
+                .write_all(b"create 't1', 'f1'\nput 't1', 'r1', 'f1:a', 'v1'\nflush 't1'\n")?;
+            c.wait_with_output()
+        })
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        masked(&out.stdout),
+        masked(&out.stderr)
+    );
+    let hbck = |extra: &[&str]| {
+        basalt()
+            .args(["hbck", "--data-dir"])
+            .arg(&data)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = hbck(&[]);
+    assert_eq!(out.status.code(), Some(0), "{}", masked(&out.stdout));
+    for f in std::fs::read_dir(data.join("catalog")).unwrap() {
+        std::fs::remove_file(f.unwrap().path()).unwrap();
+    }
+    let out = hbck(&[]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(text.contains("ERROR MISSING_CATALOG"), "{text}");
+    assert!(text.contains("1 remaining"), "{text}");
+    let out = hbck(&["--fix-catalog"]);
+    assert_eq!(out.status.code(), Some(0), "{}", masked(&out.stdout));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("REPAIRED MISSING_CATALOG"));
+    let out = basalt()
+        .args(["shell", "-n", "--data-dir"])
+        .arg(&data)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            c.stdin.take().unwrap().write_all(b"count 't1'\n")?;
+            c.wait_with_output()
+        })
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("1 row(s)"),
+        "{}",
+        masked(&out.stdout)
+    );
+}

@@ -313,7 +313,15 @@ impl Database {
         self.inner.edit_catalog(&mut g, |c| {
             c.table_mut(&name)?.descriptor = (*desc).clone();
             Ok(())
-        })
+        })?;
+        // The copy `basalt hbck` rebuilds a lost catalog from; the catalog is the truth.
+        let tdir = self.inner.table_dir(&name);
+        if let Err(e) =
+            crate::region::repair::write_table_info(&self.inner.options.env, &tdir, &desc)
+        {
+            tracing::warn!(table = %name, error = %e, "could not write the table's descriptor file");
+        }
+        Ok(())
     }
 
     /// `alter 't', NAME => 'f', ...`: adds the family or replaces its settings.

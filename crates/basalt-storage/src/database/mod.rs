@@ -400,7 +400,7 @@ impl Database {
     }
 }
 
-fn acquire_lock(dir: &Path) -> Result<File> {
+pub(crate) fn acquire_lock(dir: &Path) -> Result<File> {
     let path = dir.join("LOCK");
     let f = std::fs::OpenOptions::new()
         .create(true)
@@ -475,6 +475,9 @@ impl DbInner {
                 }
             }
         }
+        if let Err(e) = crate::region::repair::write_table_info(&self.options.env, &tdir, &desc) {
+            tracing::warn!(table = %name, error = %e, "could not write the table's descriptor file");
+        }
         let state = TableState::new(name.clone(), entry.enabled, regions, failed);
         self.tables.write().insert(name, state);
     }
@@ -504,6 +507,11 @@ impl DbInner {
                     return Err(e);
                 }
             }
+        }
+        if let Err(e) = crate::region::repair::write_table_info(&self.options.env, &tdir, &desc) {
+            drop(regions);
+            self.archive_table_dir(&name);
+            return Err(e);
         }
         for r in &regions {
             self.background.register(r);

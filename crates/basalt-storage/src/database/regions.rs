@@ -444,7 +444,8 @@ impl DbInner {
                     .map(|r| r.id.to_string())
                     .collect();
                 for region in env.list(&tdir)? {
-                    if !known.contains(&region) {
+                    // `.tabledesc` holds the table's descriptor, not a region.
+                    if !known.contains(&region) && !region.starts_with('.') {
                         orphans.push(tdir.join(region));
                     }
                 }

@@ -13,6 +13,7 @@ mod clock;
 mod maintenance;
 mod mutate;
 mod mvcc;
+pub mod repair;
 mod scanner;
 mod split;
 
@@ -252,6 +253,10 @@ impl Region {
                 "no manifest (MANIFEST-*): the region's files were left in place; `basalt hbck` can rebuild it",
             ));
         };
+        // What `basalt hbck` needs to rebuild a lost catalog (written once; older regions
+        // get theirs at their next open).
+        let table_key = crate::catalog::table_key(&table.table_name());
+        repair::write_region_info(env, dir, &table_key, &info)?;
         let mut stores = BTreeMap::new();
         let current_seq = seq.load(Ordering::SeqCst);
         for f in table.families.values() {
@@ -460,7 +465,7 @@ impl Region {
         let m = self.manifest.lock().1.clone();
         let mut unlisted = Vec::new();
         for entry in self.env.list(&self.dir)? {
-            if entry.starts_with("MANIFEST-") {
+            if entry.starts_with("MANIFEST-") || entry.starts_with("REGIONINFO-") {
                 continue;
             }
             let path = self.dir.join(&entry);
