@@ -223,23 +223,8 @@ fn merge_joins_adjacent_regions() {
         .unwrap_err();
     assert!(err.to_string().contains("compact it first"), "{err}");
     fx.major("t");
-    // The janitor archived the merged parents: three region directories are left (beside
-    // the table's descriptor directory).
-    let region_dirs = fx
-        .dir
-        .path()
-        .join("data/default/t")
-        .read_dir()
-        .unwrap()
-        .filter(|e| {
-            !e.as_ref()
-                .unwrap()
-                .file_name()
-                .to_string_lossy()
-                .starts_with('.')
-        })
-        .count();
-    assert_eq!(region_dirs, 3);
+    // The janitor archived the merged parents: three region directories are left.
+    assert_eq!(region_dirs(&fx.dir.path().join("data/default/t")), 3);
     let all: Vec<String> = fx
         .db
         .regions(&name)
@@ -255,6 +240,21 @@ fn merge_joins_adjacent_regions() {
     let fx = fx.reopen();
     assert_eq!(fx.db.regions(&name).unwrap().len(), 1);
     check_all(&fx.db.table("t").unwrap(), 900);
+}
+
+/// Region directories of a table directory (its descriptor directory aside).
+fn region_dirs(table_dir: &std::path::Path) -> usize {
+    table_dir
+        .read_dir()
+        .unwrap()
+        .filter(|e| {
+            !e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with('.')
+        })
+        .count()
 }
 
 fn open_small(dir: &std::path::Path, clock: &Arc<ManualClock>, max_filesize: u64) -> Database {
