@@ -4,7 +4,9 @@
 
 #![allow(clippy::missing_errors_doc)] // gRPC handlers answer with statuses, documented in the proto
 
+pub mod budget;
 pub mod info;
+pub mod listener;
 pub mod metrics;
 pub mod scanners;
 pub mod service;
@@ -18,8 +20,8 @@ use std::time::Duration;
 use basalt_proto::pb;
 use basalt_storage::{Database, Options};
 use tokio::net::TcpListener;
-use tokio_stream::wrappers::TcpListenerStream;
 
+use listener::{Accepted, ConnectionLimits};
 use scanners::Scanners;
 use service::Services;
 
@@ -48,6 +50,15 @@ pub struct ServerConfig {
     pub scanner_lease: Duration,
     /// The engine's settings (memory limits, flush and compaction behaviour).
     pub options: Options,
+    /// Connection rules of the native API and of the web page (cap, deadlines).
+    pub native_limits: ConnectionLimits,
+    pub info_limits: ConnectionLimits,
+    /// How long a stop waits for requests in flight before it gives up on them (every
+    /// acknowledged write is durable already; the database is closed either way).
+    pub shutdown_grace: Duration,
+    /// Bytes of requests in flight the server holds at most, all protocols together
+    /// (`hbase.ipc.server.max.callqueue.size`, 1 GiB).
+    pub request_budget_bytes: usize,
 }
 
 impl Default for ServerConfig {
@@ -59,6 +70,10 @@ impl Default for ServerConfig {
             thrift: Some(thrift::ThriftConfig::default()),
             scanner_lease: Duration::from_secs(60),
             options: Options::default(),
+            native_limits: ConnectionLimits::native(),
+            info_limits: ConnectionLimits::info(),
+            shutdown_grace: Duration::from_secs(30),
+            request_budget_bytes: budget::DEFAULT_REQUEST_BUDGET_BYTES,
         }
     }
 }
@@ -71,6 +86,9 @@ pub struct Server {
     thrift: Option<(TcpListener, Arc<thrift::Gateway>)>,
     services: Services,
     lease: Duration,
+    limits: (ConnectionLimits, ConnectionLimits),
+    shutdown_grace: Duration,
+    budget: Arc<budget::RequestBudget>,
 }
 
 impl Server {
@@ -104,6 +122,13 @@ impl Server {
             scanners: Arc::new(Scanners::new(config.scanner_lease)),
             metrics: Arc::new(metrics::RequestMetrics::default()),
         };
+        let budget = budget::RequestBudget::new(config.request_budget_bytes);
+        let b = Arc::clone(&budget);
+        services.metrics.register_gauge(
+            "basalt_request_bytes_in_flight",
+            "Bytes of requests being read or served, against the server's budget.",
+            move || b.used() as u64,
+        );
         let thrift = match config.thrift {
             Some(t) => {
                 let l = thrift::listen(t.listen)
@@ -118,6 +143,7 @@ impl Server {
                     scanners,
                     Arc::clone(&services.metrics),
                     t,
+                    Arc::clone(&budget),
                 );
                 let gateway = Arc::new(gateway);
                 let g = Arc::downgrade(&gateway);
@@ -145,6 +171,9 @@ impl Server {
             thrift,
             services,
             lease: config.scanner_lease,
+            limits: (config.native_limits, config.info_limits),
+            shutdown_grace: config.shutdown_grace,
+            budget,
         })
     }
 
@@ -193,89 +222,153 @@ impl Server {
             thrift,
             services,
             lease,
+            limits,
+            shutdown_grace,
+            budget,
         } = self;
         // One shutdown signal for both listeners.
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
             let _ = rx.wait_for(|s| *s).await;
         };
-        let info = info_listener.map(|l| {
-            let app = info::router(services.clone());
-            let stop = stopped(stop_rx.clone());
-            tokio::spawn(async move {
-                if let Err(e) = axum::serve(l, app).with_graceful_shutdown(stop).await {
-                    tracing::warn!(error = %e, "the web page stopped");
-                }
-            })
-        });
+        let info = match info_listener {
+            Some(l) => Some(serve_info(
+                l,
+                limits.1,
+                &services,
+                stopped(stop_rx.clone()),
+            )?),
+            None => None,
+        };
         let gateway = thrift.map(|(l, gateway)| {
             let stop = stop_rx.clone();
             let g = Arc::clone(&gateway);
             (tokio::spawn(thrift::serve(l, g, stop)), gateway)
         });
+        let (stopping_tx, stopping) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(async move {
             shutdown.await;
             let _ = stop_tx.send(true);
+            let _ = stopping_tx.send(());
         });
-        let reaper = {
-            let scanners = Arc::clone(&services.scanners);
-            let thrift_scanners = gateway.as_ref().map(|(_, g)| g.handler.scanners());
-            let tick = (lease / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
-            tokio::spawn(async move {
-                let mut every = tokio::time::interval(tick);
-                loop {
-                    every.tick().await;
-                    scanners.expire();
-                    if let Some(t) = &thrift_scanners {
-                        t.expire();
-                    }
-                }
-            })
-        };
+        let thrift_scanners = gateway.as_ref().map(|(_, g)| g.handler.scanners());
+        let reaper = spawn_reaper(Arc::clone(&services.scanners), thrift_scanners, lease);
         let db = services.db.clone();
-        let result = tonic::transport::Server::builder()
-            .add_service(
+        let native = Accepted::start(listener, limits.0, "native API")
+            .map_err(|e| ServerError(format!("serving the native API: {e}")))?;
+        let serving = tonic::transport::Server::builder()
+            .add_service(budget::Budgeted::new(
                 pb::admin_server::AdminServer::new(services.clone())
                     .max_decoding_message_size(MAX_MESSAGE_BYTES)
                     .max_encoding_message_size(MAX_MESSAGE_BYTES),
-            )
-            .add_service(
+                Arc::clone(&budget),
+            ))
+            .add_service(budget::Budgeted::new(
                 pb::table_server::TableServer::new(services)
                     .max_decoding_message_size(MAX_MESSAGE_BYTES)
                     .max_encoding_message_size(MAX_MESSAGE_BYTES),
-            )
-            .serve_with_incoming_shutdown(incoming(listener), stopped(stop_rx))
-            .await;
+                budget,
+            ))
+            .serve_with_incoming_shutdown(native.into_stream(), stopped(stop_rx));
+        let finishing = async move {
+            let result = serving.await;
+            if let Some(info) = info {
+                let _ = info.await;
+            }
+            if let Some((accepting, _)) = gateway {
+                let _ = accepting.await;
+            }
+            result
+        };
+        let result = bounded_stop(finishing, stopping, shutdown_grace).await;
         reaper.abort();
-        if let Some(info) = info {
-            let _ = info.await;
-        }
-        if let Some((accepting, _)) = gateway {
-            let _ = accepting.await;
-        }
-        result.map_err(|e| ServerError(format!("serving: {e}")))?;
-        tokio::task::spawn_blocking(move || db.close())
-            .await
-            .map_err(|e| ServerError(format!("closing the database: {e}")))??;
-        tracing::info!("server stopped; the database is closed");
-        Ok(())
+        result?;
+        close_database(db, shutdown_grace).await
     }
 }
 
-/// Accepted connections with Nagle's algorithm off: small responses go out at once instead
-/// of waiting for the client's delayed ACK (tens of milliseconds a call).
-fn incoming(
-    listener: TcpListener,
-) -> impl tokio_stream::Stream<Item = std::io::Result<tokio::net::TcpStream>> {
-    use tokio_stream::StreamExt;
-    TcpListenerStream::new(listener).map(|s| {
-        if let Ok(s) = &s {
-            if let Err(e) = s.set_nodelay(true) {
-                tracing::debug!(error = %e, "could not turn Nagle's algorithm off");
+/// Serves the web page and `/metrics` on `l` until `stop`.
+fn serve_info(
+    l: TcpListener,
+    limits: ConnectionLimits,
+    services: &Services,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<tokio::task::JoinHandle<()>, ServerError> {
+    let accepted = Accepted::start(l, limits, "web page")
+        .map_err(|e| ServerError(format!("serving the web page: {e}")))?;
+    let app = info::router(services.clone());
+    Ok(tokio::spawn(async move {
+        if let Err(e) = axum::serve(accepted, app)
+            .with_graceful_shutdown(stop)
+            .await
+        {
+            tracing::warn!(error = %e, "the web page stopped");
+        }
+    }))
+}
+
+/// Expires scanner leases (native and Thrift) a few times per lease period.
+fn spawn_reaper(
+    scanners: Arc<Scanners>,
+    thrift_scanners: Option<Arc<Scanners<thrift::ThriftScanner>>>,
+    lease: Duration,
+) -> tokio::task::JoinHandle<()> {
+    let tick = (lease / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
+    tokio::spawn(async move {
+        let mut every = tokio::time::interval(tick);
+        loop {
+            every.tick().await;
+            scanners.expire();
+            if let Some(t) = &thrift_scanners {
+                t.expire();
             }
         }
-        s
     })
+}
+
+/// Closes the database (every region flushed), giving up after `grace`: a disk that hangs
+/// must not hang the stop either.
+async fn close_database(db: Database, grace: Duration) -> Result<(), ServerError> {
+    let closing = tokio::task::spawn_blocking(move || db.close());
+    match tokio::time::timeout(grace, closing).await {
+        Ok(closed) => {
+            closed.map_err(|e| ServerError(format!("closing the database: {e}")))??;
+            tracing::info!("server stopped; the database is closed");
+            Ok(())
+        }
+        Err(_) => Err(ServerError(format!(
+            "closing the database took longer than {} s; stopping anyway (the WAL holds every acknowledged write)",
+            grace.as_secs()
+        ))),
+    }
+}
+
+/// Runs `serving` to its end, but once `stopping` fires gives it at most `grace` to finish
+/// the requests in flight: a stuck request must not keep a stopped server alive.
+async fn bounded_stop<E: std::fmt::Display>(
+    serving: impl std::future::Future<Output = Result<(), E>>,
+    stopping: tokio::sync::oneshot::Receiver<()>,
+    grace: Duration,
+) -> Result<(), ServerError> {
+    tokio::pin!(serving);
+    let outcome = tokio::select! {
+        r = &mut serving => Some(r),
+        _ = stopping => None,
+    };
+    let result = match outcome {
+        Some(r) => r,
+        None => match tokio::time::timeout(grace, &mut serving).await {
+            Ok(r) => r,
+            Err(_) => {
+                tracing::error!(
+                    grace_s = grace.as_secs(),
+                    "requests still running after the stop's grace period; stopping without them (every acknowledged write is durable)"
+                );
+                return Ok(());
+            }
+        },
+    };
+    result.map_err(|e| ServerError(format!("serving: {e}")))
 }
 
 /// Why the server could not start or stop cleanly.

@@ -49,6 +49,10 @@ struct FileConfig {
     thrift_max_frame_mib: Option<usize>,
     /// Thrift connections served at once (`hbase.thrift.maxWorkerThreads`).
     thrift_max_connections: Option<usize>,
+    /// How long a Thrift connection may send nothing (`hbase.thrift.server.socket.read.timeout`).
+    thrift_read_timeout_ms: Option<u64>,
+    /// Bytes of requests in flight, all protocols (`hbase.ipc.server.max.callqueue.size`).
+    request_budget_mib: Option<usize>,
     scanner_timeout_ms: Option<u64>,
     /// Block cache capacity.
     block_cache_mib: Option<usize>,
@@ -93,6 +97,12 @@ fn config(args: ServerArgs) -> anyhow::Result<ServerConfig> {
     if let Some(n) = file.thrift_max_connections {
         thrift.max_connections = n;
     }
+    if let Some(ms) = file.thrift_read_timeout_ms {
+        thrift.read_timeout = Duration::from_millis(ms);
+    }
+    if let Some(m) = file.request_budget_mib {
+        c.request_budget_bytes = m << 20;
+    }
     c.thrift = Some(thrift);
     if let Some(ms) = args.scanner_timeout_ms.or(file.scanner_timeout_ms) {
         c.scanner_lease = Duration::from_millis(ms);
@@ -120,7 +130,7 @@ pub fn run(args: ServerArgs) -> anyhow::Result<()> {
         .init();
     let config = config(args)?;
     let runtime = tokio::runtime::Runtime::new()?;
-    runtime.block_on(async move {
+    let served = runtime.block_on(async move {
         let dir = config.data_dir.clone();
         let server = Server::bind(config).await?;
         let addr = server.local_addr()?;
@@ -146,7 +156,11 @@ pub fn run(args: ServerArgs) -> anyhow::Result<()> {
         tracing::info!(%addr, dir = %dir.display(), "serving");
         server.serve(shutdown_signal()).await?;
         Ok(())
-    })
+    });
+    // A request stuck past the stop's grace period still holds a blocking thread: the
+    // process ends without waiting for it (every acknowledged write is durable).
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    served
 }
 
 async fn shutdown_signal() {

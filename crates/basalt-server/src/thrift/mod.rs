@@ -6,7 +6,13 @@
 //! HBase's thread-pool server, that decodes requests with length-checked protocols
 //! (`protocol`) and answers them with the generated `Hbase` processor over `handler`, which
 //! calls the same engine and regions as the native API. Scanners are leases, like the native
-//! API's; an idle connection stays open for as long as the client keeps it.
+//! API's.
+//!
+//! Connections (RELIABILITY.md D6, D18): at most `max_connections` are served at once, and
+//! past that the gateway stops accepting, so new clients wait in the accept queue instead of
+//! being reset; a connection that sends nothing for `read_timeout` (HBase's
+//! `hbase.thrift.server.socket.read.timeout`, 60 s), before, inside or between requests, is
+//! closed; request bytes count against the server's budget as they arrive (`budget`).
 
 mod convert;
 mod handler;
@@ -23,6 +29,9 @@ use std::time::{Duration, Instant};
 
 use basalt_storage::Database;
 use parking_lot::Mutex;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::budget::RequestBudget;
 
 use crate::metrics::RequestMetrics;
 use crate::scanners::Scanners;
@@ -92,8 +101,11 @@ pub struct ThriftConfig {
     pub listen: SocketAddr,
     /// The largest request, framed or not (`hbase.regionserver.thrift.framed.max_frame_size_in_mb`).
     pub max_message_bytes: usize,
-    /// Connections served at once (`hbase.thrift.maxWorkerThreads`); more are closed at once.
+    /// Connections served at once (`hbase.thrift.maxWorkerThreads`); more wait to be
+    /// accepted.
     pub max_connections: usize,
+    /// How long a connection may send nothing (`hbase.thrift.server.socket.read.timeout`).
+    pub read_timeout: Duration,
 }
 
 impl Default for ThriftConfig {
@@ -102,6 +114,7 @@ impl Default for ThriftConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], DEFAULT_THRIFT_PORT)),
             max_message_bytes: crate::MAX_MESSAGE_BYTES,
             max_connections: 1000,
+            read_timeout: Duration::from_secs(60),
         }
     }
 }
@@ -114,6 +127,9 @@ pub struct Gateway {
     /// Open connections by id: a clone of each socket, so that a stop can close them.
     connections: Mutex<HashMap<u64, std::net::TcpStream>>,
     next_connection: AtomicU64,
+    /// One permit per connection served.
+    permits: Arc<Semaphore>,
+    pub(crate) budget: Arc<RequestBudget>,
 }
 
 impl Gateway {
@@ -122,25 +138,33 @@ impl Gateway {
         scanners: Arc<Scanners<handler::ThriftScanner>>,
         metrics: Arc<RequestMetrics>,
         config: ThriftConfig,
+        budget: Arc<RequestBudget>,
     ) -> Gateway {
         Gateway {
             handler: Handler::new(db, scanners, metrics),
+            permits: Arc::new(Semaphore::new(config.max_connections)),
             config,
             connections: Mutex::new(HashMap::new()),
             next_connection: AtomicU64::new(1),
+            budget,
         }
     }
 
-    /// Serves one accepted connection on a thread of its own, or closes it when the gateway
-    /// serves as many as it may.
-    pub(crate) fn accept(self: &Arc<Self>, stream: std::net::TcpStream, peer: SocketAddr) {
+    /// Serves one accepted connection on a thread of its own, which holds `permit` until the
+    /// connection ends.
+    pub(crate) fn accept(
+        self: &Arc<Self>,
+        stream: std::net::TcpStream,
+        peer: SocketAddr,
+        permit: OwnedSemaphorePermit,
+    ) {
         let id = self.next_connection.fetch_add(1, Ordering::Relaxed);
+        if let Err(e) = stream.set_read_timeout(Some(self.config.read_timeout)) {
+            tracing::warn!(%peer, error = %e, "cannot serve a Thrift connection");
+            return;
+        }
         {
             let mut open = self.connections.lock();
-            if open.len() >= self.config.max_connections {
-                tracing::warn!(%peer, limit = self.config.max_connections, "too many Thrift connections; closing the new one");
-                return;
-            }
             match stream.try_clone() {
                 Ok(s) => open.insert(id, s),
                 Err(e) => {
@@ -155,6 +179,7 @@ impl Gateway {
             .spawn(move || {
                 transport::serve_connection(&gateway, stream, peer);
                 gateway.connections.lock().remove(&id);
+                drop(permit);
             });
         if let Err(e) = spawned {
             tracing::warn!(%peer, error = %e, "cannot start a thread for a Thrift connection");
@@ -211,6 +236,14 @@ pub(crate) async fn serve(
     };
     tokio::pin!(stopped);
     loop {
+        // Backpressure: past the limit, clients wait in the accept queue.
+        let permit = tokio::select! {
+            () = &mut stopped => break,
+            p = Arc::clone(&gateway.permits).acquire_owned() => match p {
+                Ok(p) => p,
+                Err(_) => break,
+            },
+        };
         tokio::select! {
             () = &mut stopped => break,
             accepted = listener.accept() => match accepted {
@@ -221,7 +254,7 @@ pub(crate) async fn serve(
                         Ok(s)
                     });
                     match stream {
-                        Ok(s) => gateway.accept(s, peer),
+                        Ok(s) => gateway.accept(s, peer, permit),
                         Err(e) => tracing::warn!(%peer, error = %e, "cannot set up a Thrift connection"),
                     }
                 }

@@ -15,6 +15,7 @@
 //! of step must be closed, and the connection loop asks here whether that happened.
 
 use std::io::Read;
+use std::sync::Arc;
 
 use thrift::protocol::{
     TFieldIdentifier, TInputProtocol, TListIdentifier, TMapIdentifier, TMessageIdentifier,
@@ -24,6 +25,7 @@ use thrift::{ProtocolError, ProtocolErrorKind};
 
 use super::schema::{Arg, Value};
 use super::stand_in::StandIn;
+use crate::budget::{Held, RequestBudget};
 
 /// The most elements one list, set or map may claim. Each struct element may be a single byte
 /// on the wire, so the bytes left do not bound the memory a decoder reserves for structs.
@@ -59,7 +61,15 @@ pub(crate) struct InputProtocol<R> {
     /// The name of the current message's method.
     method: String,
     stand_in: StandIn,
+    /// The server's request budget, charged as the message's bytes arrive (buffered
+    /// connections; a framed one charges its frames as it reads them).
+    budget: Option<Arc<RequestBudget>>,
+    held: Held,
 }
+
+/// Bytes read into memory at once: a length read from the wire allocates only as its bytes
+/// arrive, never up front.
+const CHUNK_BYTES: usize = 64 << 10;
 
 impl<R: Read> InputProtocol<R> {
     pub(crate) fn new(src: R, encoding: Encoding, limit: usize) -> Self {
@@ -74,7 +84,15 @@ impl<R: Read> InputProtocol<R> {
             failure: None,
             method: String::new(),
             stand_in: StandIn::default(),
+            budget: None,
+            held: Held::default(),
         }
+    }
+
+    /// Charges what this protocol reads to `budget`, message by message.
+    pub(crate) fn with_budget(mut self, budget: Arc<RequestBudget>) -> Self {
+        self.budget = Some(budget);
+        self
     }
 
     /// Starts a new message of at most `limit` bytes (a buffered connection's message limit,
@@ -87,6 +105,7 @@ impl<R: Read> InputProtocol<R> {
         self.pending_bool = None;
         self.failure = None;
         self.stand_in.reset();
+        self.held.release();
     }
 
     /// Replaces the byte source (the next frame of a framed connection).
@@ -121,6 +140,11 @@ impl<R: Read> InputProtocol<R> {
                 ProtocolErrorKind::SizeLimit,
                 format!("the request is longer than its limit of {limit} bytes"),
             );
+        }
+        if let Some(b) = &self.budget {
+            if let Err(why) = b.take(&mut self.held, buf.len()) {
+                return self.fail(ProtocolErrorKind::SizeLimit, why);
+            }
         }
         if let Err(e) = self.src.read_exact(buf) {
             self.failure.get_or_insert_with(|| format!("reading: {e}"));
@@ -318,9 +342,19 @@ impl<R: Read> InputProtocol<R> {
         })
     }
 
+    /// `len` bytes, read (and allocated) a chunk at a time.
+    fn bytes_of(&mut self, len: usize) -> thrift::Result<Vec<u8>> {
+        let mut buf = Vec::with_capacity(len.min(CHUNK_BYTES));
+        while buf.len() < len {
+            let at = buf.len();
+            buf.resize(at + (len - at).min(CHUNK_BYTES), 0);
+            self.fill(&mut buf[at..])?;
+        }
+        Ok(buf)
+    }
+
     fn string_of(&mut self, len: usize) -> thrift::Result<String> {
-        let mut buf = vec![0u8; len];
-        self.fill(&mut buf)?;
+        let buf = self.bytes_of(len)?;
         match String::from_utf8(buf) {
             Ok(s) => Ok(s),
             Err(_) => self.fail(
@@ -441,9 +475,7 @@ impl<R: Read> TInputProtocol for InputProtocol<R> {
             Encoding::Compact => i64::try_from(self.varint(5)?).unwrap_or(i64::MAX),
         };
         let len = self.checked_len(len, 1, "string")?;
-        let mut buf = vec![0u8; len];
-        self.fill(&mut buf)?;
-        Ok(buf)
+        self.bytes_of(len)
     }
 
     fn read_i8(&mut self) -> thrift::Result<i8> {

@@ -20,8 +20,11 @@ use thrift::protocol::{
 use thrift::server::TProcessor;
 use thrift::transport::TFramedWriteTransport;
 
+use std::sync::Arc;
+
 use super::protocol::{Encoding, InputProtocol, COMPACT_PROTOCOL_ID};
 use super::{Gateway, METHODS};
+use crate::budget::{Held, RequestBudget};
 
 const STRICT_BINARY_FIRST_BYTE: u8 = 0x80;
 /// Read buffer of a buffered connection.
@@ -91,11 +94,11 @@ pub(crate) fn serve_connection(gateway: &Gateway, mut stream: TcpStream, peer: S
         }
     };
     let processor = HbaseSyncProcessor::new(gateway.handler.clone());
-    let limit = gateway.config.max_message_bytes;
+    let limits = (gateway.config.max_message_bytes, &gateway.budget);
     let outcome = match detected {
         Detected::Buffered { encoding, prefix } => {
             tracing::debug!(%peer, ?encoding, "buffered Thrift connection");
-            buffered(&processor, stream, encoding, prefix, limit)
+            buffered(&processor, stream, encoding, prefix, limits)
         }
         Detected::Framed {
             encoding,
@@ -103,7 +106,13 @@ pub(crate) fn serve_connection(gateway: &Gateway, mut stream: TcpStream, peer: S
             first_byte,
         } => {
             tracing::debug!(%peer, ?encoding, "framed Thrift connection");
-            framed(&processor, stream, encoding, first_len, first_byte, limit)
+            framed(
+                &processor,
+                stream,
+                encoding,
+                (first_len, first_byte),
+                limits,
+            )
         }
     };
     match outcome {
@@ -125,12 +134,12 @@ fn buffered(
     stream: TcpStream,
     encoding: Encoding,
     prefix: Vec<u8>,
-    limit: usize,
+    (limit, budget): (usize, &Arc<RequestBudget>),
 ) -> Result<(), String> {
     let write = stream.try_clone().map_err(|e| e.to_string())?;
     let mut out = output(encoding, BufWriter::with_capacity(READ_BUFFER, write));
     let source = BufReader::with_capacity(READ_BUFFER, Cursor::new(prefix).chain(stream));
-    let mut input = InputProtocol::new(source, encoding, limit);
+    let mut input = InputProtocol::new(source, encoding, limit).with_budget(Arc::clone(budget));
     loop {
         input.begin(limit);
         let result = processor.process(&mut input, out.as_mut());
@@ -164,9 +173,8 @@ fn framed(
     processor: &Processor,
     mut stream: TcpStream,
     encoding: Encoding,
-    first_len: u32,
-    first_byte: u8,
-    limit: usize,
+    (first_len, first_byte): (u32, u8),
+    (limit, budget): (usize, &Arc<RequestBudget>),
 ) -> Result<(), String> {
     let write = stream.try_clone().map_err(|e| e.to_string())?;
     let mut out = output(encoding, TFramedWriteTransport::new(BufWriter::new(write)));
@@ -186,25 +194,50 @@ fn framed(
                 "a frame of {len} bytes (the limit is {limit} bytes)"
             ));
         }
-        let mut frame = vec![0u8; len];
-        let start = match first {
-            Some(b) => {
-                frame[0] = b;
-                1
-            }
-            None => 0,
-        };
-        stream
-            .read_exact(&mut frame[start..])
-            .map_err(|e| format!("reading a frame of {len} bytes: {e}"))?;
+        let mut held = Held::default();
+        let frame = read_frame(&mut stream, len, first, budget, &mut held)?;
         input.set_source(Cursor::new(frame));
         input.begin(len);
         let result = processor.process(&mut input, out.as_mut());
+        held.release();
         if let Some(reason) = input.failure() {
             return Err(format!("bad request: {reason}"));
         }
         result.map_err(|e| format!("answering {}: {e}", input.method()))?;
     }
+}
+
+/// A frame of `len` bytes (`first`, already read, among them), read a chunk at a time and
+/// charged to the budget for the bytes that arrived: a frame that only announces a large
+/// size holds nothing but one chunk's buffer.
+fn read_frame(
+    stream: &mut TcpStream,
+    len: usize,
+    first: Option<u8>,
+    budget: &Arc<RequestBudget>,
+    held: &mut Held,
+) -> Result<Vec<u8>, String> {
+    const CHUNK: usize = 64 << 10;
+    let mut frame = Vec::with_capacity(len.min(CHUNK));
+    frame.extend(first);
+    budget.take(held, frame.len())?;
+    while frame.len() < len {
+        let at = frame.len();
+        frame.resize(at + (len - at).min(CHUNK), 0);
+        let got = match stream.read(&mut frame[at..]) {
+            Ok(0) => {
+                return Err(format!(
+                    "the connection closed inside a frame of {len} bytes"
+                ))
+            }
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => 0,
+            Err(e) => return Err(format!("reading a frame of {len} bytes: {e}")),
+        };
+        frame.truncate(at + got);
+        budget.take(held, got)?;
+    }
+    Ok(frame)
 }
 
 /// The next frame's length; `None` when the client closed the connection between frames.

@@ -1,0 +1,224 @@
+//! Listeners that keep the server serving its clients when someone opens thousands of silent
+//! connections (RELIABILITY.md D6, D7), used by the native API and the web page (the Thrift
+//! gateway, thread per connection, applies the same rules with blocking sockets).
+//!
+//! - **A cap with backpressure**: at most `max_connections` are served at once; past that the
+//!   listener stops accepting, so new connections wait in the kernel's accept queue (as
+//!   HBase's RPC server queues them) instead of being accepted and reset.
+//! - **Deadlines**: a connection must send its first byte within `first_byte`, and is closed
+//!   after `idle` without one (HTTP/2 clients reconnect on their own).
+//! - **No busy loop**: when accepting fails (out of file descriptors, say) the listener
+//!   pauses before trying again, instead of spinning on the error.
+//!
+//! # Thread safety
+//! One task accepts for a listener; each connection holds a permit of the listener's
+//! semaphore until it is dropped.
+
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
+use tokio::time::{Instant, Sleep};
+
+/// How long accepting pauses after it failed.
+const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
+
+/// A listener's connection rules.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConnectionLimits {
+    /// Connections served at once; more wait to be accepted.
+    pub max_connections: usize,
+    /// How long a new connection may stay silent.
+    pub first_byte: Duration,
+    /// How long a connection may go without sending a byte.
+    pub idle: Duration,
+}
+
+impl ConnectionLimits {
+    /// The native API's: 10,000 connections, 10 s for the first byte, 10 minutes idle.
+    #[must_use]
+    pub fn native() -> ConnectionLimits {
+        ConnectionLimits {
+            max_connections: 10_000,
+            first_byte: Duration::from_secs(10),
+            idle: Duration::from_secs(600),
+        }
+    }
+
+    /// The web page's: 256 connections, 10 s for the first byte, 60 s idle.
+    #[must_use]
+    pub fn info() -> ConnectionLimits {
+        ConnectionLimits {
+            max_connections: 256,
+            first_byte: Duration::from_secs(10),
+            idle: Duration::from_secs(60),
+        }
+    }
+}
+
+/// An accepted connection: the socket, its permit, and its read deadline.
+#[derive(Debug)]
+pub struct Guarded {
+    inner: TcpStream,
+    _permit: OwnedSemaphorePermit,
+    deadline: Pin<Box<Sleep>>,
+    idle: Duration,
+}
+
+impl Guarded {
+    fn new(inner: TcpStream, permit: OwnedSemaphorePermit, limits: ConnectionLimits) -> Self {
+        Guarded {
+            inner,
+            _permit: permit,
+            deadline: Box::pin(tokio::time::sleep(limits.first_byte)),
+            idle: limits.idle,
+        }
+    }
+}
+
+impl AsyncRead for Guarded {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        match Pin::new(&mut self.inner).poll_read(cx, buf) {
+            Poll::Ready(Ok(())) => {
+                if buf.filled().len() > before {
+                    let next = Instant::now() + self.idle;
+                    self.deadline.as_mut().reset(next);
+                }
+                Poll::Ready(Ok(()))
+            }
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            Poll::Pending => match self.deadline.as_mut().poll(cx) {
+                Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "the connection sent nothing for too long",
+                ))),
+                Poll::Pending => Poll::Pending,
+            },
+        }
+    }
+}
+
+impl AsyncWrite for Guarded {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+}
+
+impl tonic::transport::server::Connected for Guarded {
+    type ConnectInfo = tonic::transport::server::TcpConnectInfo;
+
+    fn connect_info(&self) -> Self::ConnectInfo {
+        self.inner.connect_info()
+    }
+}
+
+/// Connections accepted under `limits`, in the order they came.
+#[derive(Debug)]
+pub struct Accepted {
+    rx: mpsc::Receiver<(Guarded, SocketAddr)>,
+    local: SocketAddr,
+}
+
+impl Accepted {
+    /// Starts accepting on `listener` (on the current runtime) under `limits`; `what` names
+    /// the listener in the log. Accepting stops when this is dropped.
+    ///
+    /// # Errors
+    /// The listener has no local address.
+    pub fn start(
+        listener: TcpListener,
+        limits: ConnectionLimits,
+        what: &'static str,
+    ) -> io::Result<Accepted> {
+        let local = listener.local_addr()?;
+        let (tx, rx) = mpsc::channel(16);
+        let permits = Arc::new(Semaphore::new(limits.max_connections));
+        tokio::spawn(async move {
+            loop {
+                // Backpressure: no permit, no accept.
+                let Ok(permit) = Arc::clone(&permits).acquire_owned().await else {
+                    return;
+                };
+                let accepted = tokio::select! {
+                    a = listener.accept() => a,
+                    () = tx.closed() => return,
+                };
+                match accepted {
+                    Ok((stream, peer)) => {
+                        if let Err(e) = stream.set_nodelay(true) {
+                            tracing::debug!(error = %e, "could not turn Nagle's algorithm off");
+                        }
+                        let conn = Guarded::new(stream, permit, limits);
+                        if tx.send((conn, peer)).await.is_err() {
+                            return;
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!(listener = what, error = %e, "accepting a connection failed; pausing");
+                        tokio::time::sleep(ACCEPT_PAUSE).await;
+                    }
+                }
+            }
+        });
+        Ok(Accepted { rx, local })
+    }
+
+    /// The connections as a stream, for tonic.
+    pub fn into_stream(self) -> impl tokio_stream::Stream<Item = io::Result<Guarded>> {
+        use tokio_stream::StreamExt;
+        tokio_stream::wrappers::ReceiverStream::new(self.rx).map(|(c, _)| Ok(c))
+    }
+}
+
+impl axum::serve::Listener for Accepted {
+    type Io = Guarded;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (Guarded, SocketAddr) {
+        match self.rx.recv().await {
+            Some(c) => c,
+            // The accepting task ends only when this is dropped.
+            None => std::future::pending().await,
+        }
+    }
+
+    fn local_addr(&self) -> io::Result<SocketAddr> {
+        Ok(self.local)
+    }
+}
