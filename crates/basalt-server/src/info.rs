@@ -85,9 +85,17 @@ fn tables(h: &mut String, s: &Services) {
             loads.len()
         );
         for (info, load) in loads {
+            // A region that failed to open (HBase's FAILED_OPEN) says so, and why.
+            let state = match &load.failed_open {
+                Some(why) => format!(
+                    "FAILED_OPEN: {}",
+                    esc(&basalt_model::error::redact_paths(why))
+                ),
+                None => "OPEN".to_owned(),
+            };
             let _ = write!(
                 regions,
-                "<tr data-table=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td class=\"store-files\">{}</td>\
+                "<tr data-table=\"{}\"><td>{}</td><td class=\"state\">{state}</td><td>{}</td><td>{}</td><td class=\"store-files\">{}</td>\
                  <td class=\"store-file-bytes\">{}</td><td class=\"memstore-bytes\">{}</td>\
                  <td class=\"read-requests\">{}</td><td class=\"write-requests\">{}</td></tr>",
                 esc(name),
@@ -102,9 +110,11 @@ fn tables(h: &mut String, s: &Services) {
             );
         }
     }
-    h.push_str("</table><h2>Regions</h2><table id=\"regions\"><tr><th>Region</th><th>Start key</th>\
-                <th>End key</th><th>Store files</th><th>Store file bytes</th><th>Memstore bytes</th>\
-                <th>Read requests</th><th>Write requests</th></tr>");
+    h.push_str(
+        "</table><h2>Regions</h2><table id=\"regions\"><tr><th>Region</th><th>State</th>\
+                <th>Start key</th><th>End key</th><th>Store files</th><th>Store file bytes</th>\
+                <th>Memstore bytes</th><th>Read requests</th><th>Write requests</th></tr>",
+    );
     h.push_str(&regions);
     h.push_str("</table>");
 }

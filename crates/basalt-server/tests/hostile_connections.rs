@@ -2,6 +2,8 @@
 //! D18) and stops in bounded time with a request stuck: real sockets, a real server.
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
+mod common;
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
@@ -9,85 +11,10 @@ use std::time::{Duration, Instant};
 
 use basalt_proto::pb;
 use basalt_server::listener::ConnectionLimits;
-use basalt_server::thrift::ThriftConfig;
-use basalt_server::{Server, ServerConfig};
+use common::{metrics, Running};
 use hbase_thrift::hbase::{HbaseSyncClient, THbaseSyncClient};
 use thrift::protocol::{TBinaryInputProtocol, TBinaryOutputProtocol};
 use thrift::transport::{TBufferedReadTransport, TBufferedWriteTransport, TIoChannel, TTcpChannel};
-
-/// A server on free ports in this process, stopped when dropped.
-struct Running {
-    native: SocketAddr,
-    info: SocketAddr,
-    thrift: SocketAddr,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<Result<(), String>>>,
-    _dir: tempfile::TempDir,
-}
-
-impl Running {
-    fn start(tune: impl FnOnce(&mut ServerConfig) + Send + 'static) -> Running {
-        let dir = tempfile::tempdir().unwrap();
-        let data_dir = dir.path().to_owned();
-        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let thread = std::thread::spawn(move || {
-            let rt = tokio::runtime::Runtime::new().unwrap();
-            let served = rt.block_on(async move {
-                let local = SocketAddr::from(([127, 0, 0, 1], 0));
-                let mut config = ServerConfig {
-                    data_dir,
-                    listen: local,
-                    info_listen: Some(local),
-                    thrift: Some(ThriftConfig {
-                        listen: local,
-                        ..ThriftConfig::default()
-                    }),
-                    ..ServerConfig::default()
-                };
-                tune(&mut config);
-                let server = Server::bind(config).await.unwrap();
-                let addrs = (
-                    server.local_addr().unwrap(),
-                    server.info_addr().unwrap().unwrap(),
-                    server.thrift_addr().unwrap().unwrap(),
-                );
-                addr_tx.send(addrs).unwrap();
-                server
-                    .serve(async move {
-                        let _ = stopped.await;
-                    })
-                    .await
-                    .map_err(|e| e.to_string())
-            });
-            rt.shutdown_timeout(Duration::from_secs(1));
-            served
-        });
-        let (native, info, thrift) = addr_rx.recv().unwrap();
-        Running {
-            native,
-            info,
-            thrift,
-            stop: Some(stop),
-            thread: Some(thread),
-            _dir: dir,
-        }
-    }
-
-    /// Stops the server and says how long the stop took and how it ended.
-    fn stop(&mut self) -> (Duration, Result<(), String>) {
-        let started = Instant::now();
-        let _ = self.stop.take().map(|s| s.send(()));
-        let result = self.thread.take().map_or(Ok(()), |t| t.join().unwrap());
-        (started.elapsed(), result)
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.stop();
-    }
-}
 
 /// `n` connections that send nothing.
 fn silent(addr: SocketAddr, n: usize) -> Vec<TcpStream> {
@@ -138,17 +65,6 @@ fn native_call(addr: SocketAddr) -> Result<Vec<String>, String> {
             .map_err(|e| e.to_string())?;
         Ok(names.into_inner().names)
     })
-}
-
-/// `GET /metrics` over a plain socket.
-fn metrics(addr: SocketAddr) -> String {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        .unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    out
 }
 
 fn gauge(metrics: &str, name: &str) -> u64 {

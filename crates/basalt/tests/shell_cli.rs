@@ -138,3 +138,52 @@ fn hbck_reports_repairs_and_exits_by_what_is_left() {
         masked(&out.stdout)
     );
 }
+
+/// RELIABILITY.md D3: a region that failed to open shows in `status` and `list_regions`.
+#[test]
+fn status_and_list_regions_show_a_region_that_failed_to_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let run = |script: &str| {
+        let mut child = basalt()
+            .args(["shell", "-n", "--data-dir"])
+            .arg(&data)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(script.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", masked(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    run("create 't1', 'f1', SPLITS => ['m']\nput 't1', 'z', 'f1:a', 'v'\nflush 't1'\n");
+    // Every region directory but the first (in key order, the first has the lower id).
+    let tdir = data.join("data/default/t1");
+    let mut ids: Vec<u64> = std::fs::read_dir(&tdir)
+        .unwrap()
+        .filter_map(|e| e.unwrap().file_name().to_string_lossy().parse().ok())
+        .collect();
+    ids.sort_unstable();
+    let rdir = tdir.join(ids[1].to_string());
+    for f in std::fs::read_dir(&rdir).unwrap() {
+        let p = f.unwrap().path();
+        if p.file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("MANIFEST-")
+        {
+            std::fs::remove_file(p).unwrap();
+        }
+    }
+    let out = run("status\nlist_regions 't1'\n");
+    assert!(out.contains("1 regions in FAILED_OPEN"), "{out}");
+    assert!(out.contains("no manifest"), "{out}");
+    assert!(out.contains("FAILED_OPEN |"), "{out}");
+}

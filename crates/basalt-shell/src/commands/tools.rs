@@ -33,12 +33,29 @@ pub const FILTERS: [&str; 19] = [
 pub fn status(sh: &mut Shell<'_>, a: Args) -> Result<Returned, ShellError> {
     drop(a);
     let mut regions = 0;
+    let mut failed = Vec::new();
     for t in sh.backend().list_tables(None)? {
-        regions += sh.backend().regions(&TableName::parse(&t)?)?.len();
+        let name = TableName::parse(&t)?;
+        for (r, load, _) in sh.backend().region_loads(&name)? {
+            regions += 1;
+            if let Some(why) = load.failed_open {
+                failed.push(format!("  {}: {why}", r.region_name_string(&name)));
+            }
+        }
     }
     sh.println(format!(
         "1 active master, 0 backup masters, 1 servers, 0 dead, {regions}.0000 average load"
     ))?;
+    // HBase's regions in transition: here, regions that failed to open.
+    if !failed.is_empty() {
+        sh.println(format!(
+            "{} regions in FAILED_OPEN (they serve nothing; `basalt hbck` repairs them):",
+            failed.len()
+        ))?;
+        for f in failed {
+            sh.println(f)?;
+        }
+    }
     Ok(Returned::Nothing)
 }
 
@@ -181,7 +198,12 @@ pub fn list_regions(sh: &mut Shell<'_>, mut a: Args) -> Result<Returned, ShellEr
         .iter()
         .map(|(r, load, server)| {
             [
-                server.clone(),
+                // A region that failed to open has no server serving it.
+                if load.failed_open.is_some() {
+                    "FAILED_OPEN".to_owned()
+                } else {
+                    server.clone()
+                },
                 r.region_name_string(&name),
                 to_string_binary(&r.start_key),
                 to_string_binary(&r.end_key),
