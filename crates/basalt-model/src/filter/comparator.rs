@@ -21,13 +21,20 @@ pub enum Comparator {
     Substring(String),
 }
 
+/// The largest compiled regex (the regex crate's own default, 10 MiB).
+pub const REGEX_SIZE_LIMIT_BYTES: usize = 10 << 20;
+
 impl Comparator {
     /// A regex comparator; Java's `find()` semantics (the pattern may match anywhere).
     ///
     /// # Errors
     /// `IllegalArgument` when the pattern does not compile.
     pub fn regex(pattern: &str) -> Result<Comparator> {
-        let regex = Regex::new(pattern)
+        // The compiled program's limit is stated, not left to the crate's default: with
+        // `MAX_FILTER_REGEXES` it bounds a request's compile cost.
+        let regex = regex::bytes::RegexBuilder::new(pattern)
+            .size_limit(REGEX_SIZE_LIMIT_BYTES)
+            .build()
             .map_err(|e| Error::illegal(format!("Invalid regular expression {pattern}: {e}")))?;
         Ok(Comparator::RegexString {
             pattern: pattern.to_owned(),

@@ -20,7 +20,9 @@ mod unparse;
 
 pub use comparator::Comparator;
 pub use list::FilterListOp;
-pub use parse::{parse_filter, parse_filter_bytes, FILTER_NAMES, MAX_FILTER_DEPTH};
+pub use parse::{
+    parse_filter, parse_filter_bytes, FILTER_NAMES, MAX_FILTER_DEPTH, MAX_FILTER_REGEXES,
+};
 
 use std::collections::BTreeSet;
 

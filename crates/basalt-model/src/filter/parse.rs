@@ -26,6 +26,11 @@ use crate::ops::CompareOp;
 /// no limit; real filters nest a few levels).
 pub const MAX_FILTER_DEPTH: usize = 256;
 
+/// The most `regexstring:` comparators one filter string may hold. Each compiles within
+/// the regex crate's 10 MiB program limit, which takes up to tens of milliseconds, so a
+/// request's compile cost stays bounded (RELIABILITY.md D23).
+pub const MAX_FILTER_REGEXES: usize = 32;
+
 /// The filter names the language knows (what the shell's `show_filters` lists).
 pub const FILTER_NAMES: &[&str] = &[
     "ColumnCountGetFilter",
@@ -68,6 +73,7 @@ pub fn parse_filter_bytes(s: &[u8]) -> Result<Filter> {
         s,
         pos: 0,
         depth: 0,
+        regexes: 0,
     };
     p.skip_ws();
     if p.at_end() {
@@ -90,6 +96,8 @@ struct Parser<'a> {
     pos: usize,
     /// Nesting levels entered and not left.
     depth: usize,
+    /// `regexstring:` comparators met so far.
+    regexes: usize,
 }
 
 impl Parser<'_> {
@@ -240,6 +248,13 @@ impl Parser<'_> {
         }
         self.pos += 1;
         let args = self.arguments()?;
+        // Counted before anything compiles.
+        self.regexes += args.iter().filter(|a| a.is_regex_comparator()).count();
+        if self.regexes > MAX_FILTER_REGEXES {
+            return Err(Error::illegal(format!(
+                "A filter string may hold at most {MAX_FILTER_REGEXES} regexstring comparators"
+            )));
+        }
         build(&name, &args)
     }
 
@@ -326,6 +341,10 @@ impl Arg {
                 "Argument {s} should be a quoted string"
             ))),
         }
+    }
+
+    fn is_regex_comparator(&self) -> bool {
+        matches!(self, Arg::Quoted(b) if b.starts_with(b"regexstring:"))
     }
 
     fn bare(&self) -> &str {

@@ -262,3 +262,19 @@ fn deep_nesting_is_refused_with_an_error_not_a_stack_overflow() {
         .join()
         .unwrap();
 }
+
+/// RELIABILITY.md D23: a request's regex compile cost is bounded: at most
+/// MAX_FILTER_REGEXES regex comparators per filter string, refused before any compiles.
+#[test]
+fn a_filter_string_holds_a_bounded_number_of_regexes() {
+    let one = "ValueFilter(=, 'regexstring:(x{1000}){20}')";
+    let ok = vec![one; MAX_FILTER_REGEXES].join(" AND ");
+    assert!(parse_filter(&ok).is_ok());
+    // The one past the limit is refused before it compiles.
+    let too_many = vec![one; MAX_FILTER_REGEXES + 1].join(" OR ");
+    let m = err(&too_many);
+    assert!(m.contains("at most 32 regexstring"), "{m}");
+    // Other comparators are not limited.
+    let many = vec!["ValueFilter(=, 'substring:x')"; 10_000].join(" AND ");
+    assert!(parse_filter(&many).is_ok());
+}
