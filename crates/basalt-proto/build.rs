@@ -7,6 +7,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("cargo:rerun-if-changed=proto/basalt/v1/basalt.proto");
     tonic_prost_build::configure()
         .bytes(".")
+        .codec_path("crate::codec::Codec")
         .compile_protos(&["proto/basalt/v1/basalt.proto"], &["proto"])?;
     Ok(())
 }

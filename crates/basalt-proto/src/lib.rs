@@ -3,7 +3,9 @@
 
 #![allow(clippy::missing_errors_doc)] // every conversion fails the same way: a malformed field
 
+pub mod codec;
 pub mod convert;
+pub mod fuzzing;
 pub mod schema;
 pub mod status;
 

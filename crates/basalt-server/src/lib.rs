@@ -5,6 +5,7 @@
 #![allow(clippy::missing_errors_doc)] // gRPC handlers answer with statuses, documented in the proto
 
 pub mod budget;
+pub mod fuzzing;
 pub mod info;
 pub mod listener;
 pub mod metrics;

@@ -187,3 +187,32 @@ fn status_and_list_regions_show_a_region_that_failed_to_open() {
     assert!(out.contains("no manifest"), "{out}");
     assert!(out.contains("FAILED_OPEN |"), "{out}");
 }
+
+/// The committed statement corpus (`fuzz/corpus/shell_statement`) run by the shell as a
+/// process: each script ends with exit code 0 or 1, never a crash (RELIABILITY.md D17).
+#[test]
+fn the_statement_corpus_never_crashes_the_shell() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let corpus =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/shell_statement");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&corpus).unwrap() {
+        let script = entry.unwrap().path();
+        let out = basalt()
+            .args(["shell", "--data-dir"])
+            .arg(&data)
+            .arg(&script)
+            .output()
+            .unwrap();
+        assert!(
+            matches!(out.status.code(), Some(0 | 1)),
+            "{}: {:?}\n{}",
+            script.display(),
+            out.status,
+            masked(&out.stderr)
+        );
+        n += 1;
+    }
+    assert!(n >= 10);
+}

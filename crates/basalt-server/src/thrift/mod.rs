@@ -16,7 +16,7 @@
 
 mod convert;
 mod handler;
-mod protocol;
+pub(crate) mod protocol;
 mod schema;
 mod stand_in;
 mod transport;

@@ -1,0 +1,3 @@
+disable 'hbase:meta'
+drop 'hbase:meta'
+truncate 'hbase:meta'

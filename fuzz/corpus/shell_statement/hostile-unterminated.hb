@@ -1,0 +1,1 @@
+put 't1', 'r1', 'f1:a', 'never ends

@@ -1,0 +1,1 @@
+alter 't1', NAME => 'f2', VERSIONS => 5
