@@ -78,12 +78,12 @@ impl Table {
     /// # Errors
     /// The lookup failed (`TableNotFound`, a transport error).
     pub async fn region_locations(&self) -> Result<Arc<Vec<RegionInfo>>> {
-        if let Some(cached) = self
+        let cached = self
             .locations
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
-        {
+            .clone();
+        if let Some(cached) = cached {
             return Ok(cached);
         }
         let mut admin = self.admin.clone();

@@ -227,7 +227,7 @@ impl Database {
             // HBase flushes a table's regions as it closes them. Done after the catalog lock
             // is released (no guard across a call into a region); writes are refused by now,
             // and whatever a failed flush leaves in memory the WAL still has.
-            for r in state.regions.read().clone() {
+            for r in state.online() {
                 r.flush()?;
             }
             self.inner.retire_wal()?;
@@ -307,7 +307,7 @@ impl Database {
         let mut g = self.inner.catalog.lock();
         g.1.table(&name)?;
         let desc = Arc::new(desc);
-        for r in self.state(&name)?.regions.read().clone() {
+        for r in self.state(&name)?.online() {
             r.alter(Arc::clone(&desc))?;
         }
         self.inner.edit_catalog(&mut g, |c| {
@@ -354,7 +354,7 @@ impl Database {
     /// # Errors
     /// `TableNotFound`; `Io`.
     pub fn flush(&self, name: &TableName) -> Result<()> {
-        for r in self.state(name)?.regions.read().clone() {
+        for r in self.state(name)?.online() {
             r.flush()?;
             self.inner.background.after_flush(&r);
         }
@@ -366,7 +366,7 @@ impl Database {
     /// # Errors
     /// `TableNotFound`; `Io`; corruption.
     pub fn compact(&self, name: &TableName) -> Result<()> {
-        for r in self.state(name)?.regions.read().clone() {
+        for r in self.state(name)?.online() {
             r.compact(false)?;
         }
         // Regions that compacted their references away free their parents.
@@ -378,7 +378,7 @@ impl Database {
     /// # Errors
     /// `TableNotFound`; `Io`; corruption.
     pub fn major_compact(&self, name: &TableName) -> Result<()> {
-        for r in self.state(name)?.regions.read().clone() {
+        for r in self.state(name)?.online() {
             r.compact(true)?;
         }
         self.inner.clean_retired().map(drop)
@@ -410,7 +410,7 @@ impl Database {
         name: &TableName,
     ) -> Result<Vec<(RegionInfo, crate::region::RegionLoad)>> {
         let state = self.state(name)?;
-        let online = state.regions.read().clone();
+        let online = state.online();
         let mut out: Vec<_> = online
             .iter()
             .map(|r| (r.info().clone(), r.load()))
@@ -449,7 +449,7 @@ impl Database {
     /// `TableNotFound`.
     pub fn store_file_counts(&self, name: &TableName) -> Result<BTreeMap<Bytes, usize>> {
         let mut out = BTreeMap::new();
-        for r in self.state(name)?.regions.read().iter() {
+        for r in self.state(name)?.online() {
             for s in r.stores() {
                 *out.entry(s.name().clone()).or_insert(0) += s.files().len();
             }

@@ -163,8 +163,10 @@ impl Drop for Handle {
 /// one is held.
 ///
 /// Guards of 2 and 3 are held only to read or replace an entry, never across a call into a
-/// region, the WAL or the workers: clone the `Arc` out first, *binding it before* an `if let`
-/// or `match` (a temporary guard in the scrutinee lives to the end of the block). A split on
+/// region, the WAL or the workers: clone the `Arc`s out first ([`TableState::online`]),
+/// *binding them before* an `if let`, `match` or `for` (a temporary guard in a scrutinee or
+/// a loop's iterator lives to the end of the block; the workspace turns on clippy's
+/// `significant_drop_in_scrutinee`, which flags it). A split on
 /// the compactor thread once held the `tables` guard that way while it waited for `catalog`,
 /// and DDL, holding `catalog`, waited for `tables`: every request hung. `catalog` may be held
 /// across region work (opening, closing, flushing regions in DDL, splits and merges), because
@@ -549,7 +551,7 @@ impl DbInner {
         self.tables
             .read()
             .values()
-            .flat_map(|t| t.regions.read().clone())
+            .flat_map(|t| t.online())
             .collect()
     }
 
@@ -627,6 +629,12 @@ impl DbInner {
 }
 
 impl TableState {
+    /// The online regions now, in key order. The guard is dropped before this returns, so
+    /// the caller can call into the regions (lock order, see [`DbInner`]).
+    fn online(&self) -> Vec<Arc<Region>> {
+        self.regions.read().clone()
+    }
+
     fn new(
         name: TableName,
         enabled: bool,

@@ -40,7 +40,7 @@ impl Database {
                 .split(&state, &region, Some(Bytes::copy_from_slice(k)))?;
             return Ok(());
         }
-        let regions = state.regions.read().clone();
+        let regions = state.online();
         for region in regions {
             self.inner.split(&state, &region, None)?;
         }
@@ -108,13 +108,14 @@ impl DbInner {
 
     /// The online region named `name` (full region name or encoded name).
     fn find_region(&self, name: &[u8]) -> Result<(Arc<TableState>, Arc<Region>)> {
-        for state in self.tables.read().values() {
-            for r in state.regions.read().iter() {
+        let tables: Vec<Arc<TableState>> = self.tables.read().values().cloned().collect();
+        for state in &tables {
+            for r in state.online() {
                 let info = r.info();
                 if info.region_name(&state.name)[..] == *name
                     || info.encoded_name(&state.name).as_bytes() == name
                 {
-                    return Ok((Arc::clone(state), Arc::clone(r)));
+                    return Ok((Arc::clone(state), r));
                 }
             }
         }
