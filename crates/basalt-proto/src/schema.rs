@@ -79,8 +79,13 @@ pub fn schema_from_pb(t: pb::TableSchema) -> Result<TableDescriptor> {
         .map(family_from_pb)
         .collect::<Result<Vec<_>>>()?;
     let mut out = TableDescriptor::with_families(&name, families)?;
-    out.max_filesize_bytes = t.max_filesize_bytes;
-    out.memstore_flushsize_bytes = t.memstore_flushsize_bytes;
+    // Zero is proto3's "not set": HBase's defaults then, not a size the checks refuse.
+    if t.max_filesize_bytes != 0 {
+        out.max_filesize_bytes = t.max_filesize_bytes;
+    }
+    if t.memstore_flushsize_bytes != 0 {
+        out.memstore_flushsize_bytes = t.memstore_flushsize_bytes;
+    }
     out.durability = crate::convert::durability_from_pb(t.durability)?;
     out.read_only = t.read_only;
     out.compaction_enabled = t.compaction_enabled;

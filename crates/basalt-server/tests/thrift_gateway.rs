@@ -355,3 +355,39 @@ fn every_transport_and_protocol_of_the_thrift_crate_is_understood() {
         assert_eq!(e.message.as_deref(), Some("scanner ID is invalid"));
     }
 }
+
+/// RELIABILITY.md D11: mutateRows with one row HBase's client would refuse (an oversized
+/// cell) or the server would (an unknown family) writes none of the rows.
+#[test]
+fn mutate_rows_with_one_bad_row_writes_nothing() {
+    use hbase_thrift::hbase::BatchMutation;
+    let gateway = Gateway::start();
+    let mut c = client(gateway.addr, false, false);
+    let table = b"mr".to_vec();
+    c.create_table(table.clone(), vec![family()]).unwrap();
+    let row = |r: &[u8], column: &[u8], value: Vec<u8>| {
+        BatchMutation::new(
+            r.to_vec(),
+            vec![Mutation::new(false, column.to_vec(), value, true)],
+        )
+    };
+    for bad in [
+        row(b"b", b"cf:q", vec![0u8; 10 * 1024 * 1024 + 1]),
+        row(b"b", b"nope:q", b"v".to_vec()),
+    ] {
+        let batch = vec![
+            row(b"a", b"cf:q", b"v".to_vec()),
+            bad,
+            row(b"c", b"cf:q", b"v".to_vec()),
+        ];
+        assert!(c
+            .mutate_rows(table.clone(), batch, BTreeMap::new())
+            .is_err());
+        for r in [b"a", b"c"] {
+            let got = c
+                .get_row(table.clone(), r.to_vec(), BTreeMap::new())
+                .unwrap();
+            assert!(got.is_empty(), "row {:?} was written", r);
+        }
+    }
+}

@@ -227,3 +227,38 @@ fn invalid_items_refuse_the_whole_batch_and_puts_carry_only_puts() {
         .scan(Scan::new().with_start_row(vec![b'k'; 32_767], true))
         .is_ok());
 }
+
+/// RELIABILITY.md D15: hbase:meta exists (it can be scanned) and refuses disable, drop,
+/// truncate and alter with HBase's constraint error, not "unknown table".
+#[test]
+fn the_catalog_table_refuses_ddl_with_a_constraint_error() {
+    let fx = Fixture::new();
+    let meta = TableName::parse("hbase:meta").unwrap();
+    let cases: [(&str, basalt_model::Result<()>); 4] = [
+        ("disable", fx.db.disable_table(&meta)),
+        ("delete", fx.db.delete_table(&meta)),
+        ("truncate", fx.db.truncate_table(&meta, false)),
+        ("modify", fx.db.modify_table(fx.db.describe(&meta).unwrap())),
+    ];
+    for (action, result) in cases {
+        let e = result.unwrap_err();
+        assert!(matches!(e, Error::Constraint(_)), "{action}: {e}");
+        assert_eq!(e.to_string(), format!("Cannot {action} catalog table"));
+    }
+    // It is enabled, so enabling it is refused as for any enabled table.
+    assert!(matches!(
+        fx.db.enable_table(&meta),
+        Err(Error::TableNotDisabled(_))
+    ));
+    // And it still serves.
+    fx.create("t", vec![cf("f", 1)]);
+    let rows = fx
+        .db
+        .table("hbase:meta")
+        .unwrap()
+        .scan(Scan::new())
+        .unwrap()
+        .collect_rows()
+        .unwrap();
+    assert!(!rows.is_empty());
+}
