@@ -71,6 +71,23 @@ fn seed(dir: &Path, split: bool) {
     db.close().unwrap();
 }
 
+/// `seed`, then a byte of the trailer (the file's last bytes) of the store file of `c`'s
+/// lower region flipped: the file cannot even be opened. Returns the file.
+fn seed_with_damaged_trailer(dir: &Path) -> PathBuf {
+    seed(dir, true);
+    let db = Database::open(dir).unwrap();
+    let lower = db.regions(&TableName::parse("c").unwrap()).unwrap()[0].id;
+    db.close().unwrap();
+    let sf = store_files(&dir.join(format!("data/default/c/{lower}")))
+        .pop()
+        .unwrap();
+    let mut data = std::fs::read(&sf).unwrap();
+    let n = data.len();
+    data[n - 3] ^= 0xff;
+    std::fs::write(&sf, &data).unwrap();
+    sf
+}
+
 fn count(db: &Database, t: &str) -> basalt_model::Result<usize> {
     Ok(db.table(t)?.scan(Scan::new())?.collect_rows()?.len())
 }
@@ -158,18 +175,7 @@ fn a_region_without_its_manifest_stays_offline_and_keeps_its_files() {
 #[test]
 fn a_damaged_store_file_takes_only_its_region_offline() {
     let dir = tempfile::tempdir().unwrap();
-    seed(dir.path(), true);
-    let db = Database::open(dir.path()).unwrap();
-    let lower = db.regions(&TableName::parse("c").unwrap()).unwrap()[0].id;
-    db.close().unwrap();
-    let sf = store_files(&dir.path().join(format!("data/default/c/{lower}")))
-        .pop()
-        .unwrap();
-    // The trailer (the file's last bytes): the file cannot even be opened.
-    let mut data = std::fs::read(&sf).unwrap();
-    let n = data.len();
-    data[n - 3] ^= 0xff;
-    std::fs::write(&sf, &data).unwrap();
+    let sf = seed_with_damaged_trailer(dir.path());
 
     let db = Database::open(dir.path()).unwrap();
     let failed = db.failed_regions();
@@ -359,17 +365,7 @@ fn hbck_rebuilds_a_lost_manifest_and_the_region_serves_again() {
 #[test]
 fn hbck_sidelines_a_damaged_store_file_and_the_region_opens_without_it() {
     let dir = tempfile::tempdir().unwrap();
-    seed(dir.path(), true);
-    let db = Database::open(dir.path()).unwrap();
-    let lower = db.regions(&TableName::parse("c").unwrap()).unwrap()[0].id;
-    db.close().unwrap();
-    let sf = store_files(&dir.path().join(format!("data/default/c/{lower}")))
-        .pop()
-        .unwrap();
-    let mut data = std::fs::read(&sf).unwrap();
-    let n = data.len();
-    data[n - 3] ^= 0xff;
-    std::fs::write(&sf, &data).unwrap();
+    let sf = seed_with_damaged_trailer(dir.path());
     let r = hbck(dir.path(), basalt_storage::hbck::Repairs::default());
     assert_eq!(kinds(&r), ["DAMAGED_STORE_FILE"]);
     let fix = basalt_storage::hbck::Repairs {
