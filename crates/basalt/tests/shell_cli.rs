@@ -12,6 +12,25 @@ fn basalt() -> Command {
     Command::new(env!("CARGO_BIN_EXE_basalt"))
 }
 
+/// `basalt shell -n` on `data` with `script` piped in.
+fn piped_shell(data: &std::path::Path, script: &str) -> std::process::Output {
+    let mut child = basalt()
+        .args(["shell", "-n", "--data-dir"])
+        .arg(data)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(script.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
 #[test]
 fn a_script_runs_and_its_first_error_gives_a_non_zero_exit() {
     let dir = tempfile::tempdir().unwrap();
@@ -79,21 +98,10 @@ fn a_directory_in_use_is_refused_with_a_clear_message() {
 fn hbck_reports_repairs_and_exits_by_what_is_left() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let out = basalt()
-        .args(["shell", "-n", "--data-dir"])
-        .arg(&data)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .and_then(|mut c| {
-            c.stdin
-                .take()
-                .unwrap()
-                .write_all(b"create 't1', 'f1'\nput 't1', 'r1', 'f1:a', 'v1'\nflush 't1'\n")?;
-            c.wait_with_output()
-        })
-        .unwrap();
+    let out = piped_shell(
+        &data,
+        "create 't1', 'f1'\nput 't1', 'r1', 'f1:a', 'v1'\nflush 't1'\n",
+    );
     assert!(
         out.status.success(),
         "{}{}",
@@ -121,17 +129,7 @@ fn hbck_reports_repairs_and_exits_by_what_is_left() {
     let out = hbck(&["--fix-catalog"]);
     assert_eq!(out.status.code(), Some(0), "{}", masked(&out.stdout));
     assert!(String::from_utf8_lossy(&out.stdout).contains("REPAIRED MISSING_CATALOG"));
-    let out = basalt()
-        .args(["shell", "-n", "--data-dir"])
-        .arg(&data)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .and_then(|mut c| {
-            c.stdin.take().unwrap().write_all(b"count 't1'\n")?;
-            c.wait_with_output()
-        })
-        .unwrap();
+    let out = piped_shell(&data, "count 't1'\n");
     assert!(
         String::from_utf8_lossy(&out.stdout).contains("1 row(s)"),
         "{}",
@@ -145,21 +143,7 @@ fn status_and_list_regions_show_a_region_that_failed_to_open() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let run = |script: &str| {
-        let mut child = basalt()
-            .args(["shell", "-n", "--data-dir"])
-            .arg(&data)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(script.as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
+        let out = piped_shell(&data, script);
         assert!(out.status.success(), "{}", masked(&out.stderr));
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
