@@ -97,7 +97,18 @@ impl Server {
     ///
     /// # Errors
     /// The directory is in use or damaged, or the port cannot be bound.
-    pub async fn bind(config: ServerConfig) -> Result<Server, ServerError> {
+    pub async fn bind(mut config: ServerConfig) -> Result<Server, ServerError> {
+        {
+            let mut thrift_cap = config.thrift.as_ref().map_or(0, |t| t.max_connections);
+            listener::fit_to_descriptors(&mut [
+                &mut config.native_limits.max_connections,
+                &mut config.info_limits.max_connections,
+                &mut thrift_cap,
+            ]);
+            if let Some(t) = config.thrift.as_mut() {
+                t.max_connections = thrift_cap;
+            }
+        }
         let listener = TcpListener::bind(config.listen)
             .await
             .map_err(|e| ServerError(format!("binding {}: {e}", config.listen)))?;

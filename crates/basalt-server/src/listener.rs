@@ -222,3 +222,75 @@ impl axum::serve::Listener for Accepted {
         Ok(self.local)
     }
 }
+
+/// File descriptors the engine keeps for itself (store files, WAL segments, metadata) beyond
+/// what connections may take: a quarter of the limit, and at least 256.
+fn engine_reserve(limit: u64) -> u64 {
+    (limit / 4).max(256)
+}
+
+/// The process's descriptor limit, raised to its hard limit where that is allowed (as most
+/// servers do at start).
+fn descriptor_limit() -> u64 {
+    use rustix::process::{getrlimit, setrlimit, Resource};
+    let l = getrlimit(Resource::Nofile);
+    let (soft, hard) = (l.current.unwrap_or(u64::MAX), l.maximum.unwrap_or(u64::MAX));
+    let wanted = hard.min(1 << 20);
+    if wanted > soft {
+        let raised = rustix::process::Rlimit {
+            current: Some(wanted),
+            maximum: l.maximum,
+        };
+        if setrlimit(Resource::Nofile, raised).is_ok() {
+            return wanted;
+        }
+    }
+    soft
+}
+
+/// Lowers the listeners' connection caps (in place) so that all of them together, plus what
+/// the engine keeps for its files, fit in the process's descriptor limit: connections can then
+/// never starve the WAL or a flush of a descriptor (RELIABILITY.md D7). Each cap keeps at
+/// least a few connections. Returns the descriptors left for connections.
+pub fn fit_to_descriptors(caps: &mut [&mut usize]) -> u64 {
+    fit_caps(caps, descriptor_limit())
+}
+
+fn fit_caps(caps: &mut [&mut usize], limit: u64) -> u64 {
+    const FLOOR: usize = 8;
+    let for_connections = limit.saturating_sub(engine_reserve(limit));
+    let total: u64 = caps.iter().map(|c| **c as u64).sum();
+    if total > for_connections && total > 0 {
+        for c in caps.iter_mut() {
+            let share = (**c as u64).saturating_mul(for_connections) / total;
+            **c = usize::try_from(share).unwrap_or(usize::MAX).max(FLOOR);
+        }
+        tracing::warn!(
+            descriptor_limit = limit,
+            connections = for_connections,
+            "connection caps lowered to fit the file descriptor limit (raise `ulimit -n` for more)"
+        );
+    }
+    for_connections
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn caps_shrink_to_leave_the_engine_its_descriptors() {
+        let (mut native, mut info, mut thrift) = (10_000, 256, 1_000);
+        let left = fit_caps(&mut [&mut native, &mut info, &mut thrift], 1024);
+        assert_eq!(left, 768);
+        assert!(
+            native + info + thrift <= 768 + 8,
+            "{native} {info} {thrift}"
+        );
+        assert!(native > thrift && thrift > info && info >= 8);
+        // Enough descriptors: nothing changes.
+        let (mut a, mut b) = (100, 10);
+        fit_caps(&mut [&mut a, &mut b], 1 << 20);
+        assert_eq!((a, b), (100, 10));
+    }
+}

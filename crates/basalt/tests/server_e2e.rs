@@ -25,7 +25,20 @@ struct ServerProcess {
 
 impl ServerProcess {
     fn start(dir: &std::path::Path, extra: &[&str]) -> ServerProcess {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_basalt"))
+        ServerProcess::launch(Command::new(env!("CARGO_BIN_EXE_basalt")), dir, extra)
+    }
+
+    /// The server under `ulimit -n limit` (soft and hard), as on a machine with that default.
+    fn start_with_descriptor_limit(dir: &std::path::Path, limit: u32) -> ServerProcess {
+        let mut bash = Command::new("bash");
+        bash.arg("-c")
+            .arg(format!("ulimit -n {limit} && exec \"$0\" \"$@\""))
+            .arg(env!("CARGO_BIN_EXE_basalt"));
+        ServerProcess::launch(bash, dir, &[])
+    }
+
+    fn launch(mut command: Command, dir: &std::path::Path, extra: &[&str]) -> ServerProcess {
+        let mut child = command
             .args([
                 "server",
                 "--bind",
@@ -660,4 +673,33 @@ async fn the_client_finds_rows_again_after_a_split() {
         2
     );
     server.stop();
+}
+
+/// RELIABILITY.md D7: under `ulimit -n 512`, 600 silent connections to the native port
+/// cannot take the descriptors the engine needs: the server caps its connections to leave
+/// them, and writes, flushes and reads keep working once the silent ones time out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silent_connections_cannot_starve_the_engine_of_file_descriptors() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ServerProcess::start_with_descriptor_limit(dir.path(), 512);
+    let addr: std::net::SocketAddr = server.addr.parse().unwrap();
+    let hogs: Vec<std::net::TcpStream> = (0..600)
+        .map(|_| std::net::TcpStream::connect(addr).unwrap())
+        .collect();
+    let conn = Connection::connect(&server.addr).await.unwrap();
+    let admin = conn.admin();
+    admin.create_table(&table_desc("fds"), &[]).await.unwrap();
+    let t = conn.table("fds").unwrap();
+    for i in 0..200 {
+        t.put(Put::new(format!("r{i:03}")).add("f", "q", "v"))
+            .await
+            .unwrap();
+    }
+    admin
+        .flush(&TableName::parse("fds").unwrap())
+        .await
+        .unwrap();
+    let rows = t.scan(Scan::new()).await.unwrap().collect().await.unwrap();
+    assert_eq!(rows.len(), 200);
+    drop(hogs);
 }
