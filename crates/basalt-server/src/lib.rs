@@ -98,17 +98,7 @@ impl Server {
     /// # Errors
     /// The directory is in use or damaged, or the port cannot be bound.
     pub async fn bind(mut config: ServerConfig) -> Result<Server, ServerError> {
-        {
-            let mut thrift_cap = config.thrift.as_ref().map_or(0, |t| t.max_connections);
-            listener::fit_to_descriptors(&mut [
-                &mut config.native_limits.max_connections,
-                &mut config.info_limits.max_connections,
-                &mut thrift_cap,
-            ]);
-            if let Some(t) = config.thrift.as_mut() {
-                t.max_connections = thrift_cap;
-            }
-        }
+        fit_caps_to_descriptors(&mut config);
         let listener = TcpListener::bind(config.listen)
             .await
             .map_err(|e| ServerError(format!("binding {}: {e}", config.listen)))?;
@@ -142,39 +132,7 @@ impl Server {
             move || b.used() as u64,
         );
         let thrift = match config.thrift {
-            Some(t) => {
-                let l = thrift::listen(t.listen)
-                    .map_err(|e| ServerError(format!("binding {}: {e}", t.listen)))?;
-                // Thrift's scanner ids are i32s.
-                let scanners = Arc::new(Scanners::with_max_id(
-                    config.scanner_lease,
-                    i32::MAX.unsigned_abs().into(),
-                ));
-                let gateway = thrift::Gateway::new(
-                    services.db.clone(),
-                    scanners,
-                    Arc::clone(&services.metrics),
-                    t,
-                    Arc::clone(&budget),
-                );
-                let gateway = Arc::new(gateway);
-                let g = Arc::downgrade(&gateway);
-                services.metrics.register_gauge(
-                    "basalt_thrift_connections",
-                    "Thrift gateway connections open.",
-                    move || g.upgrade().map_or(0, |g| g.open_connections() as u64),
-                );
-                let g = Arc::downgrade(&gateway);
-                services.metrics.register_gauge(
-                    "basalt_thrift_open_scanners",
-                    "Thrift gateway scanner leases held.",
-                    move || {
-                        g.upgrade()
-                            .map_or(0, |g| g.handler.scanners().open_count() as u64)
-                    },
-                );
-                Some((l, gateway))
-            }
+            Some(t) => Some(start_gateway(t, &services, config.scanner_lease, &budget)?),
             None => None,
         };
         Ok(Server {
@@ -297,6 +255,55 @@ impl Server {
         result?;
         close_database(db, shutdown_grace).await
     }
+}
+
+/// Lowers the listeners' connection caps to what the descriptor limit allows.
+fn fit_caps_to_descriptors(config: &mut ServerConfig) {
+    let mut thrift_cap = config.thrift.as_ref().map_or(0, |t| t.max_connections);
+    listener::fit_to_descriptors(&mut [
+        &mut config.native_limits.max_connections,
+        &mut config.info_limits.max_connections,
+        &mut thrift_cap,
+    ]);
+    if let Some(t) = config.thrift.as_mut() {
+        t.max_connections = thrift_cap;
+    }
+}
+
+/// Binds the Thrift gateway and registers its gauges.
+fn start_gateway(
+    t: thrift::ThriftConfig,
+    services: &Services,
+    lease: Duration,
+    budget: &Arc<budget::RequestBudget>,
+) -> Result<(TcpListener, Arc<thrift::Gateway>), ServerError> {
+    let l =
+        thrift::listen(t.listen).map_err(|e| ServerError(format!("binding {}: {e}", t.listen)))?;
+    // Thrift's scanner ids are i32s.
+    let scanners = Arc::new(Scanners::with_max_id(lease, i32::MAX.unsigned_abs().into()));
+    let gateway = Arc::new(thrift::Gateway::new(
+        services.db.clone(),
+        scanners,
+        Arc::clone(&services.metrics),
+        t,
+        Arc::clone(budget),
+    ));
+    let g = Arc::downgrade(&gateway);
+    services.metrics.register_gauge(
+        "basalt_thrift_connections",
+        "Thrift gateway connections open.",
+        move || g.upgrade().map_or(0, |g| g.open_connections() as u64),
+    );
+    let g = Arc::downgrade(&gateway);
+    services.metrics.register_gauge(
+        "basalt_thrift_open_scanners",
+        "Thrift gateway scanner leases held.",
+        move || {
+            g.upgrade()
+                .map_or(0, |g| g.handler.scanners().open_count() as u64)
+        },
+    );
+    Ok((l, gateway))
 }
 
 /// Serves the web page and `/metrics` on `l` until `stop`.
