@@ -236,7 +236,8 @@ impl Database {
         let env = options.env.clone();
         env.create_dir_all(&dir)?;
         let lock = acquire_lock(&dir)?;
-        let (vf, catalog) = VersionedFile::load::<Catalog>(&env, &dir.join("catalog"), "CATALOG")?;
+        let (vf, catalog) = VersionedFile::load::<Catalog>(&env, &dir.join("catalog"), "CATALOG")
+            .map_err(|e| with_repair_hint(e, &dir))?;
         let fresh = catalog.is_none();
         if fresh {
             refuse_tables_without_catalog(&env, &dir)?;
@@ -647,6 +648,21 @@ impl TableState {
             regions: RwLock::new(regions),
             failed: RwLock::new(failed),
         })
+    }
+}
+
+/// A damaged catalog's error, with how to repair it.
+fn with_repair_hint(e: Error, dir: &Path) -> Error {
+    match e {
+        Error::Corruption { what, path, detail } => Error::Corruption {
+            what,
+            path,
+            detail: format!(
+                "{detail}; nothing was changed. Restore the catalog directory from a backup, or rebuild it with `basalt hbck --data-dir {} --fix-catalog`",
+                dir.display()
+            ),
+        },
+        other => other,
     }
 }
 

@@ -212,6 +212,7 @@ fn a_damaged_newest_catalog_is_corruption_not_a_silent_rollback() {
     let e = Database::open(dir.path()).unwrap_err();
     assert!(matches!(e, Error::Corruption { .. }), "{e}");
     assert!(e.to_string().contains("checksum mismatch"), "{e}");
+    assert!(e.to_string().contains("--fix-catalog"), "{e}");
 
     // A torn newest version (no end marker: a commit that crashed) falls back to the one
     // before it, which is what was last acknowledged.
