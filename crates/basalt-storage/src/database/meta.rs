@@ -15,7 +15,7 @@
 //!   `info:state` = `SPLIT`, `info:splitA` / `info:splitB` naming the daughters.
 //! - `<table>`: `table:state` (`PBUF` + TableState: ENABLED or DISABLED).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use basalt_model::region::{encode_meta_region_info, encode_meta_table_state};
@@ -100,7 +100,13 @@ impl DbInner {
         let Some(region) = state.regions.read().first().cloned() else {
             return Ok(());
         };
-        let want = meta_rows(catalog, &self.server);
+        // Regions that failed to open show as HBase shows them: `info:state` FAILED_OPEN.
+        let failed: BTreeSet<u64> = self
+            .failed_regions()
+            .into_iter()
+            .map(|(_, f)| f.info.id)
+            .collect();
+        let want = meta_rows(catalog, &self.server, &failed);
         let mut guard = self.meta.rows.lock();
         let (have, last_ts) = &mut *guard;
         // Strictly increasing, so a row deleted and written again in one millisecond (a
@@ -150,7 +156,11 @@ impl DbInner {
 }
 
 /// Every row `hbase:meta` shows for `catalog`.
-fn meta_rows(catalog: &Catalog, server: &ServerName) -> BTreeMap<Bytes, MetaRow> {
+fn meta_rows(
+    catalog: &Catalog,
+    server: &ServerName,
+    failed: &BTreeSet<u64>,
+) -> BTreeMap<Bytes, MetaRow> {
     let mut rows = BTreeMap::new();
     for entry in catalog.tables.values() {
         let table = entry.descriptor.table_name();
@@ -159,7 +169,12 @@ fn meta_rows(catalog: &Catalog, server: &ServerName) -> BTreeMap<Bytes, MetaRow>
             vec![("table", "state", encode_meta_table_state(entry.enabled))],
         );
         for info in &entry.regions {
-            let mut cols = region_columns(&table, info, false, "OPEN", server);
+            let state = if failed.contains(&info.id) {
+                "FAILED_OPEN"
+            } else {
+                "OPEN"
+            };
+            let mut cols = region_columns(&table, info, false, state, server);
             for (i, p) in merged_parents(entry, info.id).enumerate() {
                 let q: &'static str = MERGE_QUALIFIERS.get(i).copied().unwrap_or("merge9999");
                 cols.push(("info", q, encode_meta_region_info(&table, p, false, false)));

@@ -165,6 +165,22 @@ fn a_region_without_its_manifest_stays_offline_and_keeps_its_files() {
     assert_eq!(loads.len(), 2);
     assert!(loads[0].1.failed_open.is_none());
     assert!(loads[1].1.failed_open.is_some());
+    // hbase:meta shows it as HBase does: info:state FAILED_OPEN.
+    let meta = db.table("hbase:meta").unwrap();
+    let states: Vec<String> = meta
+        .scan(Scan::new().add_column("info", "state"))
+        .unwrap()
+        .collect_rows()
+        .unwrap()
+        .iter()
+        .filter(|r| r.row.starts_with(b"c,"))
+        .flat_map(|r| {
+            r.cells
+                .iter()
+                .map(|c| String::from_utf8_lossy(&c.value).into_owned())
+        })
+        .collect();
+    assert_eq!(states, ["OPEN", "FAILED_OPEN"]);
     drop(c);
     db.close().unwrap();
     // Nothing was deleted or set aside: every store file is where it was.
