@@ -226,7 +226,13 @@ impl Server {
         let db = services.db.clone();
         let native = Accepted::start(listener, limits.0, "native API")
             .map_err(|e| ServerError(format!("serving the native API: {e}")))?;
+        // A live client answers the server's pings, so a call that runs longer than the idle
+        // deadline (a major compaction, say) keeps its connection; a peer that answers
+        // nothing is closed by the deadline.
+        let ping = (limits.0.idle / 3).min(Duration::from_secs(30));
         let serving = tonic::transport::Server::builder()
+            .http2_keepalive_interval(Some(ping))
+            .http2_keepalive_timeout(Some(ping))
             .add_service(budget::Budgeted::new(
                 pb::admin_server::AdminServer::new(services.clone())
                     .max_decoding_message_size(MAX_MESSAGE_BYTES)

@@ -6,7 +6,8 @@
 //!   listener stops accepting, so new connections wait in the kernel's accept queue (as
 //!   HBase's RPC server queues them) instead of being accepted and reset.
 //! - **Deadlines**: a connection must send its first byte within `first_byte`, and is closed
-//!   after `idle` without one (HTTP/2 clients reconnect on their own).
+//!   after `idle` without one. The native API pings its HTTP/2 clients well within `idle`,
+//!   so a live client, even one waiting on a long call, always has bytes to send back.
 //! - **No busy loop**: when accepting fails (out of file descriptors, say) the listener
 //!   pauses before trying again, instead of spinning on the error.
 //!

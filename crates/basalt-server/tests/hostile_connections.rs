@@ -201,3 +201,38 @@ fn a_stop_is_bounded_even_with_a_request_stuck() {
     let (took, _) = srv.stop();
     assert!(took < Duration::from_secs(10), "the stop took {took:?}");
 }
+
+/// The idle deadline closes silent peers, not live clients waiting on a long call: the
+/// server's HTTP/2 pings keep them talking. Here a call takes 4 s (a slow disk) against a
+/// 1.5 s idle deadline.
+#[test]
+fn a_call_longer_than_the_idle_deadline_keeps_its_connection() {
+    use basalt_storage::env::{Env, FaultInjector, SystemClock};
+    let faults = Arc::new(FaultInjector::new(1));
+    let f = Arc::clone(&faults);
+    let srv = Running::start(move |c| {
+        c.options.env = Env::with_faults(Arc::new(SystemClock), f);
+        c.native_limits = ConnectionLimits {
+            max_connections: 64,
+            first_byte: Duration::from_secs(10),
+            idle: Duration::from_millis(1500),
+        };
+    });
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let mut c = pb::admin_client::AdminClient::connect(format!("http://{}", srv.native))
+            .await
+            .unwrap();
+        faults.set_sync_delay(Some(Duration::from_secs(4)));
+        let req = pb::NamespaceRequest {
+            name: "slow".to_owned(),
+            ..pb::NamespaceRequest::default()
+        };
+        let started = Instant::now();
+        c.create_namespace(req).await.unwrap();
+        assert!(started.elapsed() >= Duration::from_secs(3));
+        faults.set_sync_delay(None);
+        let names = c.list_namespaces(pb::Empty {}).await.unwrap();
+        assert!(names.into_inner().names.contains(&"slow".to_owned()));
+    });
+}
