@@ -267,9 +267,9 @@ impl Server {
 fn fit_caps_to_descriptors(config: &mut ServerConfig) {
     let mut thrift_cap = config.thrift.as_ref().map_or(0, |t| t.max_connections);
     listener::fit_to_descriptors(&mut [
-        &mut config.native_limits.max_connections,
-        &mut config.info_limits.max_connections,
-        &mut thrift_cap,
+        (&mut config.native_limits.max_connections, 1),
+        (&mut config.info_limits.max_connections, 1),
+        (&mut thrift_cap, thrift::DESCRIPTORS_PER_CONNECTION),
     ]);
     if let Some(t) = config.thrift.as_mut() {
         t.max_connections = thrift_cap;

@@ -251,18 +251,21 @@ fn descriptor_limit() -> u64 {
 
 /// Lowers the listeners' connection caps (in place) so that all of them together, plus what
 /// the engine keeps for its files, fit in the process's descriptor limit: connections can then
-/// never starve the WAL or a flush of a descriptor (RELIABILITY.md D7). Each cap keeps at
-/// least a few connections. Returns the descriptors left for connections.
-pub fn fit_to_descriptors(caps: &mut [&mut usize]) -> u64 {
+/// never starve the WAL or a flush of a descriptor (RELIABILITY.md D7). Each cap comes with
+/// the descriptors one of its connections holds (a Thrift connection holds three: its socket
+/// and the clones its writer and the stop use). Each cap keeps at least a few connections.
+/// Returns the descriptors left for connections.
+pub fn fit_to_descriptors(caps: &mut [(&mut usize, u64)]) -> u64 {
     fit_caps(caps, descriptor_limit())
 }
 
-fn fit_caps(caps: &mut [&mut usize], limit: u64) -> u64 {
+fn fit_caps(caps: &mut [(&mut usize, u64)], limit: u64) -> u64 {
     const FLOOR: usize = 8;
     let for_connections = limit.saturating_sub(engine_reserve(limit));
-    let total: u64 = caps.iter().map(|c| **c as u64).sum();
+    let total: u64 = caps.iter().map(|(c, per)| (**c as u64) * per).sum();
     if total > for_connections && total > 0 {
-        for c in caps.iter_mut() {
+        for (c, _) in caps.iter_mut() {
+            // Each listener keeps its share of the descriptors.
             let share = (**c as u64).saturating_mul(for_connections) / total;
             **c = usize::try_from(share).unwrap_or(usize::MAX).max(FLOOR);
         }
@@ -282,16 +285,19 @@ mod tests {
     #[test]
     fn caps_shrink_to_leave_the_engine_its_descriptors() {
         let (mut native, mut info, mut thrift) = (10_000, 256, 1_000);
-        let left = fit_caps(&mut [&mut native, &mut info, &mut thrift], 1024);
+        let left = fit_caps(
+            &mut [(&mut native, 1), (&mut info, 1), (&mut thrift, 3)],
+            1024,
+        );
         assert_eq!(left, 768);
         assert!(
-            native + info + thrift <= 768 + 8,
+            native + info + 3 * thrift <= 768 + 8,
             "{native} {info} {thrift}"
         );
         assert!(native > thrift && thrift > info && info >= 8);
         // Enough descriptors: nothing changes.
         let (mut a, mut b) = (100, 10);
-        fit_caps(&mut [&mut a, &mut b], 1 << 20);
+        fit_caps(&mut [(&mut a, 1), (&mut b, 1)], 1 << 20);
         assert_eq!((a, b), (100, 10));
     }
 }

@@ -38,6 +38,10 @@ use crate::scanners::Scanners;
 
 pub use handler::{Handler, ThriftScanner};
 
+/// File descriptors one connection holds: its socket, the clone its writer uses and the clone
+/// a stop closes it by.
+pub const DESCRIPTORS_PER_CONNECTION: u64 = 3;
+
 /// Default port of the Thrift gateway (HBase's `hbase.regionserver.thrift.port`).
 pub const DEFAULT_THRIFT_PORT: u16 = 9090;
 
