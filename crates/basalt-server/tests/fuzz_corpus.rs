@@ -7,10 +7,13 @@
 //! hostile ones of RELIABILITY.md (lengths that lie, deep nesting, garbage, truncation).
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use basalt_proto::pb;
 use basalt_server::fuzzing;
+use common::put_mutation;
 use prost::Message;
 
 fn corpus_dir(target: &str) -> PathBuf {
@@ -163,27 +166,8 @@ fn thrift_hostile() -> Vec<(String, Vec<u8>)> {
     ]
 }
 
-/// A Put of one cell, as the native API carries it.
-fn put_mutation() -> pb::Mutation {
-    pb::Mutation {
-        kind: Some(pb::mutation::Kind::Put(pb::Put {
-            row: "r".into(),
-            cells: vec![pb::Cell {
-                row: "r".into(),
-                family: "f".into(),
-                qualifier: "q".into(),
-                timestamp: i64::MAX,
-                r#type: pb::CellType::Put as i32,
-                value: "v".into(),
-                ttl_ms: None,
-            }],
-            ..pb::Put::default()
-        })),
-    }
-}
-
 fn grpc_seeds() -> Vec<(String, Vec<u8>)> {
-    let put = put_mutation();
+    let put = put_mutation("r");
     let scan = |filter: &str| pb::OpenScannerRequest {
         table: "t".into(),
         scan: Some(pb::Scan {

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use basalt_proto::pb;
 use basalt_server::listener::ConnectionLimits;
-use common::{metrics, Running};
+use common::{metric_value, metrics, Running};
 use hbase_thrift::hbase::{HbaseSyncClient, THbaseSyncClient};
 use thrift::protocol::{TBinaryInputProtocol, TBinaryOutputProtocol};
 use thrift::transport::{TBufferedReadTransport, TBufferedWriteTransport, TIoChannel, TTcpChannel};
@@ -65,13 +65,6 @@ fn native_call(addr: SocketAddr) -> Result<Vec<String>, String> {
             .map_err(|e| e.to_string())?;
         Ok(names.into_inner().names)
     })
-}
-
-fn gauge(metrics: &str, name: &str) -> u64 {
-    metrics
-        .lines()
-        .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no {name} in /metrics"))
 }
 
 /// D6: silent connections past the Thrift limit neither lock clients out for ever nor get
@@ -142,7 +135,7 @@ fn request_bytes_in_flight_stay_within_the_budget() {
     }
     assert!(closed_by_server(&mut sender, Duration::from_secs(10)));
     // The announcer holds at most its first byte; the refused one gave everything back.
-    let held = gauge(&metrics(srv.info), "basalt_request_bytes_in_flight");
+    let held = metric_value(&metrics(srv.info), "basalt_request_bytes_in_flight");
     assert!(held < 64 << 10, "{held} bytes held");
     assert_eq!(thrift_call(srv.thrift).unwrap(), Vec::<Vec<u8>>::new());
     // The native API shares the budget: a 5 MiB request is refused as RESOURCE_EXHAUSTED.

@@ -5,33 +5,7 @@
 mod common;
 
 use basalt_proto::pb;
-use common::{metrics, Running};
-
-fn counter(metrics: &str, name: &str) -> u64 {
-    metrics
-        .lines()
-        .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no {name} in /metrics"))
-}
-
-fn put(i: u32) -> pb::Mutation {
-    let row = format!("row{i:05}");
-    pb::Mutation {
-        kind: Some(pb::mutation::Kind::Put(pb::Put {
-            row: row.clone().into(),
-            cells: vec![pb::Cell {
-                row: row.into(),
-                family: "f".into(),
-                qualifier: "q".into(),
-                timestamp: i64::MAX,
-                r#type: pb::CellType::Put as i32,
-                value: "v".into(),
-                ttl_ms: None,
-            }],
-            ..pb::Put::default()
-        })),
-    }
-}
+use common::{metric_value, metrics, put_mutation, Running};
 
 #[test]
 fn a_batch_of_a_thousand_puts_takes_a_handful_of_wal_syncs() {
@@ -54,14 +28,16 @@ fn a_batch_of_a_thousand_puts_takes_a_handful_of_wal_syncs() {
             split_keys: Vec::new(),
         };
         admin.create_table(create).await.unwrap();
-        let before = counter(&metrics(srv.info), "basalt_wal_syncs_total");
+        let before = metric_value(&metrics(srv.info), "basalt_wal_syncs_total");
         let mut table = pb::table_client::TableClient::connect(url).await.unwrap();
         let batch = pb::BatchRequest {
             table: "b".to_owned(),
-            mutations: (0..1000).map(put).collect(),
+            mutations: (0..1000)
+                .map(|i| put_mutation(&format!("row{i:05}")))
+                .collect(),
         };
         let entries = table.batch(batch).await.unwrap().into_inner().entries;
-        let after = counter(&metrics(srv.info), "basalt_wal_syncs_total");
+        let after = metric_value(&metrics(srv.info), "basalt_wal_syncs_total");
         (entries, after - before)
     });
     assert_eq!(entries.len(), 1000);

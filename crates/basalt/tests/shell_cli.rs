@@ -53,20 +53,7 @@ fn a_script_runs_and_its_first_error_gives_a_non_zero_exit() {
         "Created table t1\nTook X seconds\nTook X seconds\n1 row(s)\nTook X seconds"
     );
     // Piped in: the first error stops the run with exit code 1; what follows does not run.
-    let mut child = basalt()
-        .args(["shell", "-n", "--data-dir"])
-        .arg(&data)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"create 't1', 'f1'\ncreate 't2', 'f1'\n")
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = piped_shell(&data, "create 't1', 'f1'\ncreate 't2', 'f1'\n");
     assert_eq!(out.status.code(), Some(1));
     let text = masked(&out.stdout);
     assert!(

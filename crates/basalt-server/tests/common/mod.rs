@@ -5,6 +5,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
+use basalt_proto::pb;
 use basalt_server::thrift::ThriftConfig;
 use basalt_server::{Server, ServerConfig};
 
@@ -103,4 +104,32 @@ pub fn http_get(addr: SocketAddr, path: &str) -> String {
 /// `GET /metrics`.
 pub fn metrics(addr: SocketAddr) -> String {
     http_get(addr, "/metrics")
+}
+
+/// A Put of one cell (`f:q` = `v`) to `row`, as the native API carries it.
+pub fn put_mutation(row: &str) -> pb::Mutation {
+    let row = bytes::Bytes::copy_from_slice(row.as_bytes());
+    pb::Mutation {
+        kind: Some(pb::mutation::Kind::Put(pb::Put {
+            row: row.clone(),
+            cells: vec![pb::Cell {
+                row,
+                family: "f".into(),
+                qualifier: "q".into(),
+                timestamp: i64::MAX,
+                r#type: pb::CellType::Put as i32,
+                value: "v".into(),
+                ttl_ms: None,
+            }],
+            ..pb::Put::default()
+        })),
+    }
+}
+
+/// The value of the metric `name` in a `/metrics` scrape.
+pub fn metric_value(metrics: &str, name: &str) -> u64 {
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in /metrics"))
 }

@@ -74,15 +74,9 @@ impl DbInner {
         // measure that makes them flush.
         let mut config = self.region_config();
         config.memstore_total = Arc::default();
-        let region = Region::create(
-            &self.options.env,
-            &dir.join("1"),
-            info,
-            Arc::new(desc),
-            config,
-            Arc::clone(&self.wal),
-            Arc::clone(&self.seq),
-        )?;
+        let rdir = dir.join("1");
+        Region::create_empty(&self.options.env, &rdir, info.id)?;
+        let region = self.open_region(&rdir, &info, &Arc::new(desc), config)?;
         let state = TableState::new(name.clone(), true, vec![Arc::new(region)], Vec::new());
         self.tables.write().insert(name, state);
         self.sync_meta(catalog)

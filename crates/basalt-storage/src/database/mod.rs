@@ -444,6 +444,25 @@ impl DbInner {
             .join(t.qualifier())
     }
 
+    /// Opens the region in `dir` on this database's WAL and sequence ids.
+    fn open_region(
+        &self,
+        dir: &Path,
+        info: &RegionInfo,
+        desc: &Arc<basalt_model::TableDescriptor>,
+        config: RegionConfig,
+    ) -> Result<Region> {
+        Region::open(
+            &self.options.env,
+            dir,
+            info.clone(),
+            Arc::clone(desc),
+            config,
+            Arc::clone(&self.wal),
+            Arc::clone(&self.seq),
+        )
+    }
+
     /// Opens the regions of a table the catalog lists (at startup). A region that fails to
     /// open is recorded as failed, with the reason, and the others serve.
     fn open_table(&self, entry: &TableEntry) {
@@ -453,15 +472,7 @@ impl DbInner {
         let (mut regions, mut failed) = (Vec::new(), Vec::new());
         for info in &entry.regions {
             let rdir = tdir.join(info.id.to_string());
-            let opened = Region::open(
-                &self.options.env,
-                &rdir,
-                info.clone(),
-                Arc::clone(&desc),
-                self.region_config(),
-                Arc::clone(&self.wal),
-                Arc::clone(&self.seq),
-            );
+            let opened = self.open_region(&rdir, info, &desc, self.region_config());
             match opened {
                 Ok(r) => {
                     let r = Arc::new(r);
@@ -493,15 +504,9 @@ impl DbInner {
         let tdir = self.table_dir(&name);
         let mut regions = Vec::with_capacity(entry.regions.len());
         for info in &entry.regions {
-            let created = Region::create(
-                &self.options.env,
-                &tdir.join(info.id.to_string()),
-                info.clone(),
-                Arc::clone(&desc),
-                self.region_config(),
-                Arc::clone(&self.wal),
-                Arc::clone(&self.seq),
-            );
+            let rdir = tdir.join(info.id.to_string());
+            let created = Region::create_empty(&self.options.env, &rdir, info.id)
+                .and_then(|()| self.open_region(&rdir, info, &desc, self.region_config()));
             match created {
                 Ok(r) => regions.push(Arc::new(r)),
                 Err(e) => {

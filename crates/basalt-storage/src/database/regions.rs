@@ -329,17 +329,7 @@ impl DbInner {
         for (info, files) in made {
             let dir = tdir.join(info.id.to_string());
             let r = Region::create_successor(&self.options.env, &dir, info.id, files, flushed)
-                .and_then(|()| {
-                    Region::open(
-                        &self.options.env,
-                        &dir,
-                        info.clone(),
-                        Arc::clone(&desc),
-                        self.region_config(),
-                        Arc::clone(&self.wal),
-                        Arc::clone(&self.seq),
-                    )
-                });
+                .and_then(|()| self.open_region(&dir, info, &desc, self.region_config()));
             match r {
                 Ok(r) => opened.push(Arc::new(r)),
                 Err(e) => {

@@ -203,29 +203,17 @@ impl Drop for Region {
 }
 
 impl Region {
-    /// Creates a new, empty region in `dir` (which must hold no manifest) and opens it.
+    /// Writes the first, empty manifest of a new region `id` in `dir`, which must hold none;
+    /// [`Region::open`] opens it then.
     ///
     /// # Errors
     /// `Io`; `DoNotRetry` when `dir` already holds a region.
-    #[allow(clippy::too_many_arguments)]
-    pub fn create(
-        env: &Env,
-        dir: &Path,
-        info: RegionInfo,
-        table: Arc<TableDescriptor>,
-        config: RegionConfig,
-        wal: Arc<Wal>,
-        seq: Arc<AtomicU64>,
-    ) -> Result<Region> {
+    pub fn create_empty(env: &Env, dir: &Path, id: u64) -> Result<()> {
         let (mut vf, doc) = VersionedFile::load::<RegionManifest>(env, dir, "MANIFEST")?;
         if doc.is_some() {
-            return Err(Error::DoNotRetry(format!(
-                "region {} already exists",
-                info.id
-            )));
+            return Err(Error::DoNotRetry(format!("region {id} already exists")));
         }
-        vf.commit(env, &RegionManifest::default())?;
-        Region::open(env, dir, info, table, config, wal, seq)
+        vf.commit(env, &RegionManifest::default())
     }
 
     /// Opens the existing region in `dir` for `table`. Files its manifest does not list (the

@@ -229,10 +229,7 @@ pub fn remove_from_manifest(env: &Env, dir: &Path, own: u64, gone: &[FileId]) ->
 /// # Errors
 /// `Io`.
 pub fn create_empty_region(env: &Env, dir: &Path, table: &str, info: &RegionInfo) -> Result<()> {
-    let (mut vf, doc) = VersionedFile::load::<RegionManifest>(env, dir, "MANIFEST")?;
-    if doc.is_none() {
-        vf.commit(env, &RegionManifest::default())?;
-    }
+    super::Region::create_empty(env, dir, info.id)?;
     write_region_info(env, dir, table, info)
 }
 

@@ -9,7 +9,7 @@ use basalt_storage::env::{Env, ManualClock};
 use basalt_storage::{Database, Options, RegionInfo, Table};
 use bytes::Bytes;
 
-use crate::support::{cf, render, scan_all, Fixture, T0};
+use crate::support::{cf, region_dirs, render, scan_all, Fixture, T0};
 
 fn row(i: u32) -> String {
     format!("row{i:05}")
@@ -240,21 +240,6 @@ fn merge_joins_adjacent_regions() {
     let fx = fx.reopen();
     assert_eq!(fx.db.regions(&name).unwrap().len(), 1);
     check_all(&fx.db.table("t").unwrap(), 900);
-}
-
-/// Region directories of a table directory (its descriptor directory aside).
-fn region_dirs(table_dir: &std::path::Path) -> usize {
-    table_dir
-        .read_dir()
-        .unwrap()
-        .filter(|e| {
-            !e.as_ref()
-                .unwrap()
-                .file_name()
-                .to_string_lossy()
-                .starts_with('.')
-        })
-        .count()
 }
 
 fn open_small(dir: &std::path::Path, clock: &Arc<ManualClock>, max_filesize: u64) -> Database {

@@ -14,7 +14,7 @@ use basalt_storage::{Database, Options};
 use bytes::Bytes;
 
 use crate::regions::assert_covering;
-use crate::support::cf;
+use crate::support::{cf, region_dirs};
 
 const ROWS: u32 = 300;
 
@@ -125,16 +125,7 @@ fn crash_at_every_step(
             // The new regions compact their references away and the janitor frees parents.
             db.major_compact(&TableName::parse("t").unwrap()).unwrap();
             check(&db, dir.path());
-            let on_disk = std::fs::read_dir(dir.path().join("data/default/t"))
-                .unwrap()
-                .filter(|e| {
-                    !e.as_ref()
-                        .unwrap()
-                        .file_name()
-                        .to_string_lossy()
-                        .starts_with('.')
-                })
-                .count();
+            let on_disk = region_dirs(&dir.path().join("data/default/t"));
             assert_eq!(on_disk, want_after.len());
             // Both outcomes were met: crashes before and after the catalog switch.
             assert!(

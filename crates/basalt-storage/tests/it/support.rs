@@ -110,3 +110,18 @@ pub fn render(rows: &[RowResult]) -> Vec<String> {
         })
         .collect()
 }
+
+/// Region directories of a table directory (its descriptor directory aside).
+pub fn region_dirs(table_dir: &std::path::Path) -> usize {
+    table_dir
+        .read_dir()
+        .unwrap()
+        .filter(|e| {
+            !e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with('.')
+        })
+        .count()
+}
