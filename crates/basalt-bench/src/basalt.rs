@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use basalt_model::ops::{Get, Put, Scan};
 use basalt_model::{ColumnFamilyDescriptor, Durability, TableDescriptor, TableName};
-use basalt_storage::{Database, Options, Table};
+use basalt_node::{Database, Options, Table};
 
 use crate::Engine;
 

@@ -239,4 +239,9 @@ impl Admin {
         )
         .unwrap_or(usize::MAX))
     }
+
+    /// The cluster's id (HBase's `hbase.id`).
+    pub async fn cluster_id(&self) -> Result<String> {
+        Ok(rpc!(self, Idempotence::Idempotent, get_cluster_id, pb::Empty {})?.cluster_id)
+    }
 }

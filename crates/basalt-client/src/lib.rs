@@ -44,6 +44,7 @@ macro_rules! rpc {
 }
 
 mod admin;
+pub mod blocking;
 mod mutator;
 mod retry;
 mod table;

@@ -78,6 +78,10 @@ pub enum Error {
         path: PathBuf,
         detail: String,
     },
+    /// A broken promise inside Basalt (a bug), reported rather than hidden: a batch item
+    /// that no code path answered, a peer's answer of the wrong shape. Not retryable.
+    #[error("internal error: {0}")]
+    Internal(String),
     /// An operating-system call failed.
     #[error("{context}: {source}")]
     Io {
@@ -115,7 +119,7 @@ impl Error {
             Error::UnknownScanner(_) => "org.apache.hadoop.hbase.UnknownScannerException",
             Error::RowTooBig(_) => "org.apache.hadoop.hbase.regionserver.RowTooBigException",
             Error::Corruption { .. } => "org.apache.hadoop.hbase.io.hfile.CorruptHFileException",
-            Error::Io { .. } => "java.io.IOException",
+            Error::Internal(_) | Error::Io { .. } => "java.io.IOException",
         }
     }
 

@@ -9,11 +9,13 @@ use axum::http::header;
 use axum::response::{Html, IntoResponse};
 use axum::routing::get;
 use axum::Router;
+use basalt_api::RegionReport;
 use basalt_model::bytes_fmt::to_string_binary;
 use basalt_model::TableName;
+use basalt_node::Database;
 
+use crate::grpc::Services;
 use crate::metrics::prometheus;
-use crate::service::Services;
 
 /// The info server's routes.
 pub fn router(services: Services) -> Router {
@@ -24,10 +26,11 @@ pub fn router(services: Services) -> Router {
 }
 
 async fn metrics(State(s): State<Services>) -> impl IntoResponse {
-    let text =
-        tokio::task::spawn_blocking(move || prometheus(&s.metrics, &s.db, s.scanners.open_count()))
-            .await
-            .unwrap_or_default();
+    let text = tokio::task::spawn_blocking(move || {
+        prometheus(&s.metrics, s.node.as_ref(), s.scanners.open_count())
+    })
+    .await
+    .unwrap_or_default();
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text)
 }
 
@@ -54,7 +57,7 @@ fn render(s: &Services) -> String {
     );
     let _ = write!(h, "<h1>Basalt {}</h1>", env!("CARGO_PKG_VERSION"));
     h.push_str("<h2>Namespaces</h2><ul id=\"namespaces\">");
-    for ns in s.db.list_namespaces() {
+    for ns in s.conn.admin().list_namespaces().unwrap_or_default() {
         let _ = write!(h, "<li>{}</li>", esc(&ns));
     }
     h.push_str("</ul>");
@@ -69,14 +72,15 @@ fn tables(h: &mut String, s: &Services) {
     h.push_str(
         "<h2>Tables</h2><table id=\"tables\"><tr><th>Table</th><th>State</th><th>Regions</th></tr>",
     );
-    let names = s.db.list_tables(None).unwrap_or_default();
+    let admin = s.conn.admin();
+    let names = admin.list_tables(None).unwrap_or_default();
     let mut regions = String::new();
     for name in &names {
         let Ok(t) = TableName::parse(name) else {
             continue;
         };
-        let enabled = s.db.is_enabled(&t).unwrap_or(false);
-        let loads = s.db.region_loads(&t).unwrap_or_default();
+        let enabled = admin.is_enabled(&t).unwrap_or(false);
+        let loads = admin.region_reports(&t).unwrap_or_default();
         let state = if enabled { "ENABLED" } else { "DISABLED" };
         let _ = write!(
             h,
@@ -84,7 +88,10 @@ fn tables(h: &mut String, s: &Services) {
             esc(name),
             loads.len()
         );
-        for (info, load) in loads {
+        for RegionReport {
+            region: info, load, ..
+        } in loads
+        {
             // A region that failed to open (HBase's FAILED_OPEN) says so, and why.
             let state = match &load.failed_open {
                 Some(why) => format!(
@@ -119,9 +126,13 @@ fn tables(h: &mut String, s: &Services) {
     h.push_str("</table>");
 }
 
+/// The engine's counters, when this process runs the node.
 fn engine(h: &mut String, s: &Services) {
-    let e = s.db.engine_stats();
-    let c = s.db.block_cache_stats();
+    let Some(node) = &s.node else {
+        return;
+    };
+    let e = node.engine_stats();
+    let c = node.block_cache_stats();
     let rows = [
         ("memstore-bytes", "Memstore bytes", e.memstore_bytes),
         ("block-cache-bytes", "Block cache bytes", c.size_bytes),
@@ -151,7 +162,8 @@ fn events(h: &mut String, s: &Services) {
         "<h2>Recent flushes and compactions</h2><table id=\"events\"><tr><th>When (ms)</th>\
                 <th>What</th><th>Region</th><th>Bytes</th><th>Took (ms)</th></tr>",
     );
-    for e in s.db.recent_events().iter().rev() {
+    let events = s.node.as_ref().map(Database::recent_events);
+    for e in events.iter().flatten().rev() {
         let _ = write!(
             h,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",

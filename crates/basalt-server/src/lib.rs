@@ -6,11 +6,11 @@
 
 pub mod budget;
 pub mod fuzzing;
+pub mod gateway;
+pub mod grpc;
 pub mod info;
 pub mod listener;
 pub mod metrics;
-pub mod scanners;
-pub mod service;
 pub mod thrift;
 
 use std::net::SocketAddr;
@@ -18,13 +18,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use basalt_api::leases::Scanners;
+use basalt_node::{Database, Options};
 use basalt_proto::pb;
-use basalt_storage::{Database, Options};
 use tokio::net::TcpListener;
 
+use grpc::Services;
 use listener::{Accepted, ConnectionLimits};
-use scanners::Scanners;
-use service::Services;
 
 /// Default port of the native API (HBase's region server port).
 pub const DEFAULT_PORT: u16 = 16020;
@@ -120,9 +120,13 @@ impl Server {
             None => None,
         };
         let services = Services {
-            db,
+            conn: Arc::new(db.clone()),
+            node: Some(db),
             scanners: Arc::new(Scanners::new(config.scanner_lease)),
-            metrics: Arc::new(metrics::RequestMetrics::default()),
+            metrics: Arc::new(metrics::RequestMetrics::new(&[
+                ("native", &grpc::OPS),
+                ("thrift", &thrift::METHODS),
+            ])),
         };
         let budget = budget::RequestBudget::new(config.request_budget_bytes);
         let b = Arc::clone(&budget);
@@ -132,7 +136,13 @@ impl Server {
             move || b.used() as u64,
         );
         let thrift = match config.thrift {
-            Some(t) => Some(start_gateway(t, &services, config.scanner_lease, &budget)?),
+            Some(t) => Some(start_gateway(
+                t,
+                &services.conn,
+                &services.metrics,
+                config.scanner_lease,
+                &budget,
+            )?),
             None => None,
         };
         Ok(Server {
@@ -221,9 +231,8 @@ impl Server {
             let _ = stop_tx.send(true);
             let _ = stopping_tx.send(());
         });
-        let thrift_scanners = gateway.as_ref().map(|(_, g)| g.handler.scanners());
-        let reaper = spawn_reaper(Arc::clone(&services.scanners), thrift_scanners, lease);
-        let db = services.db.clone();
+        let reaper = reap_scanners(&services, gateway.as_ref().map(|(_, g)| g), lease);
+        let node = services.node.clone();
         let native = Accepted::start(listener, limits.0, "native API")
             .map_err(|e| ServerError(format!("serving the native API: {e}")))?;
         // A live client answers the server's pings, so a call that runs longer than the idle
@@ -259,7 +268,10 @@ impl Server {
         let result = bounded_stop(finishing, stopping, shutdown_grace).await;
         reaper.abort();
         result?;
-        close_database(db, shutdown_grace).await
+        match node {
+            Some(db) => close_database(db, shutdown_grace).await,
+            None => Ok(()),
+        }
     }
 }
 
@@ -276,10 +288,11 @@ fn fit_caps_to_descriptors(config: &mut ServerConfig) {
     }
 }
 
-/// Binds the Thrift gateway and registers its gauges.
+/// Binds the Thrift gateway over `conn` and registers its gauges.
 fn start_gateway(
     t: thrift::ThriftConfig,
-    services: &Services,
+    conn: &Arc<dyn basalt_api::Connection>,
+    metrics: &Arc<metrics::RequestMetrics>,
     lease: Duration,
     budget: &Arc<budget::RequestBudget>,
 ) -> Result<(TcpListener, Arc<thrift::Gateway>), ServerError> {
@@ -288,20 +301,20 @@ fn start_gateway(
     // Thrift's scanner ids are i32s.
     let scanners = Arc::new(Scanners::with_max_id(lease, i32::MAX.unsigned_abs().into()));
     let gateway = Arc::new(thrift::Gateway::new(
-        services.db.clone(),
+        Arc::clone(conn),
         scanners,
-        Arc::clone(&services.metrics),
+        Arc::clone(metrics),
         t,
         Arc::clone(budget),
     ));
     let g = Arc::downgrade(&gateway);
-    services.metrics.register_gauge(
+    metrics.register_gauge(
         "basalt_thrift_connections",
         "Thrift gateway connections open.",
         move || g.upgrade().map_or(0, |g| g.open_connections() as u64),
     );
     let g = Arc::downgrade(&gateway);
-    services.metrics.register_gauge(
+    metrics.register_gauge(
         "basalt_thrift_open_scanners",
         "Thrift gateway scanner leases held.",
         move || {
@@ -332,21 +345,33 @@ fn serve_info(
     }))
 }
 
-/// Expires scanner leases (native and Thrift) a few times per lease period.
-fn spawn_reaper(
-    scanners: Arc<Scanners>,
-    thrift_scanners: Option<Arc<Scanners<thrift::ThriftScanner>>>,
+/// Expires the native API's and the Thrift gateway's scanner leases.
+fn reap_scanners(
+    services: &Services,
+    gateway: Option<&Arc<thrift::Gateway>>,
     lease: Duration,
+) -> tokio::task::JoinHandle<()> {
+    let native = Arc::clone(&services.scanners);
+    let thrift = gateway.map(|g| g.handler.scanners());
+    spawn_reaper(lease, move || {
+        native.expire();
+        if let Some(t) = &thrift {
+            t.expire();
+        }
+    })
+}
+
+/// Expires scanner leases (`expire` does it) a few times per lease period.
+fn spawn_reaper(
+    lease: Duration,
+    expire: impl Fn() + Send + 'static,
 ) -> tokio::task::JoinHandle<()> {
     let tick = (lease / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
     tokio::spawn(async move {
         let mut every = tokio::time::interval(tick);
         loop {
             every.tick().await;
-            scanners.expire();
-            if let Some(t) = &thrift_scanners {
-                t.expire();
-            }
+            expire();
         }
     })
 }

@@ -4,41 +4,7 @@ use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use basalt_storage::Database;
-
-/// The operations measured, by their gRPC method names.
-pub const OPS: [&str; 30] = [
-    "create_namespace",
-    "drop_namespace",
-    "alter_namespace",
-    "describe_namespace",
-    "list_namespaces",
-    "list_namespace_tables",
-    "create_table",
-    "describe_table",
-    "modify_table",
-    "table_exists",
-    "is_table_enabled",
-    "enable_table",
-    "disable_table",
-    "delete_table",
-    "truncate_table",
-    "list_tables",
-    "flush",
-    "compact",
-    "split",
-    "merge",
-    "list_regions",
-    "run_catalog_janitor",
-    "get",
-    "mutate",
-    "mutate_row",
-    "check_and_mutate",
-    "batch",
-    "open_scanner",
-    "next",
-    "close_scanner",
-];
+use basalt_node::Database;
 
 /// Latency bucket bounds in seconds (Prometheus' `le`).
 const BUCKETS: [f64; 14] = [
@@ -53,8 +19,9 @@ struct OpStats {
     buckets: [AtomicU64; BUCKETS.len()],
 }
 
-/// The APIs whose requests are counted, and their operations.
-const APIS: [(&str, &[&str]); 2] = [("native", &OPS), ("thrift", &crate::thrift::METHODS)];
+/// An API whose requests are counted (`native`, `thrift`) and its operations' names, as
+/// the adapter that serves it lists them.
+pub type Api = (&'static str, &'static [&'static str]);
 
 /// A gauge read when `/metrics` is scraped: name, help, and how to read it.
 type Gauge = (
@@ -80,9 +47,11 @@ impl std::fmt::Debug for RequestMetrics {
     }
 }
 
-impl Default for RequestMetrics {
-    fn default() -> Self {
-        let names: Vec<_> = APIS
+impl RequestMetrics {
+    /// Counters for the operations of `apis`; requests of anything else are not counted.
+    #[must_use]
+    pub fn new(apis: &[Api]) -> Self {
+        let names: Vec<_> = apis
             .iter()
             .flat_map(|(api, ops)| ops.iter().map(move |op| (*api, *op)))
             .collect();
@@ -165,7 +134,7 @@ fn metric(out: &mut String, name: &str, kind: &str, help: &str) {
 
 /// Every metric in Prometheus' text format.
 #[must_use]
-pub fn prometheus(m: &RequestMetrics, db: &Database, open_scanners: usize) -> String {
+pub fn prometheus(m: &RequestMetrics, node: Option<&Database>, open_scanners: usize) -> String {
     let mut out = String::new();
     metric(
         &mut out,
@@ -211,7 +180,16 @@ pub fn prometheus(m: &RequestMetrics, db: &Database, open_scanners: usize) -> St
         let _ = writeln!(out, "basalt_request_duration_seconds_sum{{{l}}} {sum}");
         let _ = writeln!(out, "basalt_request_duration_seconds_count{{{l}}} {n}");
     }
-    engine_metrics(&mut out, db, open_scanners);
+    metric(
+        &mut out,
+        "basalt_open_scanners",
+        "gauge",
+        "Scanner leases held.",
+    );
+    let _ = writeln!(out, "basalt_open_scanners {open_scanners}");
+    if let Some(db) = node {
+        engine_metrics(&mut out, db);
+    }
     for (name, help, read) in m.gauges.lock().iter() {
         metric(&mut out, name, "gauge", help);
         let _ = writeln!(out, "{name} {}", read());
@@ -219,7 +197,7 @@ pub fn prometheus(m: &RequestMetrics, db: &Database, open_scanners: usize) -> St
     out
 }
 
-fn engine_metrics(out: &mut String, db: &Database, open_scanners: usize) {
+fn engine_metrics(out: &mut String, db: &Database) {
     let e = db.engine_stats();
     let c = db.block_cache_stats();
     let gauges = [
@@ -238,11 +216,6 @@ fn engine_metrics(out: &mut String, db: &Database, open_scanners: usize) {
             "The block cache's capacity.",
             c.capacity_bytes,
         ),
-        (
-            "basalt_open_scanners",
-            "Scanner leases held.",
-            open_scanners as u64,
-        ),
     ];
     for (name, help, v) in gauges {
         metric(out, name, "gauge", help);
@@ -253,8 +226,8 @@ fn engine_metrics(out: &mut String, db: &Database, open_scanners: usize) {
 
 fn engine_counters(
     out: &mut String,
-    e: &basalt_storage::EngineStatsSnapshot,
-    c: &basalt_storage::block_cache::CacheStats,
+    e: &basalt_node::EngineStatsSnapshot,
+    c: &basalt_node::CacheStats,
 ) {
     let counters = [
         ("basalt_block_cache_hits_total", "Block cache hits.", c.hits),
@@ -325,10 +298,11 @@ fn engine_counters(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::grpc::OPS;
 
     #[test]
     fn latencies_land_in_cumulative_buckets() {
-        let m = RequestMetrics::default();
+        let m = RequestMetrics::new(&[("native", &OPS)]);
         m.record("get", Duration::from_micros(80), true);
         m.record("get", Duration::from_millis(3), false);
         m.record("nope", Duration::from_millis(3), true);

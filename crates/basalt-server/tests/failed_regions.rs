@@ -6,8 +6,8 @@ mod common;
 
 use basalt_model::ops::Put;
 use basalt_model::{ColumnFamilyDescriptor, TableDescriptor, TableName};
+use basalt_node::Database;
 use basalt_proto::pb;
-use basalt_storage::Database;
 use common::{http_get, Running};
 
 #[test]

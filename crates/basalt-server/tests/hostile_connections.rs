@@ -158,7 +158,7 @@ fn request_bytes_in_flight_stay_within_the_budget() {
 /// sync on a disk that takes 30 s per sync).
 #[test]
 fn a_stop_is_bounded_even_with_a_request_stuck() {
-    use basalt_storage::env::{Env, FaultInjector, SystemClock};
+    use basalt_node::env::{Env, FaultInjector, SystemClock};
     let faults = Arc::new(FaultInjector::new(1));
     let f = Arc::clone(&faults);
     let mut srv = Running::start(move |c| {
@@ -200,7 +200,7 @@ fn a_stop_is_bounded_even_with_a_request_stuck() {
 /// 1.5 s idle deadline.
 #[test]
 fn a_call_longer_than_the_idle_deadline_keeps_its_connection() {
-    use basalt_storage::env::{Env, FaultInjector, SystemClock};
+    use basalt_node::env::{Env, FaultInjector, SystemClock};
     let faults = Arc::new(FaultInjector::new(1));
     let f = Arc::clone(&faults);
     let srv = Running::start(move |c| {

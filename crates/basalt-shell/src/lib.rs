@@ -1,5 +1,5 @@
-//! The HBase shell: its language, its commands and its output, over any [`Backend`] (an
-//! embedded database, or a server through the client). A library, so that every command's
+//! The HBase shell: its language, its commands and its output, over any
+//! [`basalt_api::Connection`] (an embedded database, or a server through the client). A library, so that every command's
 //! exact output is testable; `basalt shell` wraps it in a terminal.
 //!
 //! Output follows HBase 2.x's shell (SEMANTICS.md §2.3): `Took N seconds` after each
@@ -9,7 +9,6 @@
 #![allow(clippy::missing_errors_doc)] // commands document their HBase behaviour instead
 
 pub mod args;
-pub mod backend;
 mod commands;
 pub mod format;
 mod help;
@@ -19,9 +18,11 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::time::Instant;
 
+use std::sync::Arc;
+
+use basalt_api::{Admin, Connection, Table};
 use basalt_model::{Error, TableName};
 
-pub use backend::Backend;
 use format::Formatter;
 use parser::{Statement, Value};
 
@@ -64,7 +65,7 @@ pub enum Returned {
 
 /// A shell session: its variables, its output and how it prints.
 pub struct Shell<'a> {
-    backend: &'a dyn Backend,
+    conn: &'a dyn Connection,
     out: Box<dyn Write + 'a>,
     pub formatter: Formatter,
     /// Interactive sessions echo each statement's value (`=> ...`), as IRB does.
@@ -90,10 +91,10 @@ pub enum ScriptEnd {
 }
 
 impl<'a> Shell<'a> {
-    /// A session over `backend` writing to `out`, without a terminal (no padding, no echo).
-    pub fn new(backend: &'a dyn Backend, out: Box<dyn Write + 'a>) -> Shell<'a> {
+    /// A session over `conn` writing to `out`, without a terminal (no padding, no echo).
+    pub fn new(conn: &'a dyn Connection, out: Box<dyn Write + 'a>) -> Shell<'a> {
         Shell {
-            backend,
+            conn,
             out,
             formatter: Formatter {
                 width: 0,
@@ -206,7 +207,7 @@ impl<'a> Shell<'a> {
             Error::NoSuchColumnFamily { table, .. } => {
                 let valid = TableName::parse(&table)
                     .ok()
-                    .and_then(|t| self.backend.describe(&t).ok())
+                    .and_then(|t| self.conn.admin().describe(&t).ok())
                     .map(|d| {
                         d.families
                             .keys()
@@ -232,10 +233,15 @@ impl<'a> Shell<'a> {
         &mut *self.out
     }
 
-    /// The backend.
+    /// The administrative interface of the connection.
     #[must_use]
-    pub fn backend(&self) -> &'a dyn Backend {
-        self.backend
+    pub fn admin(&self) -> &'a dyn Admin {
+        self.conn.admin()
+    }
+
+    /// Table `name` of the connection.
+    pub fn table(&self, name: &TableName) -> Result<Arc<dyn Table>, Error> {
+        self.conn.table(name)
     }
 
     /// Every command name, sorted (tab completion).

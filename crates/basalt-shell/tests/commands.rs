@@ -6,7 +6,7 @@ mod support;
 use basalt_shell::ScriptEnd;
 use support::{db, lines, run_on};
 
-fn ok(db: &basalt_storage::Database, script: &str) -> String {
+fn ok(db: &basalt_node::Database, script: &str) -> String {
     let r = run_on(db, script);
     assert_eq!(r.end, ScriptEnd::Done, "{}", r.out);
     r.out

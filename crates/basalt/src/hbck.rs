@@ -2,8 +2,8 @@
 
 use std::path::PathBuf;
 
-use basalt_storage::env::Env;
-use basalt_storage::hbck::{self, Repairs};
+use basalt_node::env::Env;
+use basalt_node::hbck::{self, Repairs};
 
 /// The command's flags.
 #[derive(clap::Args, Debug)]

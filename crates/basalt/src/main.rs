@@ -3,8 +3,8 @@
 
 use std::path::PathBuf;
 
+mod gateway;
 mod hbck;
-mod remote;
 mod server;
 mod shell;
 mod ycsb;
@@ -12,7 +12,7 @@ mod ycsb;
 use anyhow::Context;
 use basalt_bench::{BasaltEngine, Config, Workload};
 use basalt_model::{ColumnFamilyDescriptor, Compression};
-use basalt_storage::Options;
+use basalt_node::Options;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser, Debug)]
@@ -31,6 +31,9 @@ enum Command {
     /// The standalone server: the native gRPC API on a local data directory. Stops cleanly
     /// on SIGINT or SIGTERM.
     Server(server::ServerArgs),
+    /// HBase's Thrift1 gateway as its own process, over a server's native API
+    /// (`hbase thrift start`). Stops on SIGINT or SIGTERM.
+    Thrift(gateway::ThriftArgs),
     /// The HBase shell, on a data directory opened in this process (refused while a server
     /// holds it). Runs a script file, or what stdin pipes in, or interactively.
     Shell {
@@ -103,6 +106,7 @@ enum BenchCommand {
 fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Server(args) => server::run(args),
+        Command::Thrift(args) => gateway::run(&args),
         Command::Hbck(args) => std::process::exit(hbck::run(&args)?),
         Command::Shell {
             server,

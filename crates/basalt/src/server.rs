@@ -120,7 +120,8 @@ fn config(args: ServerArgs) -> anyhow::Result<ServerConfig> {
 ///
 /// # Errors
 /// Bad settings, a data directory in use, a port taken.
-pub fn run(args: ServerArgs) -> anyhow::Result<()> {
+/// Logs to stderr, `info` unless `RUST_LOG` says otherwise.
+pub fn init_logs() {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
@@ -128,6 +129,10 @@ pub fn run(args: ServerArgs) -> anyhow::Result<()> {
         )
         .with_writer(std::io::stderr)
         .init();
+}
+
+pub fn run(args: ServerArgs) -> anyhow::Result<()> {
+    init_logs();
     let config = config(args)?;
     let runtime = tokio::runtime::Runtime::new()?;
     let served = runtime.block_on(async move {
@@ -163,7 +168,8 @@ pub fn run(args: ServerArgs) -> anyhow::Result<()> {
     served
 }
 
-async fn shutdown_signal() {
+/// Completes on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
     let term = async {
         match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
             Ok(mut s) => {

@@ -4,16 +4,15 @@ use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use basalt_shell::{Backend, ScriptEnd, Shell};
-use basalt_storage::Database;
+use basalt_api::Connection;
+use basalt_node::Database;
+use basalt_shell::{ScriptEnd, Shell};
 use rustyline::completion::{Completer, Pair};
 use rustyline::error::ReadlineError;
 use rustyline::highlight::Highlighter;
 use rustyline::hint::Hinter;
 use rustyline::validate::{ValidationContext, ValidationResult, Validator};
 use rustyline::{Editor, Helper};
-
-use crate::remote::RemoteBackend;
 
 /// What the shell talks to.
 #[derive(Debug)]
@@ -33,9 +32,9 @@ pub enum Target {
 pub fn run(target: &Target, noninteractive: bool, script: Option<&Path>) -> anyhow::Result<i32> {
     match target {
         Target::Server(addr) => {
-            let backend = RemoteBackend::connect(addr)
+            let conn = basalt_client::blocking::Connection::connect(addr)
                 .with_context(|| format!("connecting to the server at {addr}"))?;
-            run_on(&backend, noninteractive, script)
+            run_on(&conn, noninteractive, script)
         }
         Target::DataDir(dir) => {
             let db = Database::open(dir)
@@ -48,7 +47,7 @@ pub fn run(target: &Target, noninteractive: bool, script: Option<&Path>) -> anyh
 }
 
 fn run_on(
-    backend: &dyn Backend,
+    conn: &dyn Connection,
     noninteractive: bool,
     script: Option<&Path>,
 ) -> anyhow::Result<i32> {
@@ -67,18 +66,18 @@ fn run_on(
     match source {
         Some(src) => {
             // Scripted use stops at the first error, with a non-zero exit code.
-            let mut sh = Shell::new(backend, Box::new(std::io::stdout()));
+            let mut sh = Shell::new(conn, Box::new(std::io::stdout()));
             Ok(match sh.run_script(&src, true)? {
                 ScriptEnd::Failed => 1,
                 ScriptEnd::Done => 0,
             })
         }
-        None => interactive(backend),
+        None => interactive(conn),
     }
 }
 
-fn interactive(backend: &dyn Backend) -> anyhow::Result<i32> {
-    let mut sh = Shell::new(backend, Box::new(std::io::stdout()));
+fn interactive(conn: &dyn Connection) -> anyhow::Result<i32> {
+    let mut sh = Shell::new(conn, Box::new(std::io::stdout()));
     sh.echo = true;
     sh.formatter.width = terminal_size::terminal_size().map_or(0, |(w, _)| usize::from(w.0));
     println!("HBase Shell");
@@ -89,7 +88,7 @@ fn interactive(backend: &dyn Backend) -> anyhow::Result<i32> {
         env!("CARGO_PKG_VERSION")
     );
     let mut rl: Editor<ShellHelper<'_>, rustyline::history::FileHistory> = Editor::new()?;
-    rl.set_helper(Some(ShellHelper { backend }));
+    rl.set_helper(Some(ShellHelper { conn }));
     let history = std::env::var_os("HOME").map(|h| Path::new(&h).join(".basalt_shell_history"));
     if let Some(h) = &history {
         let _ = rl.load_history(h);
@@ -122,7 +121,7 @@ fn interactive(backend: &dyn Backend) -> anyhow::Result<i32> {
 
 /// Tab completion of command names and, inside quotes, table names; multi-line statements.
 struct ShellHelper<'a> {
-    backend: &'a dyn Backend,
+    conn: &'a dyn Connection,
 }
 
 impl Completer for ShellHelper<'_> {
@@ -141,7 +140,7 @@ impl Completer for ShellHelper<'_> {
         let word = &head[start..];
         let quoted = head[..start].ends_with(['\'', '"']);
         let candidates: Vec<String> = if quoted {
-            self.backend.list_tables(None).unwrap_or_default()
+            self.conn.admin().list_tables(None).unwrap_or_default()
         } else if start == 0 {
             Shell::command_names()
                 .into_iter()

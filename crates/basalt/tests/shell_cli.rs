@@ -66,7 +66,7 @@ fn a_script_runs_and_its_first_error_gives_a_non_zero_exit() {
 #[test]
 fn a_directory_in_use_is_refused_with_a_clear_message() {
     let dir = tempfile::tempdir().unwrap();
-    let db = basalt_storage::Database::open(dir.path()).unwrap();
+    let db = basalt_node::Database::open(dir.path()).unwrap();
     let out = basalt()
         .args(["shell", "-n", "--data-dir"])
         .arg(dir.path())

@@ -1,6 +1,7 @@
 //! The HBase Thrift gateway driven by the Python clients its users run: happybase 1.3.0 and
 //! aiohappybase 1.4.0 over buffered and framed transports, binary and compact protocols,
-//! against real `basalt server` processes. The Python side lives in `tests/thrift/`; these
+//! against real `basalt server` processes, and through a `basalt thrift --server` gateway
+//! process in front of one. The Python side lives in `tests/thrift/`; these
 //! tests make its environment (a venv with the pinned clients, from PyPI) and run it.
 
 use std::path::{Path, PathBuf};
@@ -64,6 +65,19 @@ fn happybase_own_test_module_passes() {
         "upstream.py",
         "happybase",
         sdists.to_str().expect("utf-8 path"),
+    ]);
+}
+
+/// The same module through `basalt thrift --server`, a gateway process of its own in front
+/// of the server's native API, as HBase runs its Thrift server beside a cluster.
+#[test]
+fn happybase_own_test_module_passes_through_a_gateway_process() {
+    let sdists = venv().join("sdists");
+    python(&[
+        "upstream.py",
+        "happybase",
+        sdists.to_str().expect("utf-8 path"),
+        "--gateway",
     ]);
 }
 

@@ -113,6 +113,17 @@ impl Mutation {
         }
     }
 
+    /// The families the mutation writes (repeats included).
+    #[must_use]
+    pub fn families(&self) -> Vec<&Bytes> {
+        match self {
+            Mutation::Put(p) => p.cells.iter().map(|c| &c.family).collect(),
+            Mutation::Delete(d) => d.markers.iter().map(|c| &c.family).collect(),
+            Mutation::Increment(i) => i.columns.iter().map(|(f, _, _)| f).collect(),
+            Mutation::Append(a) => a.columns.iter().map(|(f, _, _)| f).collect(),
+        }
+    }
+
     /// The durability the client asked for.
     #[must_use]
     pub fn durability(&self) -> Durability {

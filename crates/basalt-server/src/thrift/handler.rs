@@ -19,9 +19,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
+use basalt_api::leases::Scanners;
+use basalt_api::{Admin, Connection, ResultScanner, Table};
 use basalt_model::ops::Scan;
 use basalt_model::{Error, TableName};
-use basalt_storage::{Database, TableScanner};
 use hbase_thrift::hbase::{
     BatchMutation, ColumnDescriptor, HbaseSyncHandler, IOError, Mutation, TAccessControlEntity,
     TAppend, TCell, TIncrement, TRegionInfo, TRowResult, TScan, TThriftServerType, Text,
@@ -29,33 +30,47 @@ use hbase_thrift::hbase::{
 
 use super::convert::{self, already_exists, io, io_or_illegal};
 use crate::metrics::RequestMetrics;
-use crate::scanners::Scanners;
 
 type Attributes = BTreeMap<Text, Text>;
 
 /// A scanner of the gateway: the table scanner and whether rows come as sorted lists.
-#[derive(Debug)]
 pub struct ThriftScanner {
-    scanner: TableScanner,
+    scanner: Box<dyn ResultScanner>,
     sorted: bool,
 }
 
+impl std::fmt::Debug for ThriftScanner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ThriftScanner")
+            .field("sorted", &self.sorted)
+            .finish_non_exhaustive()
+    }
+}
+
 /// The gateway's handler; cheap to clone, one per connection.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Handler {
-    db: Database,
+    conn: Arc<dyn Connection>,
     scanners: Arc<Scanners<ThriftScanner>>,
     metrics: Arc<RequestMetrics>,
 }
 
+impl std::fmt::Debug for Handler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Handler")
+            .field("scanners", &self.scanners)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Handler {
     pub(crate) fn new(
-        db: Database,
+        conn: Arc<dyn Connection>,
         scanners: Arc<Scanners<ThriftScanner>>,
         metrics: Arc<RequestMetrics>,
     ) -> Handler {
         Handler {
-            db,
+            conn,
             scanners,
             metrics,
         }
@@ -82,20 +97,23 @@ impl Handler {
         out
     }
 
-    fn table(&self, name: &[u8]) -> Result<basalt_storage::Table, Error> {
-        let name = convert::table_name(name)?;
-        self.db.table(&name.to_string())
+    fn table(&self, name: &[u8]) -> Result<Arc<dyn Table>, Error> {
+        self.conn.table(&convert::table_name(name)?)
+    }
+
+    fn db(&self) -> &dyn Admin {
+        self.conn.admin()
     }
 
     fn admin<T>(
         &self,
         method: &'static str,
         name: &[u8],
-        f: impl FnOnce(&Database, &TableName) -> basalt_model::Result<T>,
+        f: impl FnOnce(&dyn Admin, &TableName) -> basalt_model::Result<T>,
     ) -> thrift::Result<T> {
         self.call(method, || {
             let name = convert::table_name(name).map_err(|e| io(&e))?;
-            f(&self.db, &name).map_err(|e| io(&e))
+            f(self.db(), &name).map_err(|e| io(&e))
         })
     }
 
@@ -106,17 +124,19 @@ impl Handler {
             Some(i) if convert::table_name(name).is_err() => &name[..i],
             _ => name,
         };
-        self.admin(method, table, |db, t| {
-            if major {
-                db.major_compact(t)
-            } else {
-                db.compact(t)
-            }
-        })
+        self.admin(method, table, |db, t| db.compact(t, major))
     }
 
-    fn region_info(&self, table: &TableName, r: &basalt_model::region::RegionInfo) -> TRegionInfo {
-        let (host, port) = self.host_and_port();
+    /// A region as Thrift shows it, with its server's host and port from the server's
+    /// name (`host,port,startcode`).
+    fn region_info(
+        table: &TableName,
+        r: &basalt_model::region::RegionInfo,
+        server: &str,
+    ) -> TRegionInfo {
+        let mut parts = server.split(',');
+        let host = parts.next().unwrap_or_default().to_owned();
+        let port = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
         TRegionInfo::new(
             r.start_key.to_vec(),
             r.end_key.to_vec(),
@@ -128,15 +148,6 @@ impl Handler {
         )
     }
 
-    /// This server's host and port, from its name (`host,port,startcode`).
-    fn host_and_port(&self) -> (String, i32) {
-        let name = self.db.server_name();
-        let mut parts = name.split(',');
-        let host = parts.next().unwrap_or_default().to_owned();
-        let port = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
-        (host, port)
-    }
-
     /// `getRegionInfo`: the region whose `hbase:meta` row is at or before `row` (a meta row
     /// key, `table,row,`), found by a reversed scan of `hbase:meta` as HBase finds it.
     fn region_at(&self, row: &[u8]) -> Result<TRegionInfo, Error> {
@@ -145,7 +156,8 @@ impl Handler {
             .reversed()
             .add_family(&b"info"[..])
             .with_limit(1);
-        let found = self.db.table("hbase:meta")?.scan(scan)?.next_row()?;
+        let meta = TableName::parse("hbase:meta")?;
+        let found = self.conn.table(&meta)?.scan(scan)?.next_row()?;
         let shown = basalt_model::bytes_fmt::to_string_binary(row);
         let r = found.ok_or_else(|| {
             Error::DoNotRetry(format!("Cannot find row in hbase:meta, row={shown}"))
@@ -158,7 +170,12 @@ impl Handler {
                 "RegionInfo REGIONINFO was null or  empty in Meta for row={shown}"
             ))
         })?;
-        let mut out = self.region_info(&table, &info);
+        let server = self
+            .conn
+            .locate_region(&table, &info.start_key)
+            .map(|l| l.server)
+            .unwrap_or_default();
+        let mut out = Handler::region_info(&table, &info, &server);
         if let Some(server) = r.value(b"info", b"server") {
             let server = String::from_utf8_lossy(server);
             let (host, port) = server.rsplit_once(':').unwrap_or((&server, "0"));
@@ -171,15 +188,15 @@ impl Handler {
 
 impl HbaseSyncHandler for Handler {
     fn handle_enable_table(&self, table_name: Text) -> thrift::Result<()> {
-        self.admin("enableTable", &table_name, Database::enable_table)
+        self.admin("enableTable", &table_name, |db, t| db.enable_table(t))
     }
 
     fn handle_disable_table(&self, table_name: Text) -> thrift::Result<()> {
-        self.admin("disableTable", &table_name, Database::disable_table)
+        self.admin("disableTable", &table_name, |db, t| db.disable_table(t))
     }
 
     fn handle_is_table_enabled(&self, table_name: Text) -> thrift::Result<bool> {
-        self.admin("isTableEnabled", &table_name, Database::is_enabled)
+        self.admin("isTableEnabled", &table_name, |db, t| db.is_enabled(t))
     }
 
     fn handle_compact(&self, name: Text) -> thrift::Result<()> {
@@ -192,19 +209,19 @@ impl HbaseSyncHandler for Handler {
 
     fn handle_get_table_names(&self) -> thrift::Result<Vec<Text>> {
         self.call("getTableNames", || {
-            let names = self.db.list_tables(None).map_err(|e| io(&e))?;
+            let names = self.db().list_tables(None).map_err(|e| io(&e))?;
             Ok(names.into_iter().map(String::into_bytes).collect())
         })
     }
 
     fn handle_get_table_names_with_is_table_enabled(&self) -> thrift::Result<BTreeMap<Text, bool>> {
         self.call("getTableNamesWithIsTableEnabled", || {
-            let names = self.db.list_tables(None).map_err(|e| io(&e))?;
+            let names = self.db().list_tables(None).map_err(|e| io(&e))?;
             let mut out = BTreeMap::new();
             for n in names {
                 let t = TableName::parse(&n).map_err(|e| io(&e))?;
                 // A table dropped meanwhile is left out.
-                if let Ok(enabled) = self.db.is_enabled(&t) {
+                if let Ok(enabled) = self.db().is_enabled(&t) {
                     out.insert(n.into_bytes(), enabled);
                 }
             }
@@ -235,10 +252,10 @@ impl HbaseSyncHandler for Handler {
             let Ok(table) = convert::table_name(&table_name) else {
                 return Ok(Vec::new());
             };
-            match self.db.regions(&table) {
+            match self.db().region_reports(&table) {
                 Ok(regions) => Ok(regions
                     .iter()
-                    .map(|r| self.region_info(&table, r))
+                    .map(|r| Handler::region_info(&table, &r.region, &r.server))
                     .collect()),
                 Err(Error::TableNotFound(_)) => Ok(Vec::new()),
                 Err(e) => Err(io(&e)),
@@ -253,7 +270,7 @@ impl HbaseSyncHandler for Handler {
     ) -> thrift::Result<()> {
         self.call("createTable", || {
             let name = convert::table_name(&table_name).map_err(|e| io_or_illegal(&e))?;
-            if self.db.table_exists(&name) {
+            if self.db().table_exists(&name).map_err(|e| io(&e))? {
                 return Err(already_exists("table name already in use"));
             }
             let mut desc = basalt_model::TableDescriptor::new(&name, []);
@@ -261,7 +278,7 @@ impl HbaseSyncHandler for Handler {
                 let f = convert::family_descriptor(d).map_err(|e| io_or_illegal(&e))?;
                 desc.add_family(f).map_err(|e| io_or_illegal(&e))?;
             }
-            match self.db.create_table(desc, &[]) {
+            match self.db().create_table(desc, &[]) {
                 Err(Error::TableExists(_)) => Err(already_exists("table name already in use")),
                 other => other.map_err(|e| io_or_illegal(&e)),
             }
@@ -271,14 +288,14 @@ impl HbaseSyncHandler for Handler {
     fn handle_delete_table(&self, table_name: Text) -> thrift::Result<()> {
         self.call("deleteTable", || {
             let name = convert::table_name(&table_name).map_err(|e| io(&e))?;
-            if !self.db.table_exists(&name) {
+            if !self.db().table_exists(&name).map_err(|e| io(&e))? {
                 let e = IOError::new(
                     "java.io.IOException: table does not exist".to_owned(),
                     false,
                 );
                 return Err(thrift::Error::User(Box::new(e)));
             }
-            self.db.delete_table(&name).map_err(|e| io(&e))
+            self.db().delete_table(&name).map_err(|e| io(&e))
         })
     }
 
@@ -658,7 +675,9 @@ impl HbaseSyncHandler for Handler {
     }
 
     fn handle_get_cluster_id(&self) -> thrift::Result<String> {
-        self.call("getClusterId", || Ok(self.db.cluster_id()))
+        self.call("getClusterId", || {
+            self.db().cluster_id().map_err(|e| io(&e))
+        })
     }
 
     fn handle_grant(&self, _info: TAccessControlEntity) -> thrift::Result<bool> {

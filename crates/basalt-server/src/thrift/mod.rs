@@ -27,14 +27,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use basalt_storage::Database;
+use basalt_api::Connection;
 use parking_lot::Mutex;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::budget::RequestBudget;
 
 use crate::metrics::RequestMetrics;
-use crate::scanners::Scanners;
+use basalt_api::leases::Scanners;
 
 pub use handler::{Handler, ThriftScanner};
 
@@ -138,14 +138,14 @@ pub struct Gateway {
 
 impl Gateway {
     pub(crate) fn new(
-        db: Database,
+        conn: Arc<dyn Connection>,
         scanners: Arc<Scanners<handler::ThriftScanner>>,
         metrics: Arc<RequestMetrics>,
         config: ThriftConfig,
         budget: Arc<RequestBudget>,
     ) -> Gateway {
         Gateway {
-            handler: Handler::new(db, scanners, metrics),
+            handler: Handler::new(conn, scanners, metrics),
             permits: Arc::new(Semaphore::new(config.max_connections)),
             config,
             connections: Mutex::new(HashMap::new()),

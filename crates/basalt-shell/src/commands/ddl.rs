@@ -87,19 +87,19 @@ pub fn create(sh: &mut Shell<'_>, mut a: Args) -> Result<Returned, ShellError> {
             "Table should have at least one column family.",
         ));
     }
-    sh.backend().create_table(desc, &splits)?;
+    sh.admin().create_table(desc, &splits)?;
     sh.println(format!("Created table {name}"))?;
     Ok(Returned::Table(name))
 }
 
 pub fn alter(sh: &mut Shell<'_>, mut a: Args) -> Result<Returned, ShellError> {
     let name = a.table()?;
-    let mut desc = sh.backend().describe(&name)?;
+    let mut desc = sh.admin().describe(&name)?;
     for v in a.rest() {
         alter_one(&mut desc, &v)?;
     }
-    let regions = sh.backend().regions(&name).map_or(1, |r| r.len());
-    sh.backend().modify_table(desc)?;
+    let regions = sh.admin().regions(&name).map_or(1, |r| r.len());
+    sh.admin().modify_table(desc)?;
     sh.println("Updating all regions with the new schema...")?;
     sh.println(format!("{regions}/{regions} regions updated."))?;
     sh.println("Done.")?;
@@ -168,8 +168,8 @@ fn delete_family(desc: &mut TableDescriptor, family: &Value) -> Result<(), Shell
 
 pub fn describe(sh: &mut Shell<'_>, mut a: Args) -> Result<Returned, ShellError> {
     let name = a.table()?;
-    let desc = sh.backend().describe(&name)?;
-    let enabled = sh.backend().is_enabled(&name).unwrap_or(true);
+    let desc = sh.admin().describe(&name)?;
+    let enabled = sh.admin().is_enabled(&name).unwrap_or(true);
     let state = if enabled { "ENABLED" } else { "DISABLED" };
     sh.println(format!("Table {name} is {state}"))?;
     sh.println(table_line(&desc))?;
@@ -185,25 +185,25 @@ pub fn describe(sh: &mut Shell<'_>, mut a: Args) -> Result<Returned, ShellError>
 
 pub fn enable(sh: &mut Shell<'_>, mut a: Args) -> Result<Returned, ShellError> {
     let name = a.table()?;
-    sh.backend().enable_table(&name)?;
+    sh.admin().enable_table(&name)?;
     Ok(Returned::Nothing)
 }
 
 pub fn disable(sh: &mut Shell<'_>, mut a: Args) -> Result<Returned, ShellError> {
     let name = a.table()?;
-    sh.backend().disable_table(&name)?;
+    sh.admin().disable_table(&name)?;
     Ok(Returned::Nothing)
 }
 
 pub fn drop(sh: &mut Shell<'_>, mut a: Args) -> Result<Returned, ShellError> {
     let name = a.table()?;
-    sh.backend().delete_table(&name)?;
+    sh.admin().delete_table(&name)?;
     Ok(Returned::Nothing)
 }
 
 pub fn exists(sh: &mut Shell<'_>, mut a: Args) -> Result<Returned, ShellError> {
     let name = a.table()?;
-    let yes = sh.backend().table_exists(&name)?;
+    let yes = sh.admin().table_exists(&name)?;
     let does = if yes { "does" } else { "does not" };
     sh.println(format!("Table {name} {does} exist"))?;
     Ok(Returned::Value(yes.to_string()))
@@ -211,7 +211,7 @@ pub fn exists(sh: &mut Shell<'_>, mut a: Args) -> Result<Returned, ShellError> {
 
 fn enabled_state(sh: &Shell<'_>, a: &mut Args) -> Result<bool, ShellError> {
     let name = a.table()?;
-    Ok(sh.backend().is_enabled(&name)?)
+    Ok(sh.admin().is_enabled(&name)?)
 }
 
 pub fn is_enabled(sh: &mut Shell<'_>, mut a: Args) -> Result<Returned, ShellError> {
@@ -228,7 +228,7 @@ pub fn is_disabled(sh: &mut Shell<'_>, mut a: Args) -> Result<Returned, ShellErr
 
 pub fn get_table(sh: &mut Shell<'_>, mut a: Args) -> Result<Returned, ShellError> {
     let name = a.table()?;
-    if !sh.backend().table_exists(&name)? {
+    if !sh.admin().table_exists(&name)? {
         return Err(basalt_model::Error::TableNotFound(name.to_string()).into());
     }
     Ok(Returned::Table(name))
@@ -240,7 +240,7 @@ pub fn list(sh: &mut Shell<'_>, mut a: Args) -> Result<Returned, ShellError> {
     } else {
         Some(a.string("pattern")?)
     };
-    let names = sh.backend().list_tables(pattern.as_deref())?;
+    let names = sh.admin().list_tables(pattern.as_deref())?;
     print_tables(sh, &names)
 }
 
@@ -262,12 +262,12 @@ fn truncate_with(
     preserve: bool,
 ) -> Result<Returned, ShellError> {
     sh.println(format!("Truncating '{name}' table (it may take a while):"))?;
-    if sh.backend().is_enabled(name)? {
+    if sh.admin().is_enabled(name)? {
         sh.println("Disabling table...")?;
-        sh.backend().disable_table(name)?;
+        sh.admin().disable_table(name)?;
     }
     sh.println("Truncating table...")?;
-    sh.backend().truncate_table(name, preserve)?;
+    sh.admin().truncate_table(name, preserve)?;
     Ok(Returned::Nothing)
 }
 

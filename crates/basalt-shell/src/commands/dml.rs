@@ -40,7 +40,7 @@ pub fn put(sh: &mut Shell<'_>, mut a: Args) -> Result<Returned, ShellError> {
     if let Some(ttl) = ttl_of(&opts)? {
         p = p.with_ttl_ms(ttl);
     }
-    sh.backend().mutate(&table, Mutation::Put(p))?;
+    sh.table(&table)?.mutate(Mutation::Put(p))?;
     Ok(Returned::Nothing)
 }
 
@@ -58,7 +58,7 @@ pub fn delete(sh: &mut Shell<'_>, mut a: Args) -> Result<Returned, ShellError> {
         (Some(q), None) => Delete::new(row).add_column(f, q),
         (None, ts) => Delete::new(row).add_family_version(f, ts.unwrap_or(LATEST_TIMESTAMP)),
     };
-    sh.backend().mutate(&table, Mutation::Delete(d))?;
+    sh.table(&table)?.mutate(Mutation::Delete(d))?;
     Ok(Returned::Nothing)
 }
 
@@ -77,8 +77,8 @@ pub fn deleteall(sh: &mut Shell<'_>, mut a: Args) -> Result<Returned, ShellError
     let ts = a.opt_int().unwrap_or(LATEST_TIMESTAMP);
     a.opt_hash();
     a.done()?;
-    sh.backend()
-        .mutate(&table, Mutation::Delete(delete_all(row, &column, ts)))?;
+    sh.table(&table)?
+        .mutate(Mutation::Delete(delete_all(row, &column, ts)))?;
     Ok(Returned::Nothing)
 }
 
@@ -112,14 +112,13 @@ fn deleteall_prefix(
     };
     let ts = a.opt_int().unwrap_or(LATEST_TIMESTAMP);
     a.done()?;
-    let rows: Vec<Bytes> = sh
-        .backend()
-        .scan(table, Scan::new().with_row_prefix(prefix))?
+    let t = sh.table(table)?;
+    let rows: Vec<Bytes> = t
+        .scan(Scan::new().with_row_prefix(prefix))?
         .map(|r| r.map(|r| r.row))
         .collect::<Result<_, _>>()?;
     for row in rows {
-        sh.backend()
-            .mutate(table, Mutation::Delete(delete_all(row, &column, ts)))?;
+        t.mutate(Mutation::Delete(delete_all(row, &column, ts)))?;
     }
     Ok(Returned::Nothing)
 }
@@ -142,8 +141,8 @@ pub fn incr(sh: &mut Shell<'_>, mut a: Args) -> Result<Returned, ShellError> {
         inc = inc.with_ttl_ms(ttl);
     }
     let r = sh
-        .backend()
-        .mutate(&table, Mutation::Increment(inc))?
+        .table(&table)?
+        .mutate(Mutation::Increment(inc))?
         .unwrap_or_default();
     let n = r.value(&f, &q).and_then(|v| counter(v)).unwrap_or(0);
     sh.println(format!("COUNTER VALUE = {n}"))?;
@@ -160,8 +159,8 @@ pub fn append(sh: &mut Shell<'_>, mut a: Args) -> Result<Returned, ShellError> {
     let q = q.unwrap_or_default();
     let app = Append::new(row).add(f.clone(), q.clone(), value);
     let r = sh
-        .backend()
-        .mutate(&table, Mutation::Append(app))?
+        .table(&table)?
+        .mutate(Mutation::Append(app))?
         .unwrap_or_default();
     let v = r.value(&f, &q).cloned().unwrap_or_default();
     sh.println(format!(

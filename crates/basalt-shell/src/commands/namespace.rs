@@ -13,14 +13,14 @@ pub fn create(sh: &mut Shell<'_>, mut a: Args) -> Result<Returned, ShellError> {
         .map(|(k, v)| (key_name(k), v.to_s()))
         .collect();
     a.done()?;
-    sh.backend().create_namespace(&name, props)?;
+    sh.admin().create_namespace(&name, props)?;
     Ok(Returned::Nothing)
 }
 
 pub fn drop(sh: &mut Shell<'_>, mut a: Args) -> Result<Returned, ShellError> {
     let name = a.string("namespace")?;
     a.done()?;
-    sh.backend().drop_namespace(&name)?;
+    sh.admin().drop_namespace(&name)?;
     Ok(Returned::Nothing)
 }
 
@@ -36,14 +36,13 @@ pub fn alter(sh: &mut Shell<'_>, mut a: Args) -> Result<Returned, ShellError> {
                 .filter(|(k, _)| key_name(k) != "METHOD")
                 .map(|(k, v)| (key_name(k), v.to_s()))
                 .collect();
-            sh.backend().alter_namespace(&name, set, &[])?;
+            sh.admin().alter_namespace(&name, set, &[])?;
         }
         Some("unset") => {
             let key = get(&h, "NAME")
                 .ok_or_else(|| ShellError::usage("unset needs the NAME of the property"))?
                 .to_s();
-            sh.backend()
-                .alter_namespace(&name, BTreeMap::new(), &[key])?;
+            sh.admin().alter_namespace(&name, BTreeMap::new(), &[key])?;
         }
         _ => {
             return Err(ShellError::usage(
@@ -57,7 +56,7 @@ pub fn alter(sh: &mut Shell<'_>, mut a: Args) -> Result<Returned, ShellError> {
 pub fn describe(sh: &mut Shell<'_>, mut a: Args) -> Result<Returned, ShellError> {
     let name = a.string("namespace")?;
     a.done()?;
-    let props = sh.backend().namespace_properties(&name)?;
+    let props = sh.admin().namespace_properties(&name)?;
     let mut parts = vec![format!("NAME => '{name}'")];
     parts.extend(props.iter().map(|(k, v)| format!("{k} => '{v}'")));
     sh.println("DESCRIPTION")?;
@@ -68,7 +67,7 @@ pub fn describe(sh: &mut Shell<'_>, mut a: Args) -> Result<Returned, ShellError>
 
 pub fn list(sh: &mut Shell<'_>, a: Args) -> Result<Returned, ShellError> {
     a.done()?;
-    let names = sh.backend().list_namespaces()?;
+    let names = sh.admin().list_namespaces()?;
     sh.println("NAMESPACE")?;
     for n in &names {
         sh.println(n)?;
@@ -80,6 +79,6 @@ pub fn list(sh: &mut Shell<'_>, a: Args) -> Result<Returned, ShellError> {
 pub fn list_tables(sh: &mut Shell<'_>, mut a: Args) -> Result<Returned, ShellError> {
     let ns = a.string("namespace")?;
     a.done()?;
-    let names = sh.backend().list_namespace_tables(&ns)?;
+    let names = sh.admin().list_namespace_tables(&ns)?;
     super::ddl::print_tables(sh, &names)
 }

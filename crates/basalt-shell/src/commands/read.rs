@@ -97,7 +97,7 @@ fn get_row(sh: &Shell<'_>, a: &mut Args) -> Result<RowResult, ShellError> {
         }
     }
     opts.columns.splice(0..0, shorthand);
-    Ok(sh.backend().get(&table, opts.get(Get::new(row)))?)
+    Ok(sh.table(&table)?.get(opts.get(Get::new(row)))?)
 }
 
 pub fn get(sh: &mut Shell<'_>, mut a: Args) -> Result<Returned, ShellError> {
@@ -183,11 +183,11 @@ pub fn scan(sh: &mut Shell<'_>, mut a: Args) -> Result<Returned, ShellError> {
     let opts = a.opt_hash();
     a.done()?;
     let scan = scan_of(&opts)?;
-    let backend = sh.backend();
+    let scanner = sh.table(&table)?.scan(scan)?;
     let header = sh.formatter.header("ROW", "COLUMN+CELL");
     sh.println(header)?;
     let mut rows = 0u64;
-    for r in backend.scan(&table, scan)? {
+    for r in scanner {
         let r = r?;
         if !r.partial {
             rows += 1;
@@ -217,8 +217,7 @@ pub fn count(sh: &mut Shell<'_>, mut a: Args) -> Result<Returned, ShellError> {
         .collect();
     let scan = scan_of(&scan_opts)?;
     let mut n = 0u64;
-    let backend = sh.backend();
-    for r in backend.scan(&table, scan)? {
+    for r in sh.table(&table)?.scan(scan)? {
         let r = r?;
         n += 1;
         if n.is_multiple_of(interval) {
@@ -237,8 +236,8 @@ pub fn get_counter(sh: &mut Shell<'_>, mut a: Args) -> Result<Returned, ShellErr
     a.done()?;
     let q = q.unwrap_or_default();
     let r = sh
-        .backend()
-        .get(&table, Get::new(row).add_column(f.clone(), q.clone()))?;
+        .table(&table)?
+        .get(Get::new(row).add_column(f.clone(), q.clone()))?;
     match r.value(&f, &q).map(|v| counter(v)) {
         Some(Some(n)) => sh.println(format!("COUNTER VALUE = {n}"))?,
         Some(None) => {

@@ -1,5 +1,6 @@
 //! general and tools: status, version, whoami, flush, compact, split, merge_region, regions.
 
+use basalt_api::RegionReport;
 use basalt_model::bytes_fmt::to_string_binary;
 use basalt_model::TableName;
 
@@ -34,12 +35,13 @@ pub fn status(sh: &mut Shell<'_>, a: Args) -> Result<Returned, ShellError> {
     drop(a);
     let mut regions = 0;
     let mut failed = Vec::new();
-    for t in sh.backend().list_tables(None)? {
+    for t in sh.admin().list_tables(None)? {
         let name = TableName::parse(&t)?;
-        for (r, load, _) in sh.backend().region_loads(&name)? {
+        for report in sh.admin().region_reports(&name)? {
             regions += 1;
-            if let Some(why) = load.failed_open {
-                failed.push(format!("  {}: {why}", r.region_name_string(&name)));
+            if let Some(why) = report.load.failed_open {
+                let region = report.region.region_name_string(&name);
+                failed.push(format!("  {region}: {why}"));
             }
         }
     }
@@ -89,13 +91,13 @@ pub fn show_filters(sh: &mut Shell<'_>, _a: Args) -> Result<Returned, ShellError
 /// A table name, when `v` names an existing table (else a region name).
 fn as_table(sh: &Shell<'_>, v: &[u8]) -> Option<TableName> {
     let name = TableName::parse(std::str::from_utf8(v).ok()?).ok()?;
-    sh.backend().table_exists(&name).ok()?.then_some(name)
+    sh.admin().table_exists(&name).ok()?.then_some(name)
 }
 
 pub fn flush(sh: &mut Shell<'_>, mut a: Args) -> Result<Returned, ShellError> {
     let name = a.table()?;
     a.done()?;
-    sh.backend().flush(&name)?;
+    sh.admin().flush(&name)?;
     Ok(Returned::Nothing)
 }
 
@@ -104,7 +106,7 @@ fn compact_with(sh: &mut Shell<'_>, mut a: Args, major: bool) -> Result<Returned
     if !a.is_empty() {
         // A family: every family of the table is compacted (a superset of what was asked).
         let family = a.bytes("family")?;
-        let desc = sh.backend().describe(&name)?;
+        let desc = sh.admin().describe(&name)?;
         if !desc.families.contains_key(&family[..]) {
             return Err(basalt_model::Error::NoSuchColumnFamily {
                 table: name.to_string(),
@@ -114,7 +116,7 @@ fn compact_with(sh: &mut Shell<'_>, mut a: Args, major: bool) -> Result<Returned
         }
     }
     a.done()?;
-    sh.backend().compact(&name, major)?;
+    sh.admin().compact(&name, major)?;
     Ok(Returned::Nothing)
 }
 
@@ -135,8 +137,8 @@ pub fn split(sh: &mut Shell<'_>, mut a: Args) -> Result<Returned, ShellError> {
     };
     a.done()?;
     match as_table(sh, &target) {
-        Some(t) => sh.backend().split_table(&t, key.as_deref())?,
-        None => sh.backend().split_region(&target, key.as_deref())?,
+        Some(t) => sh.admin().split_table(&t, key.as_deref())?,
+        None => sh.admin().split_region(&target, key.as_deref())?,
     }
     Ok(Returned::Nothing)
 }
@@ -156,14 +158,14 @@ pub fn merge_region(sh: &mut Shell<'_>, mut a: Args) -> Result<Returned, ShellEr
         }
     }
     let refs: Vec<&[u8]> = names.iter().map(Vec::as_slice).collect();
-    sh.backend().merge_regions(&refs, force)?;
+    sh.admin().merge_regions(&refs, force)?;
     Ok(Returned::Nothing)
 }
 
 pub fn get_splits(sh: &mut Shell<'_>, mut a: Args) -> Result<Returned, ShellError> {
     let name = a.table()?;
     a.done()?;
-    let regions = sh.backend().regions(&name)?;
+    let regions = sh.admin().regions(&name)?;
     let keys: Vec<String> = regions
         .iter()
         .skip(1)
@@ -193,25 +195,31 @@ pub fn list_regions(sh: &mut Shell<'_>, mut a: Args) -> Result<Returned, ShellEr
         "LOCALITY",
     ];
     let rows: Vec<[String; 7]> = sh
-        .backend()
-        .region_loads(&name)?
+        .admin()
+        .region_reports(&name)?
         .iter()
-        .map(|(r, load, server)| {
-            [
-                // A region that failed to open has no server serving it.
-                if load.failed_open.is_some() {
-                    "FAILED_OPEN".to_owned()
-                } else {
-                    server.clone()
-                },
-                r.region_name_string(&name),
-                to_string_binary(&r.start_key),
-                to_string_binary(&r.end_key),
-                (load.store_file_bytes >> 20).to_string(),
-                (load.read_requests + load.write_requests).to_string(),
-                "1.0".to_owned(),
-            ]
-        })
+        .map(
+            |RegionReport {
+                 region: r,
+                 load,
+                 server,
+             }| {
+                [
+                    // A region that failed to open has no server serving it.
+                    if load.failed_open.is_some() {
+                        "FAILED_OPEN".to_owned()
+                    } else {
+                        server.clone()
+                    },
+                    r.region_name_string(&name),
+                    to_string_binary(&r.start_key),
+                    to_string_binary(&r.end_key),
+                    (load.store_file_bytes >> 20).to_string(),
+                    (load.read_requests + load.write_requests).to_string(),
+                    "1.0".to_owned(),
+                ]
+            },
+        )
         .collect();
     let widths: Vec<usize> = (0..titles.len())
         .map(|i| {
@@ -242,6 +250,6 @@ pub fn list_regions(sh: &mut Shell<'_>, mut a: Args) -> Result<Returned, ShellEr
 
 pub fn catalogjanitor_run(sh: &mut Shell<'_>, a: Args) -> Result<Returned, ShellError> {
     a.done()?;
-    let n = sh.backend().run_catalog_janitor()?;
+    let n = sh.admin().run_catalog_janitor()?;
     Ok(Returned::Value(n.to_string()))
 }

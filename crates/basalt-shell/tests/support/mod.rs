@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
+use basalt_node::env::{Env, ManualClock};
+use basalt_node::{Database, Options};
 use basalt_shell::{ScriptEnd, Shell};
-use basalt_storage::env::{Env, ManualClock};
-use basalt_storage::{Database, Options};
 
 pub const T0: i64 = 1_700_000_000_000;
 

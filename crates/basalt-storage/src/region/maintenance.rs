@@ -238,7 +238,7 @@ impl Region {
 
 impl Region {
     /// Remembers a finished flush or compaction for the status page.
-    pub(crate) fn record_event(&self, kind: &'static str, bytes: u64, started: std::time::Instant) {
+    pub fn record_event(&self, kind: &'static str, bytes: u64, started: std::time::Instant) {
         self.config.stats.record(super::BackgroundEvent {
             at_ms: self.env.now_ms(),
             kind,

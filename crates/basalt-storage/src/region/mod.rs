@@ -243,7 +243,7 @@ impl Region {
         };
         // What `basalt hbck` needs to rebuild a lost catalog (written once; older regions
         // get theirs at their next open).
-        let table_key = crate::catalog::table_key(&table.table_name());
+        let table_key = repair::table_key(&table.table_name());
         repair::write_region_info(env, dir, &table_key, &info)?;
         let mut stores = BTreeMap::new();
         let current_seq = seq.load(Ordering::SeqCst);

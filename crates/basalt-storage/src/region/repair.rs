@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use basalt_model::{Error, Result, TableDescriptor};
+use basalt_model::{Error, Result, TableDescriptor, TableName};
 use serde::{Deserialize, Serialize};
 
 use super::{ManifestFile, RegionInfo, RegionManifest, StoreManifest};
@@ -26,6 +26,13 @@ pub const REGION_INFO_PREFIX: &str = "REGIONINFO";
 pub const TABLE_INFO_PREFIX: &str = "TABLEINFO";
 /// The directory of a table's descriptor files, inside its table directory.
 pub const TABLE_INFO_DIR: &str = ".tabledesc";
+
+/// A table's key in the catalog and in region info files: `ns:qualifier`, the namespace
+/// always spelled out (unlike `TableName`'s display, which leaves out `default:`).
+#[must_use]
+pub fn table_key(t: &TableName) -> String {
+    format!("{}:{}", t.namespace(), t.qualifier())
+}
 
 /// A region's identity as its directory records it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -19,7 +19,7 @@
 //!    the current segment's first record.
 
 mod record;
-pub(crate) mod replay;
+pub mod replay;
 
 pub use record::WalEdit;
 pub use replay::SegmentInfo;

@@ -122,13 +122,7 @@ fn holds_a_record_after(data: &[u8], pos: usize) -> bool {
 ///
 /// # Errors
 /// `Io`.
-pub(crate) fn set_aside(
-    env: &Env,
-    path: &Path,
-    data: &[u8],
-    pos: usize,
-    why: &str,
-) -> Result<PathBuf> {
+pub fn set_aside(env: &Env, path: &Path, data: &[u8], pos: usize, why: &str) -> Result<PathBuf> {
     let mut name = path.file_name().unwrap_or_default().to_owned();
     name.push(format!(".damaged-{pos}"));
     let kept = path.with_file_name(name);

@@ -26,6 +26,8 @@ class BasaltServer:
             text=True)
         lines = [self.proc.stdout.readline() for _ in range(3)]
         try:
+            # "Basalt server listening on HOST:PORT (data directory ...)"
+            self.native = lines[0].split()[4]
             self.info_url = lines[1].split()[-1].replace("0.0.0.0", "127.0.0.1")
             host_port = lines[2].split()[-1]
             self.host, port = host_port.rsplit(":", 1)
@@ -87,3 +89,44 @@ def wait_until(check, timeout=30.0, what="the condition"):
             return
         time.sleep(0.05)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+class BasaltThriftGateway(BasaltServer):
+    """A `basalt server` and, in front of it, a `basalt thrift --server` gateway process:
+    `host` and `port` are the gateway's, which reaches the server over its native API."""
+
+    def __init__(self, extra_args=(), workdir=None):
+        super().__init__(extra_args, workdir)
+        binary = os.environ.get("BASALT_BIN", "basalt")
+        self.gateway = subprocess.Popen(
+            [binary, "thrift", "--server", self.native, "--bind", "127.0.0.1", "--port", "0"],
+            stdout=subprocess.PIPE, stderr=open(os.path.join(self.dir, "gateway.log"), "wb"),
+            text=True)
+        line = self.gateway.stdout.readline()
+        try:
+            # "HBase Thrift gateway on HOST:PORT, serving the server at ..."
+            host_port = line.split()[4].rstrip(",")
+            self.host, port = host_port.rsplit(":", 1)
+            self.port = int(port)
+        except (IndexError, ValueError):
+            self.stop()
+            raise RuntimeError(f"the gateway did not start: {line!r}\n{self.log()}")
+
+    def log(self):
+        with open(os.path.join(self.dir, "gateway.log"), errors="replace") as f:
+            return super().log() + "\n--- gateway ---\n" + f.read()
+
+    def alive(self):
+        return super().alive() and self.gateway.poll() is None
+
+    def stop(self):
+        """Stops the gateway, then the server; the server's exit code."""
+        if self.gateway.poll() is None:
+            self.gateway.send_signal(signal.SIGTERM)
+            try:
+                self.gateway.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.gateway.kill()
+                self.gateway.wait()
+        return super().stop()
+

@@ -8,7 +8,10 @@ against a real `basalt server`:
 - aiohappybase 1.4.0's tests (asyncio and sync), with buffered and framed transports and the
   binary and compact protocols.
 
-    python upstream.py happybase|aiohappybase SDIST_DIR
+    python upstream.py happybase|aiohappybase SDIST_DIR [--gateway]
+
+With `--gateway` the clients talk to a `basalt thrift --server` process in front of the server
+(HBase's separate Thrift server) instead of the server's own gateway.
 """
 
 import glob
@@ -20,7 +23,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from basalt_server import BasaltServer  # noqa: E402
+from basalt_server import BasaltServer, BasaltThriftGateway  # noqa: E402
 
 PORT_LINE = "HAPPYBASE_PORT = os.environ.get('HAPPYBASE_PORT')"
 IMPORT_LINE = "import six\n"
@@ -50,9 +53,10 @@ def run(args, env, cwd):
     return subprocess.run(args, env={**os.environ, **env}, cwd=cwd).returncode
 
 
-def main(which, sdists):
+def main(which, sdists, gateway=False):
     failures = 0
-    with tempfile.TemporaryDirectory() as work, BasaltServer() as server:
+    start = BasaltThriftGateway if gateway else BasaltServer
+    with tempfile.TemporaryDirectory() as work, start() as server:
         root = extract(sdists, which, work)
         pytest = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
         if which == "happybase":
@@ -76,4 +80,4 @@ def main(which, sdists):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(sys.argv[1], sys.argv[2], gateway="--gateway" in sys.argv[3:])

@@ -182,7 +182,8 @@ impl Handler {
     ) -> thrift::Result<i64> {
         let c = parse_column(column);
         let t = self.table(table).map_err(|e| io(&e))?;
-        t.increment_column_value(row, c.family, c.qualifier.unwrap_or_default(), amount)
+        let q = c.qualifier.unwrap_or_default();
+        t.increment_column_value(row.into(), c.family, q, amount)
             .map_err(|e| io_or_illegal(&e))
     }
 

@@ -1,0 +1,446 @@
+//! Reading and writing a table: routing to regions, per-row batches, scans across regions.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use basalt_model::ops::{
+    Append, CheckAndMutate, Delete, Get, Increment, Mutation, Put, RowMutations, Scan,
+};
+use basalt_model::{Error, Result, RowResult};
+use bytes::Bytes;
+
+use super::{Handle, TableState};
+use basalt_storage::region::{Region, RegionInfo, RegionScanner};
+
+/// The most mutations one region writes with one WAL sync (`hbase.regionserver.minibatch.size`
+/// is larger; smaller batches hold fewer row locks at once).
+const MINI_BATCH: usize = 1000;
+
+/// A handle on one table (HBase's `Table`). Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Table {
+    /// Keeps the database (its WAL and directory lock) open while the handle lives.
+    db: Arc<Handle>,
+    state: Arc<TableState>,
+}
+
+impl Table {
+    pub(super) fn new(db: Arc<Handle>, state: Arc<TableState>) -> Table {
+        Table { db, state }
+    }
+
+    /// The table's name.
+    #[must_use]
+    pub fn name(&self) -> &basalt_model::TableName {
+        &self.state.name
+    }
+
+    fn region_for(&self, row: &[u8]) -> Result<Arc<Region>> {
+        self.state.region_where(|start| start <= row)
+    }
+
+    /// Runs `f` on the region of `row`, looking the region up again while a split or merge
+    /// has it closed (`NotServingRegion`), as an HBase client does.
+    fn with_region<T>(&self, row: &[u8], mut f: impl FnMut(&Region) -> Result<T>) -> Result<T> {
+        let limit = self.db.options.region_retry_timeout;
+        retry_not_serving(limit, || f(&*self.region_for(row)?))
+    }
+
+    /// `put`.
+    ///
+    /// # Errors
+    /// Bad input (nothing applied), disabled table, WAL failure.
+    pub fn put(&self, put: Put) -> Result<()> {
+        self.mutate(Mutation::Put(put)).map(drop)
+    }
+
+    /// `delete`.
+    ///
+    /// # Errors
+    /// As [`Table::put`].
+    pub fn delete(&self, delete: Delete) -> Result<()> {
+        self.mutate(Mutation::Delete(delete)).map(drop)
+    }
+
+    /// `increment`: returns the new values (empty when `return_results` is off).
+    ///
+    /// # Errors
+    /// As [`Table::put`]; `DoNotRetry` when a value is not 8 bytes.
+    pub fn increment(&self, inc: Increment) -> Result<RowResult> {
+        self.mutate(Mutation::Increment(inc))
+            .map(Option::unwrap_or_default)
+    }
+
+    /// `incrementColumnValue`: adds `amount` to one counter and returns its new value.
+    ///
+    /// # Errors
+    /// As [`Table::increment`].
+    pub fn increment_column_value(
+        &self,
+        row: impl Into<Bytes>,
+        family: impl Into<Bytes>,
+        qualifier: impl Into<Bytes>,
+        amount: i64,
+    ) -> Result<i64> {
+        let (f, q) = (family.into(), qualifier.into());
+        let r = self.increment(Increment::new(row).add(f.clone(), q.clone(), amount))?;
+        let v = r
+            .value(&f, &q)
+            .ok_or_else(|| Error::DoNotRetry("increment returned no value".into()))?;
+        Ok(i64::from_be_bytes(v[..].try_into().map_err(|_| {
+            Error::DoNotRetry("counter is not 8 bytes".into())
+        })?))
+    }
+
+    /// `append`: returns the new values.
+    ///
+    /// # Errors
+    /// As [`Table::put`].
+    pub fn append(&self, app: Append) -> Result<RowResult> {
+        self.mutate(Mutation::Append(app))
+            .map(Option::unwrap_or_default)
+    }
+
+    /// One mutation, atomically.
+    ///
+    /// # Errors
+    /// As [`Table::put`].
+    pub fn mutate(&self, m: Mutation) -> Result<Option<RowResult>> {
+        m.validate()?;
+        self.write_to(m.row(), |r| r.mutate(&m))
+    }
+
+    /// Checks `m` as a write of it would before applying anything, without applying it
+    /// (see [`Region::check`]).
+    ///
+    /// # Errors
+    /// What [`Table::mutate`] would refuse `m` for up front.
+    pub fn check(&self, m: &Mutation) -> Result<()> {
+        self.with_region(m.row(), |r| r.check(m))
+    }
+
+    /// Runs a write on the region of `row` under flow control: it may wait for a flush, or be
+    /// refused with `RegionTooBusy`, before anything is applied.
+    fn write_to<T>(&self, row: &[u8], f: impl Fn(&Region) -> Result<T>) -> Result<T> {
+        self.with_region(row, |region| {
+            self.db.background.before_write(region)?;
+            let out = f(region);
+            self.db.background.after_write(region);
+            out
+        })
+    }
+
+    /// `mutateRow`: several mutations of one row, atomically.
+    ///
+    /// # Errors
+    /// As [`Table::put`].
+    pub fn mutate_row(&self, rm: RowMutations) -> Result<()> {
+        rm.validate()?;
+        self.write_to(&rm.row, |r| r.mutate_row(&rm)).map(drop)
+    }
+
+    /// `checkAndMutate`: true when the condition held and the action was applied.
+    ///
+    /// # Errors
+    /// As [`Table::put`].
+    pub fn check_and_mutate(&self, cam: CheckAndMutate) -> Result<bool> {
+        cam.validate()?;
+        self.write_to(&cam.row, |r| r.check_and_mutate(&cam))
+    }
+
+    /// `batch`: one result per mutation (rows are atomic, the batch is not). Puts and
+    /// Deletes of distinct rows go to their regions in mini-batches, each written with one
+    /// WAL sync; a read-modify-write, or a second mutation of a row, waits for the mutations
+    /// before it, so the outcome is that of applying them in order.
+    ///
+    /// As HBase's client validates a whole list before it sends any of it, a mutation that
+    /// fails those checks (an empty Put, a row over 32,767 bytes, an oversized cell) refuses
+    /// the whole batch: nothing is applied, and every item says why.
+    #[must_use]
+    pub fn batch(&self, mutations: Vec<Mutation>) -> Vec<Result<Option<RowResult>>> {
+        if let Some(refused) = self.refuse_invalid(&mutations) {
+            return refused;
+        }
+        let mut out: Vec<Option<Result<Option<RowResult>>>> =
+            mutations.iter().map(|_| None).collect();
+        let mut run: Vec<usize> = Vec::new();
+        let mut rows: std::collections::HashSet<&Bytes> = std::collections::HashSet::new();
+        for (i, m) in mutations.iter().enumerate() {
+            let batchable = matches!(m, Mutation::Put(_) | Mutation::Delete(_));
+            if !batchable || rows.contains(m.row()) || run.len() >= MINI_BATCH {
+                self.write_run(&mutations, &run, &mut out);
+                run.clear();
+                rows.clear();
+            }
+            if batchable {
+                rows.insert(m.row());
+                run.push(i);
+            } else {
+                out[i] = Some(self.mutate(m.clone()));
+            }
+        }
+        self.write_run(&mutations, &run, &mut out);
+        // Every slot is filled above; one that is not is a bug, reported, never success.
+        out.into_iter()
+            .enumerate()
+            .map(|(i, o)| {
+                o.unwrap_or_else(|| {
+                    Err(Error::Internal(format!("batch item {i} was not answered")))
+                })
+            })
+            .collect()
+    }
+
+    /// Every item's error when any mutation fails the client-side checks; `None` when all
+    /// pass.
+    fn refuse_invalid(&self, ms: &[Mutation]) -> Option<Vec<Result<Option<RowResult>>>> {
+        let max = self.db.options.max_cell_size_bytes;
+        let errors: Vec<Option<Error>> = ms
+            .iter()
+            .map(|m| m.validate_for_client(max).err())
+            .collect();
+        let (first, why) = errors
+            .iter()
+            .enumerate()
+            .find_map(|(i, e)| e.as_ref().map(|e| (i, e.to_string())))?;
+        let refused = errors
+            .into_iter()
+            .map(|e| {
+                Err(e.unwrap_or_else(|| {
+                    Error::illegal(format!(
+                        "not applied: mutation {first} of the batch was refused ({why})"
+                    ))
+                }))
+            })
+            .collect();
+        Some(refused)
+    }
+
+    /// Writes the mutations `run` (Puts and Deletes of distinct rows) region by region.
+    fn write_run(
+        &self,
+        ms: &[Mutation],
+        run: &[usize],
+        out: &mut [Option<Result<Option<RowResult>>>],
+    ) {
+        let mut groups: Vec<(Arc<Region>, Vec<usize>)> = Vec::new();
+        for &i in run {
+            match self.region_for(ms[i].row()) {
+                Ok(r) => match groups.iter_mut().find(|(g, _)| Arc::ptr_eq(g, &r)) {
+                    Some((_, idx)) => idx.push(i),
+                    None => groups.push((r, vec![i])),
+                },
+                Err(_) => out[i] = Some(self.mutate(ms[i].clone())),
+            }
+        }
+        for (region, idx) in groups {
+            if self.db.background.before_write(&region).is_err() {
+                // Too busy: each mutation waits (or fails) on its own.
+                for i in idx {
+                    out[i] = Some(self.mutate(ms[i].clone()));
+                }
+                continue;
+            }
+            let refs: Vec<&Mutation> = idx.iter().map(|i| &ms[*i]).collect();
+            let results = region.mutate_batch(&refs);
+            self.db.background.after_write(&region);
+            for (i, r) in idx.into_iter().zip(results) {
+                // A split or merge closed the region meanwhile: look it up again.
+                out[i] = Some(match r {
+                    Err(Error::NotServingRegion(_)) => self.mutate(ms[i].clone()),
+                    r => r,
+                });
+            }
+        }
+    }
+
+    /// `get`.
+    ///
+    /// # Errors
+    /// Bad input, unknown family, disabled table, corruption.
+    pub fn get(&self, get: Get) -> Result<RowResult> {
+        get.validate()?;
+        let scan = get.into_scan();
+        self.with_region(&scan.start_row, |r| r.get_scan(&scan))
+    }
+
+    /// `getScanner`: rows in order (or reverse order) across every region.
+    ///
+    /// # Errors
+    /// Bad scan, unknown family, disabled table.
+    pub fn scan(&self, scan: Scan) -> Result<TableScanner> {
+        scan.validate()?;
+        if !*self.state.enabled.read() {
+            return Err(Error::TableNotEnabled(self.state.name.to_string()));
+        }
+        Ok(TableScanner {
+            retry_limit: self.db.options.region_retry_timeout,
+            state: Arc::clone(&self.state),
+            current: None,
+            scan,
+            rows: 0,
+            position: None,
+            done: false,
+        })
+    }
+}
+
+/// Runs `op` until it does not fail with `NotServingRegion` or `limit` passes: a split or
+/// merge closes its regions for as long as a flush of their memstores takes.
+fn retry_not_serving<T>(limit: Duration, mut op: impl FnMut() -> Result<T>) -> Result<T> {
+    let deadline = Instant::now() + limit;
+    let mut pause = Duration::from_micros(50);
+    loop {
+        match op() {
+            Err(Error::NotServingRegion(_)) if Instant::now() < deadline => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(20));
+            }
+            out => return out,
+        }
+    }
+}
+
+impl TableState {
+    /// The last region whose start key passes `starts_before` (regions are in key order);
+    /// `RegionOffline` when that region is one that failed to open.
+    pub(crate) fn region_where(
+        &self,
+        starts_before: impl Fn(&[u8]) -> bool,
+    ) -> Result<Arc<Region>> {
+        if !*self.enabled.read() {
+            return Err(Error::TableNotEnabled(self.name.to_string()));
+        }
+        let online = {
+            let regions = self.regions.read();
+            let n = regions.partition_point(|r| starts_before(&r.info().start_key));
+            n.checked_sub(1).and_then(|i| regions.get(i).cloned())
+        };
+        let failed = self.failed.read();
+        let n = failed.partition_point(|f| starts_before(&f.info.start_key));
+        // Ranges do not overlap: of the two candidates, the one starting later holds the row.
+        if let Some(f) = n.checked_sub(1).and_then(|i| failed.get(i)) {
+            let later = online
+                .as_ref()
+                .is_none_or(|r| r.info().start_key < f.info.start_key);
+            if later {
+                return Err(Error::RegionOffline(format!(
+                    "Region {} is offline: it failed to open ({}); run `basalt hbck` on the server",
+                    f.info.region_name_string(&self.name),
+                    basalt_model::error::redact_paths(&f.reason)
+                )));
+            }
+        }
+        online.ok_or_else(|| Error::TableNotFound(self.name.to_string()))
+    }
+}
+
+/// Rows of a scan across regions, in order or reverse order. The next region is looked up
+/// when the current one ends, from where it ended, so a scan crosses regions split or merged
+/// while it runs and returns every row once. Each region gets its own copy of the filter,
+/// so a PageFilter limits rows per region, as in HBase (SEMANTICS.md #59).
+#[derive(Debug)]
+pub struct TableScanner {
+    retry_limit: Duration,
+    state: Arc<TableState>,
+    current: Option<(RegionInfo, RegionScanner)>,
+    scan: Scan,
+    rows: u64,
+    /// Where the rows not yet scanned begin (forward: at this row; reversed: below it).
+    /// `None` before the first region.
+    position: Option<Bytes>,
+    done: bool,
+}
+
+impl TableScanner {
+    /// The next result, `None` at the end.
+    ///
+    /// # Errors
+    /// Corruption in a store file.
+    pub fn next_row(&mut self) -> Result<Option<RowResult>> {
+        loop {
+            if self.scan.limit > 0 && self.rows >= self.scan.limit {
+                return Ok(None);
+            }
+            if let Some((info, s)) = &mut self.current {
+                if let Some(r) = s.next_row()? {
+                    if !r.partial {
+                        self.rows += 1;
+                    }
+                    return Ok(Some(r));
+                }
+                let info = info.clone();
+                self.current = None;
+                self.move_past(&info);
+            }
+            if self.done {
+                return Ok(None);
+            }
+            let opened = retry_not_serving(self.retry_limit, || self.open_next())?;
+            self.current = Some(opened);
+        }
+    }
+
+    /// Notes that the region `info` is scanned, and whether the scan ends with it.
+    fn move_past(&mut self, info: &RegionInfo) {
+        let stop = &self.scan.stop_row;
+        if self.scan.reversed {
+            // Rows below the region's start are below the stop row once it reaches it.
+            self.done = info.start_key.is_empty() || (!stop.is_empty() && info.start_key <= stop);
+            self.position = Some(info.start_key.clone());
+        } else {
+            let past_stop = !stop.is_empty()
+                && (info.end_key > stop || (info.end_key == stop && !self.scan.include_stop_row));
+            self.done = info.end_key.is_empty() || past_stop;
+            self.position = Some(info.end_key.clone());
+        }
+    }
+
+    /// Opens the region holding the next rows, with the scan clipped to where the previous
+    /// region ended (a region merged meanwhile may also hold rows already returned).
+    fn open_next(&self) -> Result<(RegionInfo, RegionScanner)> {
+        let mut scan = self.scan.clone();
+        scan.limit = scan.limit.saturating_sub(self.rows);
+        let region = match (&self.position, self.scan.reversed) {
+            (None, false) => self.state.region_where(|s| s <= &scan.start_row[..])?,
+            (None, true) if scan.start_row.is_empty() => self.state.region_where(|_| true)?,
+            (None, true) => self.state.region_where(|s| s <= &scan.start_row[..])?,
+            (Some(p), false) => {
+                if *p > scan.start_row {
+                    scan.start_row = p.clone();
+                    scan.include_start_row = true;
+                }
+                self.state.region_where(|s| s <= &p[..])?
+            }
+            (Some(p), true) => {
+                if scan.start_row.is_empty() || *p <= scan.start_row {
+                    scan.start_row = p.clone();
+                    scan.include_start_row = false;
+                }
+                self.state.region_where(|s| s < &p[..])?
+            }
+        };
+        let s = region.scanner(&scan)?;
+        Ok((region.info().clone(), s))
+    }
+
+    /// Every remaining result.
+    ///
+    /// # Errors
+    /// As [`TableScanner::next_row`].
+    pub fn collect_rows(mut self) -> Result<Vec<RowResult>> {
+        let mut out = Vec::new();
+        while let Some(r) = self.next_row()? {
+            out.push(r);
+        }
+        Ok(out)
+    }
+}
+
+impl Iterator for TableScanner {
+    type Item = Result<RowResult>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_row().transpose()
+    }
+}

@@ -1,0 +1,255 @@
+//! The read path skips work: seeks instead of steps, blooms and ranges instead of file reads,
+//! and a block cache with HBase's priorities.
+
+use std::sync::Arc;
+
+use basalt_model::ops::{Get, Put, Scan};
+use basalt_model::{
+    BloomType, ColumnFamilyDescriptor, Durability, TableDescriptor, TableName, TimeRange,
+};
+use basalt_node::{Database, Options, Table};
+use basalt_storage::env::{Env, ManualClock};
+
+use crate::support::{self, T0};
+
+fn open(dir: &std::path::Path, cache_bytes: usize) -> Database {
+    let mut options = Options {
+        env: Env::with_clock(Arc::new(ManualClock::new(T0))),
+        block_cache_bytes: cache_bytes,
+        ..Options::default()
+    };
+    // These tests count the files a read touches: no compaction may merge them meanwhile.
+    options.background.compaction.automatic = false;
+    Database::open_with(dir, options).unwrap()
+}
+
+fn create(db: &Database, name: &str, families: Vec<ColumnFamilyDescriptor>) -> Table {
+    let t = TableName::parse(name).unwrap();
+    db.create_table(TableDescriptor::new(&t, families), &[])
+        .unwrap();
+    db.table(name).unwrap()
+}
+
+fn flush(db: &Database, name: &str) {
+    db.flush(&TableName::parse(name).unwrap()).unwrap();
+}
+
+fn small_blocks(name: &str) -> ColumnFamilyDescriptor {
+    ColumnFamilyDescriptor::new(name.to_owned()).with_block_size_bytes(4096)
+}
+
+#[test]
+fn a_get_of_one_column_of_a_wide_row_reads_a_few_blocks() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path(), 64 << 20);
+    let t = create(&db, "wide", vec![small_blocks("f").with_max_versions(5)]);
+    for ts in 1..=5 {
+        let mut p = Put::new("row");
+        for q in 0..3000 {
+            p = p.add_at("f", format!("q{q:05}"), ts, format!("value-{q}-{ts}"));
+        }
+        t.put(p).unwrap();
+    }
+    t.put(Put::new("row2").add("f", "q", "x")).unwrap();
+    flush(&db, "wide");
+    let blocks_in_file = db.block_cache_stats();
+    let before = db.block_cache_stats().data_block_reads;
+    let r = t.get(Get::new("row").add_column("f", "q01500")).unwrap();
+    let read = db.block_cache_stats().data_block_reads - before;
+    assert_eq!(r.cells.len(), 1);
+    assert_eq!(&r.cells[0].value[..], b"value-1500-5");
+    assert!(read <= 3, "read {read} data blocks");
+    // The row spans hundreds of blocks, so stepping would have read far more.
+    let before = db.block_cache_stats().data_block_reads;
+    let whole = t.get(Get::new("row").all_versions()).unwrap();
+    assert_eq!(whole.cells.len(), 15_000);
+    let row_blocks = db.block_cache_stats().data_block_reads - before;
+    assert!(row_blocks > 100, "{row_blocks} {blocks_in_file:?}");
+}
+
+#[test]
+fn gets_skip_files_by_bloom_key_range_and_time_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path(), 64 << 20);
+    let t = create(
+        &db,
+        "skip",
+        vec![small_blocks("f").with_bloom_filter(BloomType::Row)],
+    );
+    // Ten files, each holding its own rows at its own timestamps.
+    for file in 0..10 {
+        for i in 0..200 {
+            let row = format!("{file}-{i:04}");
+            t.put(Put::new(row).add_at("f", "q", 1000 * (file + 1), "v"))
+                .unwrap();
+        }
+        flush(&db, "skip");
+    }
+    let before = db.block_cache_stats().data_block_reads;
+    for i in 0..200 {
+        let r = t.get(Get::new(format!("5-{i:04}"))).unwrap();
+        assert_eq!(r.cells.len(), 1);
+    }
+    // A row absent from every file: blooms and key ranges answer without a data block.
+    for i in 0..200 {
+        assert!(t.get(Get::new(format!("5-{i:04}x"))).unwrap().is_empty());
+    }
+    let reads = db.block_cache_stats().data_block_reads - before;
+    assert!(
+        reads <= 220,
+        "{reads} data block reads for 200 hits and 200 misses"
+    );
+    // A time range older than every file but the first reads only the first.
+    let before = db.block_cache_stats().data_block_reads;
+    let r = t
+        .get(Get::new("0-0007").with_time_range(TimeRange::new(0, 1001).unwrap()))
+        .unwrap();
+    assert_eq!(r.cells.len(), 1);
+    assert_eq!(db.block_cache_stats().data_block_reads - before, 1);
+}
+
+#[test]
+fn the_block_cache_serves_repeated_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path(), 64 << 20);
+    let t = create(&db, "hot", vec![small_blocks("f")]);
+    for i in 0..2000 {
+        t.put(Put::new(format!("r{i:05}")).add("f", "q", "value"))
+            .unwrap();
+    }
+    flush(&db, "hot");
+    let rows = |t: &Table| {
+        for i in 0..2000 {
+            assert!(!t.get(Get::new(format!("r{i:05}"))).unwrap().is_empty());
+        }
+    };
+    rows(&t);
+    let warm = db.block_cache_stats();
+    rows(&t);
+    let hot = db.block_cache_stats();
+    assert!(warm.blocks > 5, "{warm:?}");
+    assert_eq!(
+        hot.misses, warm.misses,
+        "a second pass is served from the cache"
+    );
+    assert!(hot.hits >= warm.hits + 2000);
+    assert!(hot.size_bytes <= hot.capacity_bytes);
+}
+
+#[test]
+fn blockcache_false_families_and_uncached_scans_leave_data_blocks_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path(), 64 << 20);
+    let t = create(
+        &db,
+        "nocache",
+        vec![small_blocks("f").with_block_cache(false)],
+    );
+    let u = create(&db, "cached", vec![small_blocks("f")]);
+    for i in 0..2000 {
+        let p = Put::new(format!("r{i:05}"))
+            .add("f", "q", "value")
+            .with_durability(Durability::AsyncWal);
+        t.put(p.clone()).unwrap();
+        u.put(p).unwrap();
+    }
+    flush(&db, "nocache");
+    flush(&db, "cached");
+    let meta_only = db.block_cache_stats().blocks;
+    assert_eq!(
+        t.scan(Scan::new()).unwrap().collect_rows().unwrap().len(),
+        2000
+    );
+    assert_eq!(
+        db.block_cache_stats().blocks,
+        meta_only,
+        "BLOCKCACHE => false"
+    );
+    let mut scan = Scan::new();
+    scan.cache_blocks = false;
+    assert_eq!(u.scan(scan).unwrap().collect_rows().unwrap().len(), 2000);
+    assert_eq!(
+        db.block_cache_stats().blocks,
+        meta_only,
+        "cache_blocks = false"
+    );
+    assert_eq!(
+        u.scan(Scan::new()).unwrap().collect_rows().unwrap().len(),
+        2000
+    );
+    assert!(db.block_cache_stats().blocks > meta_only + 5);
+}
+
+#[test]
+fn in_memory_families_survive_a_large_scan_of_another_family() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path(), 4 << 20);
+    let t = create(
+        &db,
+        "mixed",
+        vec![
+            small_blocks("hot").with_in_memory(true),
+            small_blocks("cold"),
+        ],
+    );
+    let big = vec![b'x'; 1000];
+    for i in 0..20_000 {
+        let mut p = Put::new(format!("r{i:06}")).add("cold", "q", big.clone());
+        if i % 100 == 0 {
+            p = p.add("hot", "q", "small");
+        }
+        t.put(p.with_durability(Durability::AsyncWal)).unwrap();
+    }
+    flush(&db, "mixed");
+    let hot_rows = |t: &Table| {
+        for i in (0..20_000).step_by(100) {
+            let g = Get::new(format!("r{i:06}")).add_family("hot");
+            assert_eq!(t.get(g).unwrap().cells.len(), 1);
+        }
+    };
+    hot_rows(&t);
+    // Twenty MiB of cold data through a four MiB cache.
+    let cold = Scan::new().add_family("cold");
+    assert_eq!(t.scan(cold).unwrap().collect_rows().unwrap().len(), 20_000);
+    let before = db.block_cache_stats();
+    assert!(before.evictions > 100, "{before:?}");
+    hot_rows(&t);
+    assert_eq!(db.block_cache_stats().misses, before.misses);
+}
+
+#[test]
+fn gets_over_several_files_see_newer_timestamps_and_markers_in_older_files() {
+    use basalt_model::ops::Delete;
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path(), 64 << 20);
+    let t = create(&db, "lazy", vec![small_blocks("f").with_max_versions(3)]);
+    // The oldest file holds the newest timestamps.
+    t.put(
+        Put::new("a")
+            .add_at("f", "q", 10, "a10")
+            .add_at("f", "q", 8, "a8"),
+    )
+    .unwrap();
+    t.delete(Delete::new("b").add_family_at("f", 100)).unwrap();
+    flush(&db, "lazy");
+    t.put(Put::new("a").add_at("f", "q", 9, "a9")).unwrap();
+    t.put(Put::new("b").add_at("f", "q", 50, "masked")).unwrap();
+    flush(&db, "lazy");
+    t.put(Put::new("c").add_at("f", "q", 1, "c1")).unwrap();
+    flush(&db, "lazy");
+    t.put(Put::new("c").add_at("f", "q", 2, "c2")).unwrap();
+    flush(&db, "lazy");
+    let newest = t.get(Get::new("a")).unwrap();
+    assert_eq!(support::values(&newest), ["a10"]);
+    let all = t.get(Get::new("a").all_versions()).unwrap();
+    assert_eq!(support::values(&all), ["a10", "a9", "a8"]);
+    assert!(
+        t.get(Get::new("b")).unwrap().is_empty(),
+        "the older marker masks"
+    );
+    assert_eq!(support::values(&t.get(Get::new("c")).unwrap()), ["c2"]);
+    let r = t.get(Get::new("c").add_column("f", "q")).unwrap();
+    assert_eq!(support::values(&r), ["c2"]);
+    let r = t.get(Get::new("a").add_column("f", "q")).unwrap();
+    assert_eq!(support::values(&r), ["a10"]);
+}

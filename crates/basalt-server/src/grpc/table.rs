@@ -1,0 +1,220 @@
+//! The data RPCs (HBase's region server RPCs) over `basalt_api::Table`, and scanners as
+//! leases.
+
+use basalt_model::{Error, Result, TableName};
+use basalt_proto::convert::{
+    check_and_mutate_from_pb, get_from_pb, mutation_from_pb, result_to_pb, row_mutations_from_pb,
+    scan_from_pb,
+};
+use basalt_proto::pb;
+use tonic::{Request, Response, Status};
+
+use super::{blocking, empty, table, Services, DEFAULT_MAX_RESULT_BYTES};
+
+/// Refuses a request aimed at a region that no longer holds its row (HBase's
+/// `NotServingRegionException`): the client then looks its regions up again.
+fn check_region(s: &Services, table: &TableName, row: &[u8], region: Option<&str>) -> Result<()> {
+    let Some(expected) = region else {
+        return Ok(());
+    };
+    let info = s.conn.locate_region(table, row)?.region;
+    if info.encoded_name(table) == expected {
+        return Ok(());
+    }
+    Err(Error::NotServingRegion(format!(
+        "Region {expected} of table {table}"
+    )))
+}
+
+fn mutate_response(r: Option<basalt_model::RowResult>) -> pb::MutateResponse {
+    pb::MutateResponse {
+        result: r.as_ref().map(result_to_pb),
+    }
+}
+
+fn error_entry(e: &Error) -> pb::Error {
+    pb::Error {
+        exception: e.exception_name().to_owned(),
+        message: e.to_string(),
+        retryable: e.is_retryable(),
+    }
+}
+
+#[tonic::async_trait]
+impl pb::table_server::Table for Services {
+    async fn get(
+        &self,
+        r: Request<pb::GetRequest>,
+    ) -> std::result::Result<Response<pb::Result>, Status> {
+        let r = r.into_inner();
+        blocking(self, "get", move |s| {
+            let get = get_from_pb(
+                r.get
+                    .ok_or_else(|| Error::illegal("malformed request: no get"))?,
+            )?;
+            check_region(s, &table(&r.table)?, &get.row, r.region.as_deref())?;
+            Ok(result_to_pb(&s.conn.table(&table(&r.table)?)?.get(get)?))
+        })
+        .await
+    }
+
+    async fn mutate(
+        &self,
+        r: Request<pb::MutateRequest>,
+    ) -> std::result::Result<Response<pb::MutateResponse>, Status> {
+        let r = r.into_inner();
+        blocking(self, "mutate", move |s| {
+            let m = r
+                .mutation
+                .ok_or_else(|| Error::illegal("malformed request: no mutation"))?;
+            let m = mutation_from_pb(m)?;
+            check_region(s, &table(&r.table)?, m.row(), r.region.as_deref())?;
+            let out = s.conn.table(&table(&r.table)?)?.mutate(m)?;
+            Ok(mutate_response(out))
+        })
+        .await
+    }
+
+    async fn mutate_row(
+        &self,
+        r: Request<pb::MutateRowRequest>,
+    ) -> std::result::Result<Response<pb::Empty>, Status> {
+        let r = r.into_inner();
+        blocking(self, "mutate_row", move |s| {
+            let rm = r
+                .mutations
+                .ok_or_else(|| Error::illegal("malformed request: no mutations"))?;
+            let rm = row_mutations_from_pb(rm)?;
+            check_region(s, &table(&r.table)?, &rm.row, r.region.as_deref())?;
+            s.conn.table(&table(&r.table)?)?.mutate_row(rm)?;
+            Ok(empty())
+        })
+        .await
+    }
+
+    async fn check_and_mutate(
+        &self,
+        r: Request<pb::CheckAndMutateRequest>,
+    ) -> std::result::Result<Response<pb::BoolResponse>, Status> {
+        let r = r.into_inner();
+        blocking(self, "check_and_mutate", move |s| {
+            let t = s.conn.table(&table(&r.table)?)?;
+            let name = table(&r.table)?;
+            let region = r.region.clone();
+            let cam = check_and_mutate_from_pb(r)?;
+            check_region(s, &name, &cam.row, region.as_deref())?;
+            let value = t.check_and_mutate(cam)?;
+            Ok(pb::BoolResponse { value })
+        })
+        .await
+    }
+
+    async fn batch(
+        &self,
+        r: Request<pb::BatchRequest>,
+    ) -> std::result::Result<Response<pb::BatchResponse>, Status> {
+        let r = r.into_inner();
+        blocking(self, "batch", move |s| {
+            let t = s.conn.table(&table(&r.table)?)?;
+            let decoded: Vec<_> = r.mutations.into_iter().map(mutation_from_pb).collect();
+            // A malformed mutation refuses the whole batch, as an invalid one does in
+            // `Table::batch` (HBase's client checks the whole list before sending any).
+            let outcomes = match decoded.iter().position(Result::is_err) {
+                Some(first) => decoded
+                    .into_iter()
+                    .map(|d| {
+                        Err(d.err().unwrap_or_else(|| {
+                            Error::illegal(format!(
+                                "not applied: mutation {first} of the batch was malformed"
+                            ))
+                        }))
+                    })
+                    .collect(),
+                // Mini-batches: one WAL sync per region and run, not one per mutation.
+                None => t.batch(decoded.into_iter().filter_map(Result::ok).collect()),
+            };
+            let entries = outcomes
+                .into_iter()
+                .map(|outcome| pb::BatchEntry {
+                    outcome: Some(match outcome {
+                        Ok(res) => pb::batch_entry::Outcome::Ok(mutate_response(res)),
+                        Err(e) => pb::batch_entry::Outcome::Error(error_entry(&e)),
+                    }),
+                })
+                .collect();
+            Ok(pb::BatchResponse { entries })
+        })
+        .await
+    }
+
+    async fn open_scanner(
+        &self,
+        r: Request<pb::OpenScannerRequest>,
+    ) -> std::result::Result<Response<pb::ScannerId>, Status> {
+        let r = r.into_inner();
+        blocking(self, "open_scanner", move |s| {
+            let scan = scan_from_pb(
+                r.scan
+                    .ok_or_else(|| Error::illegal("malformed request: no scan"))?,
+            )?;
+            let scanner = s.conn.table(&table(&r.table)?)?.scan(scan)?;
+            Ok(pb::ScannerId {
+                id: s.scanners.open(scanner),
+            })
+        })
+        .await
+    }
+
+    async fn next(
+        &self,
+        r: Request<pb::NextRequest>,
+    ) -> std::result::Result<Response<pb::NextResponse>, Status> {
+        let r = r.into_inner();
+        blocking(self, "next", move |s| {
+            next_results(s, r.scanner, r.max_result_bytes)
+        })
+        .await
+    }
+
+    async fn close_scanner(
+        &self,
+        r: Request<pb::ScannerId>,
+    ) -> std::result::Result<Response<pb::Empty>, Status> {
+        let started = std::time::Instant::now();
+        self.scanners.close(r.into_inner().id);
+        self.metrics
+            .record("close_scanner", started.elapsed(), true);
+        Ok(Response::new(empty()))
+    }
+}
+
+/// Results of one scanner call: up to `max_bytes` (at least one result), the lease renewed;
+/// an exhausted scanner is closed.
+fn next_results(s: &Services, id: u64, max_bytes: u64) -> Result<pb::NextResponse> {
+    let limit = if max_bytes == 0 {
+        DEFAULT_MAX_RESULT_BYTES
+    } else {
+        max_bytes
+    };
+    let mut scanner = s.scanners.take(id)?;
+    let mut results = Vec::new();
+    let mut bytes = 0u64;
+    let done = loop {
+        match scanner.next_row() {
+            Ok(Some(row)) => {
+                bytes += row.cells.iter().map(|c| c.heap_size() as u64).sum::<u64>();
+                results.push(result_to_pb(&row));
+                if bytes >= limit {
+                    break false;
+                }
+            }
+            Ok(None) => break true,
+            // The scanner is dropped (closed) with the error.
+            Err(e) => return Err(e),
+        }
+    };
+    if !done {
+        s.scanners.put_back(id, scanner);
+    }
+    Ok(pb::NextResponse { results, done })
+}

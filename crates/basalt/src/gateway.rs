@@ -1,0 +1,58 @@
+//! `basalt thrift --server HOST:PORT`: HBase's Thrift1 gateway as its own process, a client
+//! of a Basalt server (HBase's `hbase thrift start`).
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use basalt_server::gateway::{ThriftGateway, ThriftGatewayConfig};
+
+use crate::server::{init_logs, shutdown_signal};
+
+/// HBase's Thrift server port (`hbase.regionserver.thrift.port`).
+const DEFAULT_THRIFT_PORT: u16 = 9090;
+
+#[derive(clap::Args, Debug)]
+pub struct ThriftArgs {
+    /// The server whose tables the gateway serves: `host:port` of its native API.
+    #[arg(long)]
+    server: String,
+    /// The address to listen on (loopback unless set: there is no authentication).
+    #[arg(long, default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
+    bind: IpAddr,
+    #[arg(long, default_value_t = DEFAULT_THRIFT_PORT)]
+    port: u16,
+    /// `hbase.client.scanner.timeout.period` of the gateway's scanners.
+    #[arg(long)]
+    scanner_timeout_ms: Option<u64>,
+}
+
+/// Connects to the server, then serves Thrift until SIGINT or SIGTERM.
+///
+/// # Errors
+/// The server cannot be reached or the port bound.
+pub fn run(args: &ThriftArgs) -> anyhow::Result<()> {
+    init_logs();
+    let mut config = ThriftGatewayConfig::default();
+    config.thrift.listen = SocketAddr::new(args.bind, args.port);
+    if let Some(ms) = args.scanner_timeout_ms {
+        config.scanner_lease = Duration::from_millis(ms);
+    }
+    // Connected before the gateway's runtime starts: the client runs its own.
+    let conn = basalt_client::blocking::Connection::connect(&args.server)
+        .with_context(|| format!("connecting to the server at {}", args.server))?;
+    let runtime = tokio::runtime::Runtime::new()?;
+    let server = args.server.clone();
+    let served = runtime.block_on(async move {
+        let gateway = ThriftGateway::bind(Arc::new(conn), config)?;
+        let addr = gateway.local_addr()?;
+        // A line on stdout, for scripts and tests that start the gateway on port 0.
+        println!("HBase Thrift gateway on {addr}, serving the server at {server}");
+        tracing::info!(%addr, %server, "serving Thrift");
+        gateway.serve(shutdown_signal()).await?;
+        anyhow::Ok(())
+    });
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    served
+}
