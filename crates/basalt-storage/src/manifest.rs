@@ -12,6 +12,12 @@
 //! 2. A version with its end marker whose checksum or content is wrong is damage, not a torn
 //!    commit: loading fails with `Corruption` naming the file, rather than silently rolling
 //!    the metadata back to an older version.
+//! 3. A commit creates the next version if absent and never deletes or overwrites a version
+//!    at or above it: the next number is one above the highest present (torn ones
+//!    included), and a create that finds the file there means another writer committed it
+//!    since this one loaded. The commit then fails (`DoNotRetry`, "fenced") and the newer
+//!    version stands. On shared storage this is the ownership fence: a stale owner cannot
+//!    destroy its successor's commit.
 
 use std::path::{Path, PathBuf};
 
@@ -64,10 +70,13 @@ impl VersionedFile {
                 continue;
             }
             let doc = decode(&data, &path)?; // invariant 2
+                                             // The next commit goes above every version present, torn ones included
+                                             // (invariant 3).
+            let highest = versions.last().copied().unwrap_or(v);
             let vf = VersionedFile {
                 dir: dir.to_owned(),
                 prefix,
-                version: v,
+                version: highest,
             };
             return Ok((vf, Some(doc)));
         }
@@ -84,12 +93,14 @@ impl VersionedFile {
         ))
     }
 
-    /// Commits `doc` as the next version: written, synced, directory synced, then older
-    /// versions removed. An error means the new version is not durable, and the caller must
-    /// keep using its previous document (see `Region::edit_manifest`).
+    /// Commits `doc` as the next version, created only if absent (invariant 3): written,
+    /// synced, directory synced, then older versions removed. An error means the new version
+    /// is not durable, and the caller must keep using its previous document (see
+    /// `Region::edit_manifest`).
     ///
     /// # Errors
-    /// `Io`.
+    /// `DoNotRetry` when another writer committed that version first (this writer is
+    /// fenced); `Io`.
     pub fn commit<T: Serialize>(&mut self, env: &Env, doc: &T) -> Result<()> {
         let json = serde_json::to_vec_pretty(doc)
             .map_err(|e| Error::io("encoding metadata", std::io::Error::other(e)))?;
@@ -98,8 +109,12 @@ impl VersionedFile {
         data.extend_from_slice(format!("\n{crc:08x}{END}").as_bytes());
         let next = self.version + 1;
         let path = self.dir.join(name(self.prefix, next));
-        env.remove_file(&path)?; // a leftover of a crashed commit of this same number
-        let mut f = env.create(&path)?;
+        let mut f = env.create(&path).map_err(|e| match e {
+            Error::Io { source, .. } if source.kind() == std::io::ErrorKind::AlreadyExists => {
+                fenced(&path)
+            }
+            e => e,
+        })?;
         f.write_all(&data)?;
         f.sync_data()?;
         env.sync_dir(&self.dir)?;
@@ -114,6 +129,14 @@ impl VersionedFile {
         }
         Ok(())
     }
+}
+
+/// Another writer committed the version this one meant to create.
+fn fenced(path: &Path) -> Error {
+    Error::DoNotRetry(format!(
+        "fenced: {} was committed by another writer since this one loaded its metadata; nothing was changed",
+        path.display()
+    ))
 }
 
 fn name(prefix: &str, v: u64) -> String {
@@ -137,4 +160,57 @@ fn decode<T: DeserializeOwned>(data: &[u8], path: &Path) -> Result<T> {
         return Err(bad("checksum mismatch"));
     }
     serde_json::from_slice(json).map_err(|e| bad(&format!("undecodable: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
+    use super::*;
+
+    type Doc = Vec<u32>;
+
+    fn load(env: &Env, dir: &Path) -> (VersionedFile, Option<Doc>) {
+        VersionedFile::load(env, dir, "DOC").unwrap()
+    }
+
+    #[test]
+    fn a_stale_writer_is_fenced_and_the_newer_version_stands() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = Env::default();
+        let (mut first, _) = load(&env, dir.path());
+        first.commit(&env, &vec![1]).unwrap();
+        // Two writers load version 1; the new owner commits 2, the stale one then tries.
+        let (mut stale, _) = load(&env, dir.path());
+        let (mut owner, _) = load(&env, dir.path());
+        owner.commit(&env, &vec![2]).unwrap();
+        let e = stale.commit(&env, &vec![666]).unwrap_err();
+        assert!(
+            matches!(e, Error::DoNotRetry(ref m) if m.contains("fenced")),
+            "{e}"
+        );
+        assert_eq!(load(&env, dir.path()).1, Some(vec![2]));
+        // The owner goes on committing above it.
+        owner.commit(&env, &vec![3]).unwrap();
+        assert_eq!(load(&env, dir.path()).1, Some(vec![3]));
+    }
+
+    #[test]
+    fn a_commit_after_a_torn_version_goes_above_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = Env::default();
+        let (mut vf, _) = load(&env, dir.path());
+        vf.commit(&env, &vec![1]).unwrap();
+        let torn = dir.path().join(name("DOC", 2));
+        std::fs::write(&torn, b"[2").unwrap();
+        let (mut vf, doc) = load(&env, dir.path());
+        assert_eq!(
+            doc,
+            Some(vec![1]),
+            "a torn version falls back to the one before"
+        );
+        vf.commit(&env, &vec![3]).unwrap();
+        assert!(dir.path().join(name("DOC", 3)).exists());
+        assert_eq!(load(&env, dir.path()).1, Some(vec![3]));
+    }
 }
