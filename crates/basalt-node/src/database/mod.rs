@@ -217,7 +217,7 @@ impl Database {
     /// The directory is held by another process, or its files are corrupt.
     ///
     /// ```
-    /// use basalt_storage::Database;
+    /// use basalt_node::Database;
     /// let dir = tempfile::tempdir()?;
     /// let db = Database::open(dir.path())?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
