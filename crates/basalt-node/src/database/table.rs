@@ -82,14 +82,14 @@ impl Table {
         qualifier: impl Into<Bytes>,
         amount: i64,
     ) -> Result<i64> {
-        let (f, q) = (family.into(), qualifier.into());
-        let r = self.increment(Increment::new(row).add(f.clone(), q.clone(), amount))?;
-        let v = r
-            .value(&f, &q)
-            .ok_or_else(|| Error::DoNotRetry("increment returned no value".into()))?;
-        Ok(i64::from_be_bytes(v[..].try_into().map_err(|_| {
-            Error::DoNotRetry("counter is not 8 bytes".into())
-        })?))
+        // One implementation, the operation layer's.
+        basalt_api::Table::increment_column_value(
+            self,
+            row.into(),
+            family.into(),
+            qualifier.into(),
+            amount,
+        )
     }
 
     /// `append`: returns the new values.
