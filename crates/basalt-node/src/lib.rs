@@ -24,13 +24,18 @@ pub mod catalog;
 mod connection;
 mod database;
 pub mod hbck;
+mod master;
+mod options;
+mod regionserver;
 
 pub use basalt_storage::block_cache::CacheStats;
 /// The engine's file system and clock, which [`Options`] carries.
 pub use basalt_storage::env;
 pub use basalt_storage::{BackgroundEvent, RegionInfo, RegionLoad};
 pub use catalog::{RegionState, RetiredRegion};
-pub use database::{BackgroundConfig, Database, EngineStatsSnapshot, Options, Table, TableScanner};
+pub use database::{Database, Table, TableScanner};
+pub use options::{EngineStatsSnapshot, Options};
+pub use regionserver::{BackgroundConfig, ServerName};
 
 /// The README's example, compiled and run as a doc test so it cannot rot.
 #[doc = include_str!("../../../README.md")]

@@ -1,15 +1,14 @@
-//! Namespace and table administration (HBase's Admin).
+//! The facade's administration (HBase's `Admin`): each call goes to the master, whose
+//! methods say what they do and refuse.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use basalt_model::split::SplitAlgorithm;
 use basalt_model::{ColumnFamilyDescriptor, Error, Result, TableDescriptor, TableName};
 use bytes::Bytes;
 
-use super::{Database, TableState};
-use crate::catalog::{table_key, TableEntry};
-use basalt_storage::region::RegionInfo;
+use super::Database;
+use basalt_storage::region::{BackgroundEvent, RegionInfo, RegionLoad};
 
 impl Database {
     /// `create_namespace`.
@@ -17,10 +16,7 @@ impl Database {
     /// # Errors
     /// `NamespaceExists`, `IllegalArgument` for a bad name.
     pub fn create_namespace(&self, name: &str, props: BTreeMap<String, String>) -> Result<()> {
-        self.inner
-            .edit_catalog(&mut self.inner.catalog.lock(), |c| {
-                c.create_namespace(name, props)
-            })
+        self.inner.master.create_namespace(name, props)
     }
 
     /// `drop_namespace`: only empty, non-reserved namespaces.
@@ -28,8 +24,7 @@ impl Database {
     /// # Errors
     /// `NamespaceNotFound`, `Constraint`.
     pub fn drop_namespace(&self, name: &str) -> Result<()> {
-        self.inner
-            .edit_catalog(&mut self.inner.catalog.lock(), |c| c.drop_namespace(name))
+        self.inner.master.drop_namespace(name)
     }
 
     /// `alter_namespace`: sets `set` and removes `unset` properties.
@@ -42,10 +37,7 @@ impl Database {
         set: BTreeMap<String, String>,
         unset: &[String],
     ) -> Result<()> {
-        self.inner
-            .edit_catalog(&mut self.inner.catalog.lock(), |c| {
-                c.alter_namespace(name, set, unset)
-            })
+        self.inner.master.alter_namespace(name, set, unset)
     }
 
     /// `describe_namespace`: the namespace's properties.
@@ -53,20 +45,13 @@ impl Database {
     /// # Errors
     /// `NamespaceNotFound`.
     pub fn namespace_properties(&self, name: &str) -> Result<BTreeMap<String, String>> {
-        self.inner.catalog.lock().1.namespace(name).cloned()
+        self.inner.master.namespace_properties(name)
     }
 
     /// `list_namespace`, sorted.
     #[must_use]
     pub fn list_namespaces(&self) -> Vec<String> {
-        self.inner
-            .catalog
-            .lock()
-            .1
-            .namespaces
-            .keys()
-            .cloned()
-            .collect()
+        self.inner.master.list_namespaces()
     }
 
     /// `create`: a table with one region, or one region per gap between `split_keys`.
@@ -75,38 +60,7 @@ impl Database {
     /// `TableExists`, `NamespaceNotFound`, `DoNotRetry` for a schema failing sanity checks,
     /// `IllegalArgument` for bad split keys.
     pub fn create_table(&self, desc: TableDescriptor, split_keys: &[Bytes]) -> Result<()> {
-        desc.validate()?;
-        let name = desc.table_name();
-        let mut g = self.inner.catalog.lock();
-        g.1.namespace(name.namespace())?;
-        if g.1.tables.contains_key(&table_key(&name)) || self.table_exists(&name) {
-            return Err(Error::TableExists(name.to_string()));
-        }
-        let regions =
-            g.1.new_regions(split_keys, self.inner.options.env.now_ms())?;
-        let entry = TableEntry {
-            descriptor: desc,
-            enabled: true,
-            regions,
-            retired: Vec::new(),
-        };
-        // Regions (their directories and manifests) exist before the catalog names them.
-        let state = self.inner.create_regions(&entry)?;
-        let committed = self.inner.edit_catalog(&mut g, |c| {
-            c.tables.insert(table_key(&name), entry);
-            Ok(())
-        });
-        match committed {
-            Ok(()) => {
-                self.inner.tables.write().insert(name, state);
-                Ok(())
-            }
-            Err(e) => {
-                drop(state);
-                self.inner.archive_table_dir(&name);
-                Err(e)
-            }
-        }
+        self.inner.master.create_table(desc, split_keys)
     }
 
     /// `create` with `NUMREGIONS` and `SPLITALGO`: `num_regions` regions cut by `algo`.
@@ -125,7 +79,7 @@ impl Database {
     /// `exists`.
     #[must_use]
     pub fn table_exists(&self, name: &TableName) -> bool {
-        self.inner.tables.read().contains_key(name)
+        self.inner.master.table_exists(name)
     }
 
     /// `list`: table names (as HBase prints them) matching a Java-style regex, sorted.
@@ -133,38 +87,13 @@ impl Database {
     /// # Errors
     /// `IllegalArgument` for a bad pattern.
     pub fn list_tables(&self, pattern: Option<&str>) -> Result<Vec<String>> {
-        let re = pattern
-            .map(|p| {
-                regex::Regex::new(&format!("^(?:{p})$"))
-                    .map_err(|e| Error::illegal(format!("Invalid regex {p}: {e}")))
-            })
-            .transpose()?;
-        let mut names: Vec<String> = self
-            .inner
-            .tables
-            .read()
-            .keys()
-            .filter(|t| !t.is_system())
-            .map(ToString::to_string)
-            .filter(|n| re.as_ref().is_none_or(|re| re.is_match(n)))
-            .collect();
-        names.sort();
-        Ok(names)
+        self.inner.master.list_tables(pattern)
     }
 
     /// `list_namespace_tables`.
     #[must_use]
     pub fn list_namespace_tables(&self, ns: &str) -> Vec<String> {
-        let mut v: Vec<String> = self
-            .inner
-            .tables
-            .read()
-            .keys()
-            .filter(|t| t.namespace() == ns)
-            .map(|t| t.qualifier().to_owned())
-            .collect();
-        v.sort();
-        v
+        self.inner.master.list_namespace_tables(ns)
     }
 
     /// `describe`: the table's schema.
@@ -172,15 +101,7 @@ impl Database {
     /// # Errors
     /// `TableNotFound`.
     pub fn describe(&self, name: &TableName) -> Result<TableDescriptor> {
-        if let Ok(entry) = self.inner.catalog.lock().1.table(name) {
-            return Ok(entry.descriptor.clone());
-        }
-        // A system table the catalog does not list (hbase:meta).
-        let state = self.state(name)?;
-        let region = state.regions.read().first().cloned();
-        region
-            .map(|r| (*r.table()).clone())
-            .ok_or_else(|| Error::TableNotFound(name.to_string()))
+        self.inner.master.describe(name)
     }
 
     /// `is_enabled`.
@@ -188,67 +109,31 @@ impl Database {
     /// # Errors
     /// `TableNotFound`.
     pub fn is_enabled(&self, name: &TableName) -> Result<bool> {
-        Ok(self.inner.catalog.lock().1.table(name)?.enabled)
+        self.inner.master.is_enabled(name)
     }
 
-    /// The table's regions in key order.
+    /// The table's regions in key order, as the catalog lists them.
     ///
     /// # Errors
     /// `TableNotFound`.
     pub fn regions(&self, name: &TableName) -> Result<Vec<RegionInfo>> {
-        Ok(self.inner.catalog.lock().1.table(name)?.regions.clone())
+        self.inner.master.regions(name)
     }
 
-    fn state(&self, name: &TableName) -> Result<Arc<TableState>> {
-        self.inner.state(name)
-    }
-
-    fn set_enabled(&self, name: &TableName, enabled: bool) -> Result<()> {
-        if enabled && is_meta(name) {
-            return Err(Error::TableNotDisabled(name.to_string()));
-        }
-        check_not_meta(name, "disable")?;
-        let state = self.state(name)?;
-        {
-            let mut g = self.inner.catalog.lock();
-            self.inner.edit_catalog(&mut g, |c| {
-                let entry = c.table_mut(name)?;
-                match (entry.enabled, enabled) {
-                    (false, false) => return Err(Error::TableNotEnabled(name.to_string())),
-                    (true, true) => return Err(Error::TableNotDisabled(name.to_string())),
-                    _ => {}
-                }
-                entry.enabled = enabled;
-                Ok(())
-            })?;
-            *state.enabled.write() = enabled;
-        }
-        if !enabled {
-            // HBase flushes a table's regions as it closes them. Done after the catalog lock
-            // is released (no guard across a call into a region); writes are refused by now,
-            // and whatever a failed flush leaves in memory the WAL still has.
-            for r in state.online() {
-                r.flush()?;
-            }
-            self.inner.retire_wal()?;
-        }
-        Ok(())
-    }
-
-    /// `disable`.
+    /// `disable`: the table's regions are flushed and closed.
     ///
     /// # Errors
     /// `TableNotFound`, `TableNotEnabled` when already disabled.
     pub fn disable_table(&self, name: &TableName) -> Result<()> {
-        self.set_enabled(name, false)
+        self.inner.master.disable_table(name)
     }
 
-    /// `enable`.
+    /// `enable`: the table's regions open again.
     ///
     /// # Errors
     /// `TableNotFound`, `TableNotDisabled` when already enabled.
     pub fn enable_table(&self, name: &TableName) -> Result<()> {
-        self.set_enabled(name, true)
+        self.inner.master.enable_table(name)
     }
 
     /// `drop`: only a disabled table.
@@ -256,21 +141,7 @@ impl Database {
     /// # Errors
     /// `TableNotFound`, `TableNotDisabled`.
     pub fn delete_table(&self, name: &TableName) -> Result<()> {
-        check_not_meta(name, "delete")?;
-        let mut g = self.inner.catalog.lock();
-        self.inner.edit_catalog(&mut g, |c| {
-            if c.table(name)?.enabled {
-                return Err(Error::TableNotDisabled(name.to_string()));
-            }
-            c.tables.remove(&table_key(name));
-            Ok(())
-        })?;
-        let state = self.inner.tables.write().remove(name);
-        drop(g);
-        drop(state);
-        // HBase's DeleteTableProcedure archives the table's files rather than deleting them.
-        self.inner.archive_table_dir(name);
-        Ok(())
+        self.inner.master.delete_table(name)
     }
 
     /// `truncate` / `truncate_preserve`: a disabled table is emptied and left enabled, with
@@ -279,20 +150,7 @@ impl Database {
     /// # Errors
     /// `TableNotFound`, `TableNotDisabled`.
     pub fn truncate_table(&self, name: &TableName, preserve_splits: bool) -> Result<()> {
-        check_not_meta(name, "truncate")?;
-        let entry = self.inner.catalog.lock().1.table(name)?.clone();
-        let splits: Vec<Bytes> = if preserve_splits {
-            entry
-                .regions
-                .iter()
-                .skip(1)
-                .map(|r| r.start_key.clone())
-                .collect()
-        } else {
-            Vec::new()
-        };
-        self.delete_table(name)?;
-        self.create_table(entry.descriptor, &splits)
+        self.inner.master.truncate_table(name, preserve_splits)
     }
 
     /// `alter`: replaces the table's schema online (families added, modified or removed;
@@ -301,27 +159,7 @@ impl Database {
     /// # Errors
     /// `TableNotFound`, `DoNotRetry` for a schema failing sanity checks.
     pub fn modify_table(&self, desc: TableDescriptor) -> Result<()> {
-        let name = desc.table_name();
-        check_not_meta(&name, "modify")?;
-        desc.validate()?;
-        let mut g = self.inner.catalog.lock();
-        g.1.table(&name)?;
-        let desc = Arc::new(desc);
-        for r in self.state(&name)?.online() {
-            r.alter(Arc::clone(&desc))?;
-        }
-        self.inner.edit_catalog(&mut g, |c| {
-            c.table_mut(&name)?.descriptor = (*desc).clone();
-            Ok(())
-        })?;
-        // The copy `basalt hbck` rebuilds a lost catalog from; the catalog is the truth.
-        let tdir = self.inner.table_dir(&name);
-        if let Err(e) =
-            basalt_storage::region::repair::write_table_info(&self.inner.options.env, &tdir, &desc)
-        {
-            tracing::warn!(table = %name, error = %e, "could not write the table's descriptor file");
-        }
-        Ok(())
+        self.inner.master.modify_table(desc)
     }
 
     /// `alter 't', NAME => 'f', ...`: adds the family or replaces its settings.
@@ -354,11 +192,7 @@ impl Database {
     /// # Errors
     /// `TableNotFound`; `Io`.
     pub fn flush(&self, name: &TableName) -> Result<()> {
-        for r in self.state(name)?.online() {
-            r.flush()?;
-            self.inner.background.after_flush(&r);
-        }
-        self.inner.retire_wal()
+        self.inner.master.flush(name)
     }
 
     /// `compact`: merges each store's files (markers kept).
@@ -366,11 +200,7 @@ impl Database {
     /// # Errors
     /// `TableNotFound`; `Io`; corruption.
     pub fn compact(&self, name: &TableName) -> Result<()> {
-        for r in self.state(name)?.online() {
-            r.compact(false)?;
-        }
-        // Regions that compacted their references away free their parents.
-        self.inner.clean_retired().map(drop)
+        self.inner.master.compact(name, false)
     }
 
     /// `major_compact`: rewrites each store into one file, dropping what HBase drops.
@@ -378,17 +208,52 @@ impl Database {
     /// # Errors
     /// `TableNotFound`; `Io`; corruption.
     pub fn major_compact(&self, name: &TableName) -> Result<()> {
-        for r in self.state(name)?.online() {
-            r.compact(true)?;
-        }
-        self.inner.clean_retired().map(drop)
+        self.inner.master.compact(name, true)
+    }
+
+    /// `split 'table'[, 'key']`: with a key, splits the region holding it there; without,
+    /// splits every region at its split point (regions with too little data stay whole).
+    ///
+    /// # Errors
+    /// `TableNotFound`, `TableNotEnabled`; `DoNotRetry` when splits are disabled for the
+    /// table, the key is a region's start key, or a region still reads its parent's files.
+    pub fn split_table(&self, name: &TableName, key: Option<&[u8]>) -> Result<()> {
+        self.inner.master.split_table(name, key)
+    }
+
+    /// `split 'region name'[, 'key']`: the region is named by its full name or its encoded
+    /// name.
+    ///
+    /// # Errors
+    /// `UnknownRegion`; otherwise as [`Database::split_table`].
+    pub fn split_region(&self, region: &[u8], key: Option<&[u8]>) -> Result<()> {
+        self.inner.master.split_region(region, key)
+    }
+
+    /// `merge_region 'a', 'b'[, ...]`: merges adjacent regions of one table into one. Regions
+    /// are named by full or encoded name; `force` is accepted for the shell's sake.
+    ///
+    /// # Errors
+    /// `UnknownRegion`; `MergeRegion` for fewer than two regions, regions of different
+    /// tables, non-adjacent regions or a region that still reads its parent's files;
+    /// `DoNotRetry` when merges are disabled for the table.
+    pub fn merge_regions(&self, regions: &[&[u8]], force: bool) -> Result<()> {
+        self.inner.master.merge_regions(regions, force)
+    }
+
+    /// Deletes regions retired by splits and merges that no region reads any more (HBase's
+    /// `catalogjanitor_run`). Runs on its own after compactions; returns how many went.
+    ///
+    /// # Errors
+    /// `Io` committing the catalog or removing files.
+    pub fn run_catalog_janitor(&self) -> Result<usize> {
+        self.inner.master.clean_retired()
     }
 
     /// This server's name as `hbase:meta` writes it: `host,port,start code`.
     #[must_use]
     pub fn server_name(&self) -> String {
-        let s = &self.inner.server;
-        format!("{},{},{}", s.host, s.port, s.start_code)
+        self.inner.rs.name().to_string()
     }
 
     /// The region that holds `row` now.
@@ -396,31 +261,27 @@ impl Database {
     /// # Errors
     /// `TableNotFound`, `TableNotEnabled`.
     pub fn region_of(&self, name: &TableName, row: &[u8]) -> Result<RegionInfo> {
-        let state = self.state(name)?;
-        let region = state.region_where(|start| start <= row)?;
-        Ok(region.info().clone())
+        self.inner.master.region_of(name, row)
     }
 
-    /// Each region of the table with its load (files, memstore, requests), in key order.
+    /// Each region of the table with its load (files, memstore, requests), in key order;
+    /// none while the table is disabled.
     ///
     /// # Errors
     /// `TableNotFound`.
-    pub fn region_loads(
-        &self,
-        name: &TableName,
-    ) -> Result<Vec<(RegionInfo, basalt_storage::region::RegionLoad)>> {
-        let state = self.state(name)?;
-        let online = state.online();
-        let mut out: Vec<_> = online
+    pub fn region_loads(&self, name: &TableName) -> Result<Vec<(RegionInfo, RegionLoad)>> {
+        let state = self.inner.master.state(name)?;
+        let mut out: Vec<_> = state
+            .online()
             .iter()
             .map(|r| (r.info().clone(), r.load()))
             .collect();
-        out.extend(state.failed.read().iter().map(|f| {
-            let load = basalt_storage::region::RegionLoad {
-                failed_open: Some(f.reason.clone()),
+        out.extend(state.failed().into_iter().map(|f| {
+            let load = RegionLoad {
+                failed_open: Some(f.reason),
                 ..Default::default()
             };
-            (f.info.clone(), load)
+            (f.info, load)
         }));
         out.sort_by(|a, b| a.0.start_key.cmp(&b.0.start_key));
         Ok(out)
@@ -431,6 +292,7 @@ impl Database {
     #[must_use]
     pub fn failed_regions(&self) -> Vec<(TableName, RegionInfo, String)> {
         self.inner
+            .master
             .failed_regions()
             .into_iter()
             .map(|(t, f)| (t, f.info, f.reason))
@@ -439,8 +301,8 @@ impl Database {
 
     /// The most recent flushes, compactions, splits and merges, oldest first.
     #[must_use]
-    pub fn recent_events(&self) -> Vec<basalt_storage::region::BackgroundEvent> {
-        self.inner.stats.events.lock().iter().cloned().collect()
+    pub fn recent_events(&self) -> Vec<BackgroundEvent> {
+        self.inner.rs.recent_events()
     }
 
     /// Store file count of each family of the table (diagnostics and tests).
@@ -449,25 +311,11 @@ impl Database {
     /// `TableNotFound`.
     pub fn store_file_counts(&self, name: &TableName) -> Result<BTreeMap<Bytes, usize>> {
         let mut out = BTreeMap::new();
-        for r in self.state(name)?.online() {
+        for r in self.inner.master.state(name)?.online() {
             for s in r.stores() {
                 *out.entry(s.name().clone()).or_insert(0) += s.files().len();
             }
         }
         Ok(out)
     }
-}
-
-fn is_meta(name: &TableName) -> bool {
-    name.namespace() == "hbase" && name.qualifier() == "meta"
-}
-
-/// HBase refuses to disable, drop, truncate or alter its catalog table with a constraint
-/// error ("Cannot disable catalog table"), not "unknown table": the table exists and can be
-/// scanned.
-fn check_not_meta(name: &TableName, action: &str) -> Result<()> {
-    if is_meta(name) {
-        return Err(Error::Constraint(format!("Cannot {action} catalog table")));
-    }
-    Ok(())
 }

@@ -9,7 +9,8 @@ use basalt_model::ops::{
 use basalt_model::{Error, Result, RowResult};
 use bytes::Bytes;
 
-use super::{Handle, TableState};
+use super::Handle;
+use crate::master::TableState;
 use basalt_storage::region::{Region, RegionInfo, RegionScanner};
 
 /// The most mutations one region writes with one WAL sync (`hbase.regionserver.minibatch.size`
@@ -36,7 +37,7 @@ impl Table {
     }
 
     fn region_for(&self, row: &[u8]) -> Result<Arc<Region>> {
-        self.state.region_where(|start| start <= row)
+        locate(&self.db, &self.state, |start| start <= row)
     }
 
     /// Runs `f` on the region of `row`, looking the region up again while a split or merge
@@ -123,9 +124,9 @@ impl Table {
     /// refused with `RegionTooBusy`, before anything is applied.
     fn write_to<T>(&self, row: &[u8], f: impl Fn(&Region) -> Result<T>) -> Result<T> {
         self.with_region(row, |region| {
-            self.db.background.before_write(region)?;
+            self.db.rs.before_write(region)?;
             let out = f(region);
-            self.db.background.after_write(region);
+            self.db.rs.after_write(region);
             out
         })
     }
@@ -234,7 +235,7 @@ impl Table {
             }
         }
         for (region, idx) in groups {
-            if self.db.background.before_write(&region).is_err() {
+            if self.db.rs.before_write(&region).is_err() {
                 // Too busy: each mutation waits (or fails) on its own.
                 for i in idx {
                     out[i] = Some(self.mutate(ms[i].clone()));
@@ -243,7 +244,7 @@ impl Table {
             }
             let refs: Vec<&Mutation> = idx.iter().map(|i| &ms[*i]).collect();
             let results = region.mutate_batch(&refs);
-            self.db.background.after_write(&region);
+            self.db.rs.after_write(&region);
             for (i, r) in idx.into_iter().zip(results) {
                 // A split or merge closed the region meanwhile: look it up again.
                 out[i] = Some(match r {
@@ -270,11 +271,16 @@ impl Table {
     /// Bad scan, unknown family, disabled table.
     pub fn scan(&self, scan: Scan) -> Result<TableScanner> {
         scan.validate()?;
-        if !*self.state.enabled.read() {
-            return Err(Error::TableNotEnabled(self.state.name.to_string()));
+        // A disabled or dropped table refuses the scan up front, as HBase's does.
+        if self.state.online().is_empty() {
+            let why = self.db.master.why_not_serving(&self.state.name);
+            if let Error::TableNotEnabled(_) | Error::TableNotFound(_) = why {
+                return Err(why);
+            }
         }
         Ok(TableScanner {
             retry_limit: self.db.options.region_retry_timeout,
+            db: Arc::clone(&self.db),
             state: Arc::clone(&self.state),
             current: None,
             scan,
@@ -301,38 +307,17 @@ fn retry_not_serving<T>(limit: Duration, mut op: impl FnMut() -> Result<T>) -> R
     }
 }
 
-impl TableState {
-    /// The last region whose start key passes `starts_before` (regions are in key order);
-    /// `RegionOffline` when that region is one that failed to open.
-    pub(crate) fn region_where(
-        &self,
-        starts_before: impl Fn(&[u8]) -> bool,
-    ) -> Result<Arc<Region>> {
-        if !*self.enabled.read() {
-            return Err(Error::TableNotEnabled(self.name.to_string()));
-        }
-        let online = {
-            let regions = self.regions.read();
-            let n = regions.partition_point(|r| starts_before(&r.info().start_key));
-            n.checked_sub(1).and_then(|i| regions.get(i).cloned())
-        };
-        let failed = self.failed.read();
-        let n = failed.partition_point(|f| starts_before(&f.info.start_key));
-        // Ranges do not overlap: of the two candidates, the one starting later holds the row.
-        if let Some(f) = n.checked_sub(1).and_then(|i| failed.get(i)) {
-            let later = online
-                .as_ref()
-                .is_none_or(|r| r.info().start_key < f.info.start_key);
-            if later {
-                return Err(Error::RegionOffline(format!(
-                    "Region {} is offline: it failed to open ({}); run `basalt hbck` on the server",
-                    f.info.region_name_string(&self.name),
-                    basalt_model::error::redact_paths(&f.reason)
-                )));
-            }
-        }
-        online.ok_or_else(|| Error::TableNotFound(self.name.to_string()))
-    }
+/// The online region of `state` whose start key is the last to pass `starts_before`; when
+/// none is online, the master says why (`TableNotEnabled`, `TableNotFound`, or
+/// `NotServingRegion` while regions are being assigned, which callers retry).
+fn locate(
+    db: &Handle,
+    state: &TableState,
+    starts_before: impl Fn(&[u8]) -> bool,
+) -> Result<Arc<Region>> {
+    state
+        .region_where(starts_before)?
+        .ok_or_else(|| db.master.why_not_serving(&state.name))
 }
 
 /// Rows of a scan across regions, in order or reverse order. The next region is looked up
@@ -342,6 +327,7 @@ impl TableState {
 #[derive(Debug)]
 pub struct TableScanner {
     retry_limit: Duration,
+    db: Arc<Handle>,
     state: Arc<TableState>,
     current: Option<(RegionInfo, RegionScanner)>,
     scan: Scan,
@@ -402,22 +388,22 @@ impl TableScanner {
         let mut scan = self.scan.clone();
         scan.limit = scan.limit.saturating_sub(self.rows);
         let region = match (&self.position, self.scan.reversed) {
-            (None, false) => self.state.region_where(|s| s <= &scan.start_row[..])?,
-            (None, true) if scan.start_row.is_empty() => self.state.region_where(|_| true)?,
-            (None, true) => self.state.region_where(|s| s <= &scan.start_row[..])?,
+            (None, false) => locate(&self.db, &self.state, |s| s <= &scan.start_row[..])?,
+            (None, true) if scan.start_row.is_empty() => locate(&self.db, &self.state, |_| true)?,
+            (None, true) => locate(&self.db, &self.state, |s| s <= &scan.start_row[..])?,
             (Some(p), false) => {
                 if *p > scan.start_row {
                     scan.start_row = p.clone();
                     scan.include_start_row = true;
                 }
-                self.state.region_where(|s| s <= &p[..])?
+                locate(&self.db, &self.state, |s| s <= &p[..])?
             }
             (Some(p), true) => {
                 if scan.start_row.is_empty() || *p <= scan.start_row {
                     scan.start_row = p.clone();
                     scan.include_start_row = false;
                 }
-                self.state.region_where(|s| s < &p[..])?
+                locate(&self.db, &self.state, |s| s < &p[..])?
             }
         };
         let s = region.scanner(&scan)?;

@@ -309,39 +309,45 @@ impl Hbck<'_> {
         Ok(())
     }
 
+    /// Checks every log (each server's, and one older versions wrote in `wal/` itself): a
+    /// torn tail of a log's last segment is what a crash leaves, and the next open cuts it.
     fn check_wal(&mut self) -> Result<()> {
-        let wdir = self.dir.join("wal");
-        let ids = basalt_storage::wal::replay::list_segments(self.env, &wdir)?;
-        self.report.wal_segments = ids.len();
-        for (i, id) in ids.iter().enumerate() {
-            let path = wdir.join(basalt_storage::wal::replay::segment_name(*id));
-            let data = self.env.read_all(&path)?;
-            let decoded =
-                basalt_storage::wal::replay::decode_segment(&data, &path, &mut |_| Ok(()));
-            let stop = match decoded {
-                Ok(d) => d.stop,
-                Err(e) => {
-                    self.push(Finding::problem("DAMAGED_WAL", e.to_string()));
-                    continue;
-                }
-            };
-            let Some(stop) = stop else { continue };
-            let last = i + 1 == ids.len();
-            if stop.torn && last {
-                continue; // the next open truncates a torn tail, as after any crash
+        let root = self.dir.join("wal");
+        for dir in crate::regionserver::log_dirs(self.env, &root)? {
+            let log = crate::regionserver::log_segments(self.env, &dir)?;
+            self.report.wal_segments += log.len();
+            for (i, path) in log.iter().enumerate() {
+                self.check_wal_segment(path, i + 1 == log.len())?;
             }
-            let problem = Finding::problem(
-                "DAMAGED_WAL",
-                format!("{}: {} at offset {}", path.display(), stop.why, stop.pos),
-            );
-            if !self.repairs.fix_wal {
-                self.push(problem);
-                continue;
-            }
-            basalt_storage::wal::replay::set_aside(self.env, &path, &data, stop.pos, stop.why)?;
-            self.env.truncate(&path, stop.pos as u64)?;
-            self.push(problem.fixed());
         }
+        Ok(())
+    }
+
+    fn check_wal_segment(&mut self, path: &Path, last: bool) -> Result<()> {
+        let data = self.env.read_all(path)?;
+        let decoded = basalt_storage::wal::replay::decode_segment(&data, path, &mut |_| Ok(()));
+        let stop = match decoded {
+            Ok(d) => d.stop,
+            Err(e) => {
+                self.push(Finding::problem("DAMAGED_WAL", e.to_string()));
+                return Ok(());
+            }
+        };
+        let Some(stop) = stop else { return Ok(()) };
+        if stop.torn && last {
+            return Ok(()); // the next open truncates a torn tail, as after any crash
+        }
+        let problem = Finding::problem(
+            "DAMAGED_WAL",
+            format!("{}: {} at offset {}", path.display(), stop.why, stop.pos),
+        );
+        if !self.repairs.fix_wal {
+            self.push(problem);
+            return Ok(());
+        }
+        basalt_storage::wal::replay::set_aside(self.env, path, &data, stop.pos, stop.why)?;
+        self.env.truncate(path, stop.pos as u64)?;
+        self.push(problem.fixed());
         Ok(())
     }
 
@@ -355,12 +361,20 @@ impl Hbck<'_> {
                 format!("{} files wait in archive/ for the cleaner", archived.len()),
             ));
         }
-        for f in self.env.list(&self.dir.join("wal"))? {
-            if f.contains(".damaged-") {
-                self.push(Finding::note(
-                    "WAL_BYTES_KEPT",
-                    format!("wal/{f} holds bytes cut from a damaged WAL segment"),
-                ));
+        let root = self.dir.join("wal");
+        for dir in crate::regionserver::log_dirs(self.env, &root)? {
+            for f in self.env.list(&dir)? {
+                if f.contains(".damaged-") {
+                    let rel = dir.join(&f);
+                    let rel = rel.strip_prefix(self.dir).unwrap_or(&rel);
+                    self.push(Finding::note(
+                        "WAL_BYTES_KEPT",
+                        format!(
+                            "{} holds bytes cut from a damaged WAL segment",
+                            rel.display()
+                        ),
+                    ));
+                }
             }
         }
         Ok(())

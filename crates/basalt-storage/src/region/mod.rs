@@ -66,6 +66,20 @@ pub struct RegionConfig {
     pub archive: Arc<Archive>,
 }
 
+/// What a region uses of the server hosting it (HBase's `RegionServerServices`): the
+/// server's file system and clock, its WAL and sequence ids, and its shared engine state.
+/// A region holds nothing else of its server, so it can close on one server and open on
+/// another.
+#[derive(Clone, Debug)]
+pub struct RegionServices {
+    pub env: Env,
+    pub config: RegionConfig,
+    /// The hosting server's log, shared by all its regions.
+    pub wal: Arc<Wal>,
+    /// The hosting server's last issued sequence id.
+    pub seq: Arc<AtomicU64>,
+}
+
 /// One flush, compaction, split or merge, for the status page's recent work.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BackgroundEvent {
@@ -223,16 +237,19 @@ impl Region {
     /// # Errors
     /// `Corruption` when the region has no manifest (it is damage, not an empty region: the
     /// region's files stay where they are) or a corrupt manifest or store file; `Io`.
-    #[allow(clippy::too_many_arguments)]
     pub fn open(
-        env: &Env,
+        services: &RegionServices,
         dir: &Path,
         info: RegionInfo,
         table: Arc<TableDescriptor>,
-        config: RegionConfig,
-        wal: Arc<Wal>,
-        seq: Arc<AtomicU64>,
     ) -> Result<Region> {
+        let RegionServices {
+            env,
+            config,
+            wal,
+            seq,
+        } = services;
+        let (config, wal, seq) = (config.clone(), Arc::clone(wal), Arc::clone(seq));
         let (vf, doc) = VersionedFile::load::<RegionManifest>(env, dir, "MANIFEST")?;
         let Some(mut manifest) = doc else {
             return Err(Error::corruption(

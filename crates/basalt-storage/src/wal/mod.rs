@@ -413,13 +413,28 @@ impl Wal {
                 .store(st.closed.len(), std::sync::atomic::Ordering::Relaxed);
             doomed
         };
+        let mut dirs: Vec<&Path> = Vec::new();
         for p in &doomed {
             self.env.remove_file(p)?;
+            if let Some(d) = p.parent().filter(|d| !dirs.contains(d)) {
+                dirs.push(d);
+            }
         }
-        if !doomed.is_empty() {
-            self.env.sync_dir(&self.dir)?;
+        for d in dirs {
+            self.env.sync_dir(d)?;
         }
         Ok(())
+    }
+
+    /// Takes over the segments of an earlier log (a previous server's, already replayed
+    /// with [`replay::replay_paths`]) as closed segments older than its own: each goes, as
+    /// its own do, once every region has flushed past its highest sequence id.
+    pub fn adopt(&self, segments: Vec<(u64, PathBuf)>) {
+        let mut st = self.state.lock();
+        let own = std::mem::replace(&mut st.closed, segments);
+        st.closed.extend(own);
+        self.closed_count
+            .store(st.closed.len(), std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Successful syncs of the log since it opened (each may cover many writers).

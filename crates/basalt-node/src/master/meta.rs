@@ -23,8 +23,9 @@ use basalt_model::{Cell, CellType, ColumnFamilyDescriptor, Result, TableDescript
 use bytes::Bytes;
 use parking_lot::Mutex;
 
-use super::{DbInner, TableState};
+use super::{Master, TableState};
 use crate::catalog::{Catalog, RegionState, TableEntry};
+use crate::regionserver::ServerName;
 use basalt_storage::region::{Region, RegionInfo};
 
 /// The meta table's name.
@@ -40,17 +41,9 @@ pub(crate) struct MetaMirror {
     rows: Mutex<(BTreeMap<Bytes, MetaRow>, i64)>,
 }
 
-/// Where this database serves its regions from, as `hbase:meta` names it.
-#[derive(Clone, Debug)]
-pub(crate) struct ServerName {
-    pub host: String,
-    pub port: u16,
-    pub start_code: i64,
-}
-
-impl DbInner {
+impl Master {
     /// Creates the meta table's region (its directory is rebuilt at every open) and fills it.
-    pub(super) fn open_meta(&self, catalog: &Catalog) -> Result<()> {
+    pub fn open_meta(&self, catalog: &Catalog) -> Result<()> {
         let name = TableName::parse(META_TABLE)?;
         let family = |n: &str| {
             ColumnFamilyDescriptor::new(n.to_owned())
@@ -64,27 +57,24 @@ impl DbInner {
         );
         desc.read_only = true;
         let dir = self.table_dir(&name);
-        self.options.env.remove_dir_all(&dir)?;
+        self.env.remove_dir_all(&dir)?;
         let info = RegionInfo {
             id: 1,
             start_key: Bytes::new(),
             end_key: Bytes::new(),
         };
-        // The mirror is not flushed by the workers, so it stays out of the global memstore
-        // measure that makes them flush.
-        let mut config = self.region_config();
-        config.memstore_total = Arc::default();
         let rdir = dir.join("1");
-        Region::create_empty(&self.options.env, &rdir, info.id)?;
-        let region = self.open_region(&rdir, &info, &Arc::new(desc), config)?;
-        let state = TableState::new(name.clone(), true, vec![Arc::new(region)], Vec::new());
+        Region::create_empty(&self.env, &rdir, info.id)?;
+        let region = self.rs.open_unmanaged(&rdir, &info, &Arc::new(desc))?;
+        let state = TableState::new(name.clone());
+        *state.regions.write() = vec![Arc::new(region)];
         self.tables.write().insert(name, state);
         self.sync_meta(catalog)
     }
 
     /// Brings `hbase:meta` in line with `catalog`: rows that changed are written again, rows
     /// that vanished are deleted.
-    pub(super) fn sync_meta(&self, catalog: &Catalog) -> Result<()> {
+    fn sync_meta(&self, catalog: &Catalog) -> Result<()> {
         let Ok(name) = TableName::parse(META_TABLE) else {
             return Ok(());
         };
@@ -100,12 +90,12 @@ impl DbInner {
             .into_iter()
             .map(|(_, f)| f.info.id)
             .collect();
-        let want = meta_rows(catalog, &self.server, &failed);
+        let want = meta_rows(catalog, self.rs.server_name(), &failed);
         let mut guard = self.meta.rows.lock();
         let (have, last_ts) = &mut *guard;
         // Strictly increasing, so a row deleted and written again in one millisecond (a
         // table dropped and created again) is not masked by its own delete.
-        let now = self.options.env.now_ms().max(*last_ts + 1);
+        let now = self.env.now_ms().max(*last_ts + 1);
         let empty = MetaRow::new();
         let mut by_row: BTreeMap<Bytes, Vec<Cell>> = BTreeMap::new();
         for row in have.keys().chain(want.keys()) {
@@ -140,7 +130,7 @@ impl DbInner {
         Ok(())
     }
 
-    /// [`DbInner::sync_meta`] after a catalog commit: the commit stands whatever happens to
+    /// [`Master::sync_meta`] after a catalog commit: the commit stands whatever happens to
     /// the mirror, so a failure is logged (the next commit or open repairs it).
     pub(super) fn refresh_meta(&self, catalog: &Catalog) {
         if let Err(e) = self.sync_meta(catalog) {

@@ -8,23 +8,27 @@
 //! A flush of a region with a store at `blockingStoreFiles` waits (up to `blockingWaitTime`)
 //! for a compaction first, so memory, not file count, absorbs the burst, and then the writers.
 //!
+//! A region that grew past its split size, or stopped reading its parents' files, is
+//! reported to the master ([`MasterRequest`]); splits and the janitor are the master's.
+//!
 //! # Thread safety
 //! `state` guards both queues; `work` wakes the workers, `progress` wakes waiting writers and
-//! [`Background::wait_idle`]. Workers hold regions only while working on them (the registry
-//! keeps `Weak`s), so dropping a table frees its regions.
+//! [`Workers::wait_idle`]. Workers find regions in the server's online set by id and hold one
+//! only while working on it, so a closed region is released.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use basalt_model::{Error, Result};
 use parking_lot::{Condvar, Mutex};
 
-use super::DbInner;
+use super::{MasterQueue, MasterRequest, OnlineRegions};
 use basalt_storage::compaction::{CompactionConfig, ThroughputBounds};
-use basalt_storage::region::{EngineStats, Region};
+use basalt_storage::env::Env;
+use basalt_storage::region::{EngineStats, Region, RegionServices};
 use basalt_storage::wal::Wal;
 
 /// Flow-control and background-work settings, with HBase's defaults.
@@ -89,13 +93,14 @@ struct State {
 #[derive(Debug)]
 pub(crate) struct Shared {
     cfg: BackgroundConfig,
+    env: Env,
     wal: Arc<Wal>,
     seq: Arc<AtomicU64>,
     memstore_total: Arc<AtomicUsize>,
     stats: Arc<EngineStats>,
-    regions: Mutex<HashMap<u64, Weak<Region>>>,
-    /// The database, for splits and the catalog janitor.
-    db: OnceLock<Weak<DbInner>>,
+    online: Arc<OnlineRegions>,
+    /// Where splits and the catalog janitor are asked for.
+    master: MasterQueue,
     state: Mutex<State>,
     work: Condvar,
     progress: Condvar,
@@ -112,30 +117,30 @@ pub(crate) struct Shared {
     last_error: Mutex<Option<String>>,
 }
 
-/// The background workers of one database.
+/// The background workers of one region server.
 #[derive(Debug)]
-pub(crate) struct Background {
+pub(crate) struct Workers {
     shared: Arc<Shared>,
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
-impl Background {
-    /// Starts the flusher and the compactor.
+impl Workers {
+    /// Starts the flusher and the compactor of the server whose regions get `services`.
     pub fn start(
         cfg: BackgroundConfig,
-        wal: Arc<Wal>,
-        seq: Arc<AtomicU64>,
-        memstore_total: Arc<AtomicUsize>,
-        stats: Arc<EngineStats>,
-    ) -> Result<Background> {
+        services: &RegionServices,
+        online: Arc<OnlineRegions>,
+        master: MasterQueue,
+    ) -> Result<Workers> {
         let shared = Arc::new(Shared {
             cfg,
-            wal,
-            seq,
-            memstore_total,
-            stats,
-            regions: Mutex::new(HashMap::new()),
-            db: OnceLock::new(),
+            env: services.env.clone(),
+            wal: Arc::clone(&services.wal),
+            seq: Arc::clone(&services.seq),
+            memstore_total: Arc::clone(&services.config.memstore_total),
+            stats: Arc::clone(&services.config.stats),
+            online,
+            master,
             state: Mutex::new(State::default()),
             work: Condvar::new(),
             progress: Condvar::new(),
@@ -157,29 +162,16 @@ impl Background {
             spawn("basalt-flusher", flusher)?,
             spawn("basalt-compactor", compactor)?,
         ];
-        Ok(Background {
+        Ok(Workers {
             shared,
             threads: Mutex::new(threads),
         })
-    }
-
-    /// Lets the workers split regions and run the catalog janitor (they hold the database
-    /// weakly: it owns them).
-    pub fn attach(&self, db: &Arc<DbInner>) {
-        let _ = self.shared.db.set(Arc::downgrade(db));
     }
 
     /// Asks the compactor to look at `region` (a region that just took over from split or
     /// merged parents rewrites their files).
     pub fn request_compaction(&self, region: u64) {
         self.shared.request_compaction(region);
-    }
-
-    /// Makes `region` known to the workers.
-    pub fn register(&self, region: &Arc<Region>) {
-        let mut regions = self.shared.regions.lock();
-        regions.retain(|_, w| w.strong_count() > 0);
-        regions.insert(region.info().id, Arc::downgrade(region));
     }
 
     /// Waits while `region` or the database holds too much unflushed data; `RegionTooBusy`
@@ -277,6 +269,12 @@ impl Background {
         }
     }
 
+    /// Whether no flush or compaction is queued or running.
+    pub fn is_idle(&self) -> bool {
+        let st = self.shared.state.lock();
+        st.busy == 0 && st.flushes.is_empty() && st.compactions.is_empty()
+    }
+
     /// Deletes WAL segments every region has flushed past.
     ///
     /// # Errors
@@ -315,7 +313,7 @@ impl Background {
     }
 }
 
-impl Drop for Background {
+impl Drop for Workers {
     fn drop(&mut self) {
         self.shutdown();
     }
@@ -351,15 +349,11 @@ fn binary_prefix(n: u64) -> String {
 
 impl Shared {
     fn region(&self, id: u64) -> Option<Arc<Region>> {
-        self.regions.lock().get(&id).and_then(Weak::upgrade)
+        self.online.get(id)
     }
 
     fn all_regions(&self) -> Vec<Arc<Region>> {
-        self.regions
-            .lock()
-            .values()
-            .filter_map(Weak::upgrade)
-            .collect()
+        self.online.all()
     }
 
     fn request_flush(&self, region: u64) {
@@ -390,29 +384,17 @@ impl Shared {
         }
     }
 
-    /// The compactor's work on one region besides compacting: a split when the region has
-    /// grown past its threshold, and the janitor when it stopped reading its parents' files.
-    fn split_and_clean(&self, region: &Arc<Region>, had_references: bool) -> Result<()> {
-        let Some(db) = self.db.get().and_then(Weak::upgrade) else {
-            return Ok(());
-        };
+    /// What the master must hear after a compaction of `region`: that it has grown past its
+    /// split size, or that it stopped reading its parents' files (the janitor may free them).
+    /// A master that has gone (the server is stopping) hears nothing, and loses nothing: the
+    /// next compaction check asks again.
+    fn report_to_master(&self, region: &Region, had_references: bool) {
         if had_references && !region.has_references() {
-            db.clean_retired()?;
+            self.master.send(MasterRequest::RunJanitor);
         }
         if region.should_split() {
-            let name = region.table().table_name();
-            // Bound first, so the table map's guard is dropped before the split takes the
-            // catalog lock (the lock order is catalog before tables; see `DbInner`).
-            let state = db.tables.read().get(&name).cloned();
-            if let Some(state) = state {
-                // A region closed or replaced meanwhile is not split: nothing is lost.
-                match db.split(&state, region, None) {
-                    Ok(_) | Err(Error::NotServingRegion(_)) => {}
-                    Err(e) => return Err(e),
-                }
-            }
+            self.master.send(MasterRequest::Split(region.info().id));
         }
-        Ok(())
     }
 
     fn flush_largest(&self) {
@@ -579,12 +561,8 @@ fn compactor(s: &Shared) {
                     s.request_compaction(r.info().id);
                 }
             }
-            // HBase's cleaner chore: archived files past their retention go; and the periodic
-            // flusher's check.
-            if let Some(db) = s.db.get().and_then(Weak::upgrade) {
-                db.clean_archive();
-                s.flush_old_edits(db.options.env.now_ms());
-            }
+            // The periodic flusher's check.
+            s.flush_old_edits(s.env.now_ms());
             s.periodic_checks.fetch_add(1, Ordering::Relaxed);
             continue;
         };
@@ -596,9 +574,7 @@ fn compactor(s: &Shared) {
                     s.note_error("compaction", &region, &e);
                 }
             }
-            if let Err(e) = s.split_and_clean(&region, had_references) {
-                s.note_error("split", &region, &e);
-            }
+            s.report_to_master(&region, had_references);
         }
         // A delayed flush may go ahead now.
         s.work.notify_all();

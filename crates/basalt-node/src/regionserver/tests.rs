@@ -1,0 +1,162 @@
+//! A region server without a master: regions open, serve, close and open on another server,
+//! and a server that died leaves a log the next one replays.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use basalt_model::ops::{Get, Mutation, Put};
+use basalt_model::{ColumnFamilyDescriptor, TableDescriptor, TableName};
+use basalt_storage::env::{Env, ManualClock};
+use basalt_storage::region::{Region, RegionInfo};
+use bytes::Bytes;
+
+use super::{MasterQueue, MasterRequest, RegionServer, RegionServerServices};
+use crate::options::Options;
+
+const T0: i64 = 1_700_000_000_000;
+
+/// A region server over `root` whose start code is the clock's time now.
+fn start(
+    root: &Path,
+    clock: &Arc<ManualClock>,
+) -> (RegionServer, std::sync::mpsc::Receiver<MasterRequest>) {
+    let options = Options {
+        env: Env::with_clock(Arc::clone(clock) as _),
+        ..Options::default()
+    };
+    let (queue, inbox) = MasterQueue::new();
+    (RegionServer::start(root, &options, queue).unwrap(), inbox)
+}
+
+fn table() -> Arc<TableDescriptor> {
+    let name = TableName::parse("t").unwrap();
+    Arc::new(TableDescriptor::new(
+        &name,
+        [ColumnFamilyDescriptor::new("f")],
+    ))
+}
+
+fn whole_table_region() -> RegionInfo {
+    RegionInfo {
+        id: 7,
+        start_key: Bytes::new(),
+        end_key: Bytes::new(),
+    }
+}
+
+fn put(r: &Region, row: &str, v: &str) {
+    let m = Mutation::Put(Put::new(row.to_owned()).add("f", "q", v.to_owned()));
+    r.mutate(&m).unwrap();
+}
+
+fn value(r: &Region, row: &str) -> Option<Bytes> {
+    let res = r.get_scan(&Get::new(row.to_owned()).into_scan()).unwrap();
+    res.value(b"f", b"q").cloned()
+}
+
+#[test]
+fn a_region_closes_on_one_server_and_opens_on_another_with_its_data() {
+    let root = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let rdir = root.path().join("data/default/t/7");
+    Region::create_empty(&Env::default(), &rdir, 7).unwrap();
+    let (first, _inbox) = start(root.path(), &clock);
+    first.recover(false).unwrap();
+    let r = first
+        .open_region(&rdir, &whole_table_region(), &table())
+        .unwrap();
+    put(&r, "a", "1");
+    assert_eq!(first.region(7).map(|x| x.info().id), Some(7));
+    first.close_region(&r).unwrap();
+    assert!(first.region(7).is_none(), "a closed region is released");
+    assert!(r.is_closed());
+
+    clock.advance(1);
+    let (second, _inbox2) = start(root.path(), &clock);
+    assert_ne!(
+        first.name(),
+        second.name(),
+        "each start has its own start code"
+    );
+    second.recover(false).unwrap();
+    let moved = second
+        .open_region(&rdir, &whole_table_region(), &table())
+        .unwrap();
+    assert_eq!(value(&moved, "a").as_deref(), Some(&b"1"[..]));
+    // The new server numbers the region's next edits above everything it stored.
+    put(&moved, "b", "2");
+    assert!(moved.min_unflushed_seq_id() > r.max_stored_seq_id());
+}
+
+#[test]
+fn a_dead_servers_log_is_replayed_by_the_next_and_then_retired() {
+    let root = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let rdir = root.path().join("data/default/t/7");
+    Region::create_empty(&Env::default(), &rdir, 7).unwrap();
+    let dead_log = {
+        let (dead, _inbox) = start(root.path(), &clock);
+        dead.recover(false).unwrap();
+        let r = dead
+            .open_region(&rdir, &whole_table_region(), &table())
+            .unwrap();
+        put(&r, "a", "1");
+        dead.shutdown();
+        root.path().join("wal").join(dead.name().to_string())
+        // Dropped without a flush: the edit is in the dead server's log alone.
+    };
+    assert!(dead_log.is_dir());
+    clock.advance(1);
+    let (next, _inbox) = start(root.path(), &clock);
+    let r = next
+        .open_region(&rdir, &whole_table_region(), &table())
+        .unwrap();
+    next.recover(false).unwrap();
+    assert_eq!(
+        value(&r, "a").as_deref(),
+        Some(&b"1"[..]),
+        "replayed from the dead server's log"
+    );
+    assert!(
+        next.wal_segment_count() > 1,
+        "the dead log's segments are kept until flushed"
+    );
+    next.flush_region(&r).unwrap();
+    next.retire_wal().unwrap();
+    assert_eq!(
+        next.wal_segment_count(),
+        1,
+        "flushed past, the dead log's segments go"
+    );
+    // Its emptied directory goes at the next start.
+    drop(next);
+    clock.advance(1);
+    let (_third, _inbox) = start(root.path(), &clock);
+    assert!(!dead_log.exists());
+}
+
+#[test]
+fn a_region_grown_past_its_split_size_is_reported_to_the_master() {
+    let root = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let rdir = root.path().join("data/default/t/7");
+    Region::create_empty(&Env::default(), &rdir, 7).unwrap();
+    let options = Options {
+        env: Env::with_clock(Arc::clone(&clock) as _),
+        max_filesize_bytes: 1,
+        ..Options::default()
+    };
+    let (queue, inbox) = MasterQueue::new();
+    let rs = RegionServer::start(root.path(), &options, queue).unwrap();
+    rs.recover(false).unwrap();
+    let r = rs
+        .open_region(&rdir, &whole_table_region(), &table())
+        .unwrap();
+    put(&r, "a", "1");
+    rs.flush_region(&r).unwrap();
+    rs.request_compaction(&r);
+    let got = inbox
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .unwrap();
+    assert_eq!(got, MasterRequest::Split(7));
+}
