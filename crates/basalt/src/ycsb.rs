@@ -41,6 +41,10 @@ pub struct YcsbArgs {
     /// Skip the load phase (the table holds the records already).
     #[arg(long)]
     no_load: bool,
+    /// Records per request in the load phase: above 1, each thread loads with `batch()`
+    /// calls of this many puts (YCSB's `batchsize`).
+    #[arg(long, default_value_t = 1)]
+    batch_size: usize,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -250,9 +254,20 @@ where
 async fn load_thread(args: YcsbArgs, t: Table, worker: u64) -> anyhow::Result<Vec<(Op, u64)>> {
     let mut rng = StdRng::seed_from_u64(worker);
     let mut n = worker;
+    let mut batch = Vec::with_capacity(args.batch_size);
     while n < args.records {
-        t.put(fields(&args, &mut rng, &key(n))).await?;
+        let put = fields(&args, &mut rng, &key(n));
         n += args.threads.max(1);
+        if args.batch_size <= 1 {
+            t.put(put).await?;
+            continue;
+        }
+        batch.push(basalt_model::ops::Mutation::Put(put));
+        if batch.len() == args.batch_size || n >= args.records {
+            for r in t.batch(std::mem::take(&mut batch)).await? {
+                r?;
+            }
+        }
     }
     Ok(Vec::new())
 }

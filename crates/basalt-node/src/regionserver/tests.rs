@@ -28,6 +28,14 @@ fn start(
     (RegionServer::start(root, &options, queue).unwrap(), inbox)
 }
 
+/// A data directory holding one new, empty region (id 7) of table `t`, and a clock.
+fn new_region() -> (tempfile::TempDir, Arc<ManualClock>, std::path::PathBuf) {
+    let root = tempfile::tempdir().unwrap();
+    let rdir = root.path().join("data/default/t/7");
+    Region::create_empty(&Env::default(), &rdir, 7).unwrap();
+    (root, Arc::new(ManualClock::new(T0)), rdir)
+}
+
 fn table() -> Arc<TableDescriptor> {
     let name = TableName::parse("t").unwrap();
     Arc::new(TableDescriptor::new(
@@ -56,10 +64,7 @@ fn value(r: &Region, row: &str) -> Option<Bytes> {
 
 #[test]
 fn a_region_closes_on_one_server_and_opens_on_another_with_its_data() {
-    let root = tempfile::tempdir().unwrap();
-    let clock = Arc::new(ManualClock::new(T0));
-    let rdir = root.path().join("data/default/t/7");
-    Region::create_empty(&Env::default(), &rdir, 7).unwrap();
+    let (root, clock, rdir) = new_region();
     let (first, _inbox) = start(root.path(), &clock);
     first.recover(false).unwrap();
     let r = first
@@ -90,10 +95,7 @@ fn a_region_closes_on_one_server_and_opens_on_another_with_its_data() {
 
 #[test]
 fn a_dead_servers_log_is_replayed_by_the_next_and_then_retired() {
-    let root = tempfile::tempdir().unwrap();
-    let clock = Arc::new(ManualClock::new(T0));
-    let rdir = root.path().join("data/default/t/7");
-    Region::create_empty(&Env::default(), &rdir, 7).unwrap();
+    let (root, clock, rdir) = new_region();
     let dead_log = {
         let (dead, _inbox) = start(root.path(), &clock);
         dead.recover(false).unwrap();
@@ -137,10 +139,7 @@ fn a_dead_servers_log_is_replayed_by_the_next_and_then_retired() {
 
 #[test]
 fn a_region_grown_past_its_split_size_is_reported_to_the_master() {
-    let root = tempfile::tempdir().unwrap();
-    let clock = Arc::new(ManualClock::new(T0));
-    let rdir = root.path().join("data/default/t/7");
-    Region::create_empty(&Env::default(), &rdir, 7).unwrap();
+    let (root, clock, rdir) = new_region();
     let options = Options {
         env: Env::with_clock(Arc::clone(&clock) as _),
         max_filesize_bytes: 1,
