@@ -162,6 +162,14 @@ impl BlockCache {
             priority,
             referenced: false,
         });
+        invariant!(
+            s.used <= self.shard_capacity
+                && s.used == s.slots.iter().flatten().map(|e| e.weight).sum::<usize>()
+                && s.map.len() == s.slots.iter().flatten().count(),
+            "block cache shard: used {} of {}, not the sum of its entries' weights (invariants 1, 2)",
+            s.used,
+            self.shard_capacity
+        );
         drop(s);
         self.inserts.fetch_add(1, Ordering::Relaxed);
         self.evictions.fetch_add(evicted, Ordering::Relaxed);

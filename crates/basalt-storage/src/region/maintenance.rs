@@ -24,6 +24,18 @@ impl Region {
         let _f = self.flush_lock.lock();
         let (snaps, flush_seq) = {
             let _w = self.updates.write();
+            // No writer runs while `updates` is held for writing, so the counts agree.
+            invariant!(
+                self.memstore_size_bytes()
+                    == self
+                        .stores()
+                        .iter()
+                        .map(|s| s.memstore_size_bytes())
+                        .sum::<usize>(),
+                "region {} counts {} memstore bytes, its stores hold another sum",
+                self.info().id,
+                self.memstore_size_bytes()
+            );
             let snaps: Vec<_> = self
                 .stores()
                 .into_iter()

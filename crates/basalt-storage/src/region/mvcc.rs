@@ -112,6 +112,10 @@ impl Mvcc {
     }
 
     fn advance_locked(&self, p: &mut VecDeque<Pending>, synced: u64) {
+        invariant!(
+            p.iter().zip(p.iter().skip(1)).all(|(a, b)| a.id < b.id),
+            "MVCC pending writes out of sequence order (invariant 1)"
+        );
         let mut advanced = false;
         while p.front().is_some_and(|e| e.finished(synced)) {
             p.pop_front();
@@ -127,10 +131,16 @@ impl Mvcc {
     #[must_use]
     pub fn read_point(&self) -> u64 {
         let p = self.pending.lock();
-        match p.front() {
+        let read = match p.front() {
             Some(e) => e.id - 1,
             None => self.seq.load(Ordering::SeqCst),
-        }
+        };
+        let write = self.seq.load(Ordering::SeqCst);
+        invariant!(
+            read <= write,
+            "MVCC read point {read} above the write point {write}"
+        );
+        read
     }
 
     /// The oldest write begun and not visible (`u64::MAX`: none).

@@ -296,6 +296,10 @@ impl Wal {
         let (target, file) = {
             let mut st = self.state.lock();
             write_buffer(&mut st)?;
+            invariant!(
+                st.unsynced_from + st.unsynced.len() as u64 == st.appended,
+                "WAL unsynced bytes do not end at the appended position (invariant 4)"
+            );
             (st.appended, st.segment.try_clone()?)
         };
         let r = if full {
@@ -394,6 +398,12 @@ impl Wal {
         let appended = st.appended;
         let mut s = self.sync.lock();
         s.synced = s.synced.max(appended);
+        invariant!(
+            s.synced <= st.appended,
+            "WAL synced {} past appended {} (invariant 1)",
+            s.synced,
+            st.appended
+        );
         self.synced_cond.notify_all();
         Ok(())
     }
