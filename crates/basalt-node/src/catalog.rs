@@ -104,7 +104,52 @@ impl Default for Catalog {
 pub use basalt_storage::region::repair::table_key;
 
 impl Catalog {
-    /// Adds a namespace.
+    /// Loads the newest complete catalog version in `dir` (`None`: there is none) and checks
+    /// it ([`Catalog::check`]), so that bytes from disk are refused with a clear error, never
+    /// trusted into a panic.
+    ///
+    /// # Errors
+    /// `Corruption`: a damaged version, or one that fails the check; `Io`.
+    pub fn load(
+        env: &basalt_storage::env::Env,
+        dir: &std::path::Path,
+    ) -> Result<(basalt_storage::manifest::VersionedFile, Option<Catalog>)> {
+        let (vf, catalog) =
+            basalt_storage::manifest::VersionedFile::load::<Catalog>(env, dir, "CATALOG")?;
+        if let Some(c) = &catalog {
+            c.check()
+                .map_err(|detail| Error::corruption("catalog", dir, detail))?;
+        }
+        Ok((vf, catalog))
+    }
+
+    /// Checks what the checksum cannot: each table has a valid name, is filed under its own
+    /// key in a namespace the catalog lists, and has regions that cover every row key once,
+    /// in order.
+    ///
+    /// # Errors
+    /// What is wrong, naming the table.
+    pub fn check(&self) -> std::result::Result<(), String> {
+        for ns in self.namespaces.keys() {
+            validate_namespace(ns).map_err(|e| format!("namespace {ns:?} is invalid: {e}"))?;
+        }
+        for (key, entry) in &self.tables {
+            let (ns, q) = (&entry.descriptor.name.0, &entry.descriptor.name.1);
+            let name = TableName::new(ns, q)
+                .map_err(|e| format!("table {key:?} has an invalid name: {e}"))?;
+            if table_key(&name) != *key {
+                return Err(format!("table {name} is filed under {key:?}"));
+            }
+            if !self.namespaces.contains_key(ns) {
+                return Err(format!(
+                    "table {name} is in namespace {ns}, which the catalog does not list"
+                ));
+            }
+            check_regions(&name, &entry.regions)?;
+        }
+        Ok(())
+    }
+
     ///
     /// # Errors
     /// `IllegalArgument` for a bad name, `NamespaceExists`.
@@ -235,4 +280,19 @@ impl Catalog {
             .collect();
         Ok(regions)
     }
+}
+
+/// A table's regions cover every row key once, in order: the first starts at the empty key,
+/// each ends where the next starts, the last ends at the empty key.
+fn check_regions(table: &TableName, regions: &[RegionInfo]) -> std::result::Result<(), String> {
+    let (Some(first), Some(last)) = (regions.first(), regions.last()) else {
+        return Err(format!("table {table} has no regions"));
+    };
+    let gap = regions.windows(2).find(|w| w[0].end_key != w[1].start_key);
+    if !first.start_key.is_empty() || !last.end_key.is_empty() || gap.is_some() {
+        return Err(format!(
+            "the regions of table {table} do not cover the row keys once, in order"
+        ));
+    }
+    Ok(())
 }

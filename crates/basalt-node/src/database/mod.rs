@@ -213,8 +213,8 @@ impl Database {
 /// or gained a cluster id and must be committed. A data directory with tables and no
 /// catalog is refused.
 fn load_catalog(env: &Env, dir: &Path) -> Result<(VersionedFile, (Catalog, bool))> {
-    let (vf, catalog) = VersionedFile::load::<Catalog>(env, &dir.join("catalog"), "CATALOG")
-        .map_err(|e| with_repair_hint(e, dir))?;
+    let (vf, catalog) =
+        Catalog::load(env, &dir.join("catalog")).map_err(|e| with_repair_hint(e, dir))?;
     let fresh = catalog.is_none();
     if fresh {
         refuse_tables_without_catalog(env, dir)?;

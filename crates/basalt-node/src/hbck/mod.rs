@@ -151,7 +151,7 @@ impl Hbck<'_> {
     /// to check against.
     fn catalog(&mut self) -> Result<Option<Catalog>> {
         let cdir = self.dir.join("catalog");
-        let loaded = VersionedFile::load::<Catalog>(self.env, &cdir, "CATALOG");
+        let loaded = Catalog::load(self.env, &cdir);
         let problem = match loaded {
             Ok((_, Some(c))) => return Ok(Some(c)),
             Ok((_, None)) if !self.dir.join("data").exists() => return Ok(None),

@@ -444,3 +444,43 @@ fn hbck_cuts_a_wal_damaged_in_the_middle_keeping_the_bytes() {
         "{kept:?}"
     );
 }
+
+/// Commits a new catalog version, checksums and all, made by `edit` from the current one.
+fn rewrite_catalog(dir: &Path, edit: impl FnOnce(&mut basalt_node::catalog::Catalog)) {
+    let env = basalt_node::env::Env::default();
+    let cdir = dir.join("catalog");
+    let (mut vf, catalog) = basalt_storage::manifest::VersionedFile::load::<
+        basalt_node::catalog::Catalog,
+    >(&env, &cdir, "CATALOG")
+    .unwrap();
+    let mut catalog = catalog.unwrap();
+    edit(&mut catalog);
+    vf.commit(&env, &catalog).unwrap();
+}
+
+/// Bytes from disk never panic: a catalog whose checksum holds but whose contents break the
+/// rules (an invalid table name; regions that leave a gap) is refused on open with an error
+/// naming the problem, and hbck reports it as damage.
+#[test]
+fn a_checksum_valid_catalog_that_breaks_the_rules_is_refused_on_open() {
+    let cases: [(&str, fn(&mut basalt_node::catalog::Catalog)); 2] = [
+        ("invalid name", |c| {
+            let mut entry = c.tables.remove("default:c").unwrap();
+            entry.descriptor.name.1 = "bad name!".into();
+            c.tables.insert("default:bad name!".into(), entry);
+        }),
+        ("do not cover the row keys", |c| {
+            c.tables.get_mut("default:c").unwrap().regions.remove(0);
+        }),
+    ];
+    for (why, edit) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        seed(dir.path(), true);
+        rewrite_catalog(dir.path(), edit);
+        let err = Database::open(dir.path()).unwrap_err();
+        assert!(matches!(err, Error::Corruption { .. }), "{why}: {err}");
+        assert!(err.to_string().contains(why), "{why}: {err}");
+        let r = hbck(dir.path(), basalt_node::hbck::Repairs::default());
+        assert_eq!(kinds(&r), ["DAMAGED_CATALOG"], "{why}");
+    }
+}
