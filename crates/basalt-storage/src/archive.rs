@@ -145,6 +145,7 @@ fn batch_time(name: &str) -> Option<i64> {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests damage files beneath the `Env`
 mod tests {
     use std::sync::Arc;
 

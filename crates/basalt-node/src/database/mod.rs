@@ -23,7 +23,6 @@ mod table;
 
 pub use table::{Table, TableScanner};
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -34,7 +33,7 @@ use crate::master::Master;
 use crate::options::{EngineStatsSnapshot, Options};
 use crate::regionserver::{MasterQueue, RegionServer};
 use basalt_storage::block_cache::CacheStats;
-use basalt_storage::env::Env;
+use basalt_storage::env::{DirLock, Env};
 use basalt_storage::manifest::VersionedFile;
 
 /// An open database: a master and one region server in this process (HBase's standalone
@@ -74,7 +73,7 @@ pub(crate) struct Node {
     pub options: Options,
     pub master: Arc<Master>,
     pub rs: Arc<RegionServer>,
-    _lock: File,
+    _lock: DirLock,
 }
 
 impl Database {
@@ -102,7 +101,7 @@ impl Database {
         let dir = dir.as_ref().to_owned();
         let env = options.env.clone();
         env.create_dir_all(&dir)?;
-        let lock = acquire_lock(&dir)?;
+        let lock = acquire_lock(&env, &dir)?;
         let (vf, catalog) = load_catalog(&env, &dir)?;
         let (queue, inbox) = MasterQueue::new();
         let rs = Arc::new(RegionServer::start(&dir, &options, queue.clone())?);
@@ -228,24 +227,9 @@ fn load_catalog(env: &Env, dir: &Path) -> Result<(VersionedFile, (Catalog, bool)
     Ok((vf, (catalog, fresh || needs_id)))
 }
 
-pub(crate) fn acquire_lock(dir: &Path) -> Result<File> {
-    let path = dir.join("LOCK");
-    let f = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
-    match f.try_lock() {
-        Ok(()) => Ok(f),
-        Err(std::fs::TryLockError::WouldBlock) => Err(Error::DoNotRetry(format!(
-            "the data directory {} is in use by another process",
-            dir.display()
-        ))),
-        Err(std::fs::TryLockError::Error(e)) => {
-            Err(Error::io(format!("locking {}", path.display()), e))
-        }
-    }
+/// Takes the data directory's lock (its `LOCK` file): one process at a time.
+pub(crate) fn acquire_lock(env: &Env, dir: &Path) -> Result<DirLock> {
+    env.lock(&dir.join("LOCK"))
 }
 
 /// A damaged catalog's error, with how to repair it.

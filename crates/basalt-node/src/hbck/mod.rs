@@ -104,7 +104,7 @@ impl Report {
 /// # Errors
 /// The directory is in use, or cannot be read or written.
 pub fn run(env: &Env, dir: &Path, repairs: Repairs) -> Result<Report> {
-    let _lock = crate::database::acquire_lock(dir)?;
+    let _lock = crate::database::acquire_lock(env, dir)?;
     let mut hbck = Hbck {
         env,
         dir,

@@ -379,3 +379,50 @@ fn an_edit_whose_wal_sync_failed_is_never_visible() {
         assert_eq!(values(&t.get(Get::new(row)).unwrap()), ["v"], "{row}");
     }
 }
+
+/// Reads go through the engine's `Env` as writes do: a failed read of the catalog, listing of
+/// a directory or taking of the directory lock refuses the open with an error naming the path,
+/// and a store file that fails to open takes its region offline with the file named. Never a
+/// panic, never a silently empty answer.
+#[test]
+fn failed_reads_give_errors_naming_the_file() {
+    use basalt_node::env::{Env, FaultInjector, Op, SystemClock};
+    let fx = Fixture::new();
+    let t = fx.create("t", vec![cf("f", 1)]);
+    t.put(Put::new("r").add("f", "q", "v")).unwrap();
+    fx.flush("t");
+    drop(t);
+    let dir = fx.dir.path().to_owned();
+    fx.db.clone().close().unwrap();
+    drop(fx.db);
+    let open_failing = |op: Op| {
+        let faults = std::sync::Arc::new(FaultInjector::new(7));
+        faults.fail_nth(op, 1);
+        let env = Env::with_faults(std::sync::Arc::new(SystemClock), faults);
+        Database::open_with(
+            &dir,
+            Options {
+                env,
+                ..Options::default()
+            },
+        )
+    };
+    for (op, names) in [(Op::Lock, "LOCK"), (Op::Read, "CATALOG-"), (Op::List, "")] {
+        let err = open_failing(op).expect_err("the open must fail");
+        let msg = err.to_string();
+        assert!(matches!(err, Error::Io { .. }), "{op:?}: {msg}");
+        assert!(
+            msg.contains(&*dir.to_string_lossy()) && msg.contains(names),
+            "{op:?}: {msg}"
+        );
+        assert!(msg.contains("injected I/O error"), "{op:?}: {msg}");
+    }
+    // The first file opened for reading is the table's store file: its region fails to open
+    // and says which file; the database itself serves.
+    let db = open_failing(Op::Open).unwrap();
+    let failed = db.failed_regions();
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert!(failed[0].2.contains(".sf"), "{}", failed[0].2);
+    let got = db.table("t").unwrap().get(Get::new("r"));
+    assert!(matches!(got, Err(Error::RegionOffline(_))), "{got:?}");
+}

@@ -463,7 +463,8 @@ fn rewrite_catalog(dir: &Path, edit: impl FnOnce(&mut basalt_node::catalog::Cata
 /// naming the problem, and hbck reports it as damage.
 #[test]
 fn a_checksum_valid_catalog_that_breaks_the_rules_is_refused_on_open() {
-    let cases: [(&str, fn(&mut basalt_node::catalog::Catalog)); 2] = [
+    type Edit = fn(&mut basalt_node::catalog::Catalog);
+    let cases: [(&str, Edit); 2] = [
         ("invalid name", |c| {
             let mut entry = c.tables.remove("default:c").unwrap();
             entry.descriptor.name.1 = "bad name!".into();

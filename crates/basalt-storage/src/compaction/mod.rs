@@ -59,12 +59,13 @@ pub struct Throttle {
 const CHECK_EVERY_BYTES: u64 = 256 << 10;
 
 impl Throttle {
-    /// A throttle at `limit` bytes per second (`None`: unlimited).
+    /// A throttle at `limit` bytes per second (`None`: unlimited), counting from `start`
+    /// (now on the environment's monotonic clock, [`crate::env::Env::instant`]).
     #[must_use]
-    pub fn new(limit_bytes_per_sec: Option<u64>) -> Throttle {
+    pub fn new(limit_bytes_per_sec: Option<u64>, start: Instant) -> Throttle {
         Throttle {
             limit_bytes_per_sec: limit_bytes_per_sec.filter(|l| *l > 0),
-            start: Instant::now(),
+            start,
             bytes: 0,
             unchecked: 0,
             slept: Duration::ZERO,
@@ -113,15 +114,15 @@ mod tests {
 
     #[test]
     fn a_throttle_holds_its_average() {
-        let mut t = Throttle::new(Some(8 << 20));
-        let start = Instant::now();
+        let start = crate::env::Env::default().instant();
+        let mut t = Throttle::new(Some(8 << 20), start);
         for _ in 0..64 {
             t.consume(64 << 10); // 4 MiB in all: half a second at 8 MiB/s
         }
         let took = start.elapsed();
         assert!(took >= Duration::from_millis(400), "{took:?}");
         assert!(t.slept() > Duration::ZERO);
-        let mut free = Throttle::new(None);
+        let mut free = Throttle::new(None, start);
         free.consume(1 << 30);
         assert_eq!(free.slept(), Duration::ZERO);
     }

@@ -1,11 +1,16 @@
 //! The engine's only way to touch files and the clock.
 //!
-//! Everything the engine does to disk goes through [`Env`], so tests can swap the clock for a
-//! [`ManualClock`] (TTL tests) and put a [`FaultInjector`] under the file system (crash and
-//! disk-full tests).
+//! Everything the engine does to disk goes through [`Env`] (the directory lock, creating,
+//! opening, reading, listing, sizing, removing), so tests can swap the clock for a
+//! [`ManualClock`] (TTL tests) and put a [`FaultInjector`] under the file system (crash,
+//! disk-full and failed-read tests), and shared storage can take the file system's place.
+//! Clippy's `disallowed-methods` (the storage crate's `clippy.toml`) refuses `std::fs` and
+//! `Instant::now` anywhere else in the engine; this module alone may call them.
 //!
 //! # Thread safety
 //! `Env` is cheap to clone and shared by every region; both halves are `Send + Sync`.
+
+#![allow(clippy::disallowed_methods)]
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -67,6 +72,10 @@ impl Clock for ManualClock {
         self.0.load(Ordering::SeqCst)
     }
 }
+
+/// The held lock of a data directory (see [`Env::lock`]); released when dropped.
+#[derive(Debug)]
+pub struct DirLock(#[allow(dead_code)] File);
 
 /// Files and time, as the engine sees them.
 #[derive(Clone, Debug)]
@@ -136,6 +145,55 @@ impl Env {
         self.clock.now_ms()
     }
 
+    /// Now on the monotonic clock, for durations and rates (how long a compaction took, how
+    /// far a throttle is ahead of its limit), never for timestamps.
+    #[must_use]
+    pub fn instant(&self) -> std::time::Instant {
+        std::time::Instant::now()
+    }
+
+    /// Takes the exclusive lock on `path` (created if missing) that keeps a second process
+    /// out of a data directory; it is held until the returned lock is dropped.
+    ///
+    /// # Errors
+    /// `DoNotRetry` when another process holds it; `Io` naming the path.
+    pub fn lock(&self, path: &Path) -> Result<DirLock> {
+        gate(self.faults.as_ref(), Op::Lock, path, 0, "locking")?;
+        let f = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path)
+            .map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
+        match f.try_lock() {
+            Ok(()) => Ok(DirLock(f)),
+            Err(std::fs::TryLockError::WouldBlock) => Err(Error::DoNotRetry(format!(
+                "the data directory {} is in use by another process",
+                path.parent().unwrap_or(path).display()
+            ))),
+            Err(std::fs::TryLockError::Error(e)) => {
+                Err(Error::io(format!("locking {}", path.display()), e))
+            }
+        }
+    }
+
+    /// The size of a file in bytes.
+    ///
+    /// # Errors
+    /// `Io` naming the path.
+    pub fn file_size(&self, path: &Path) -> Result<u64> {
+        gate(
+            self.faults.as_ref(),
+            Op::Open,
+            path,
+            0,
+            "reading the size of",
+        )?;
+        std::fs::metadata(path)
+            .map(|m| m.len())
+            .map_err(|e| Error::io(format!("reading the size of {}", path.display()), e))
+    }
+
     /// Creates `path` for writing, failing if it exists.
     ///
     /// # Errors
@@ -180,6 +238,7 @@ impl Env {
     /// # Errors
     /// `Io` naming the path.
     pub fn open(&self, path: &Path) -> Result<RandomAccessFile> {
+        gate(self.faults.as_ref(), Op::Open, path, 0, "opening")?;
         let file =
             File::open(path).map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
         let len = file
@@ -198,6 +257,7 @@ impl Env {
     /// # Errors
     /// `Io` naming the path.
     pub fn read_all(&self, path: &Path) -> Result<Vec<u8>> {
+        gate(self.faults.as_ref(), Op::Read, path, 0, "reading")?;
         std::fs::read(path).map_err(|e| Error::io(format!("reading {}", path.display()), e))
     }
 
@@ -252,6 +312,7 @@ impl Env {
     /// # Errors
     /// `Io` naming the directory.
     pub fn list(&self, path: &Path) -> Result<Vec<String>> {
+        gate(self.faults.as_ref(), Op::List, path, 0, "listing")?;
         let rd = match std::fs::read_dir(path) {
             Ok(rd) => rd,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),

@@ -20,7 +20,7 @@ impl Region {
     /// # Errors
     /// `Io` writing files or the manifest; the data stays in memory and in the WAL.
     pub fn flush(&self) -> Result<()> {
-        let started = std::time::Instant::now();
+        let started = self.env.instant();
         let _f = self.flush_lock.lock();
         let (snaps, flush_seq) = {
             let _w = self.updates.write();
@@ -110,7 +110,12 @@ impl Region {
             if inputs.is_empty() || (!major && inputs.len() < 2) {
                 continue;
             }
-            self.run_compaction(&store, &inputs, major, &mut Throttle::new(None))?;
+            self.run_compaction(
+                &store,
+                &inputs,
+                major,
+                &mut Throttle::new(None, self.env.instant()),
+            )?;
         }
         Ok(())
     }
@@ -171,7 +176,7 @@ impl Region {
             let inputs: Vec<Arc<StoreFile>> =
                 picked.iter().map(|&i| Arc::clone(&files[i])).collect();
             let limit = throughput.and_then(|b| b.limit_for(files.len(), cfg));
-            let mut throttle = Throttle::new(limit);
+            let mut throttle = Throttle::new(limit, self.env.instant());
             self.run_compaction(&store, &inputs, major, &mut throttle)?;
             ran += 1;
         }
@@ -186,7 +191,7 @@ impl Region {
         major: bool,
         throttle: &mut Throttle,
     ) -> Result<()> {
-        let started = std::time::Instant::now();
+        let started = self.env.instant();
         let now = self.env.now_ms();
         let purge = self.config.time_to_purge_deletes_ms;
         let out =

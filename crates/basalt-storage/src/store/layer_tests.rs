@@ -1,6 +1,9 @@
 //! Property tests of the two cell sources a store merges — the memstore and a store file —
 //! against the simplest model: a sorted vector filtered by read point.
 
+// These tests damage and inspect files on purpose, beneath the engine's `Env`.
+#![allow(clippy::disallowed_methods)]
+
 use std::sync::Arc;
 
 use basalt_model::{BloomType, Cell, CellType, ColumnFamilyDescriptor, Compression};

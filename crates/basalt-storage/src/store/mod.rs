@@ -342,7 +342,13 @@ impl Store {
         );
         let source = VecSource::new(snapshot_cells(snap).collect());
         let scanner = StoreScanner::new(vec![Box::new(source)], matcher);
-        self.write_file(scanner, file_id, now_ms, false, &mut Throttle::new(None))
+        self.write_file(
+            scanner,
+            file_id,
+            now_ms,
+            false,
+            &mut Throttle::new(None, self.env.instant()),
+        )
     }
 
     /// Installs the result of a flush and drops the snapshot.

@@ -132,7 +132,7 @@ proptest! {
                     let inputs = store.files();
                     if !inputs.is_empty() && (*major || inputs.len() >= 2) {
                         file_id += 1;
-                        let out = store.write_compaction(&inputs, file_id, *major, NOW, 0, &mut crate::compaction::Throttle::new(None)).unwrap();
+                        let out = store.write_compaction(&inputs, file_id, *major, NOW, 0, &mut crate::compaction::Throttle::new(None, crate::env::Env::default().instant())).unwrap();
                         store.finish_compaction(&inputs, out);
                     }
                     oracle.compact(*major, NOW);

@@ -52,11 +52,7 @@ pub fn replay_paths(
     // segment that holds records.
     let mut sizes = Vec::with_capacity(paths.len());
     for p in paths {
-        sizes.push(
-            std::fs::metadata(p)
-                .map_err(|e| Error::io(format!("reading the size of {}", p.display()), e))?
-                .len(),
-        );
+        sizes.push(env.file_size(p)?);
     }
     for (i, path) in paths.iter().enumerate() {
         let is_last = sizes[i + 1..].iter().all(|&n| n <= HEADER_LEN as u64);

@@ -1,3 +1,6 @@
+// These tests damage and inspect files on purpose, beneath the engine's `Env`.
+#![allow(clippy::disallowed_methods)]
+
 use std::fs::OpenOptions;
 use std::io::Write;
 
