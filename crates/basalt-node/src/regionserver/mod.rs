@@ -286,17 +286,19 @@ impl RegionServer {
         self.workers.after_write(region);
     }
 
-    /// Waits until no flush or compaction is queued or running.
+    /// Waits until no flush or compaction is queued or running, after any roll asked for.
     ///
     /// # Errors
     /// A flush or compaction failed since the last wait.
     pub fn wait_idle(&self) -> Result<()> {
+        // A roll asked for is done first: it may ask for flushes (too many segments).
+        self.services.wal.maybe_roll();
         self.workers.wait_idle()
     }
 
-    /// Whether no flush or compaction is queued or running.
+    /// Whether no flush, compaction or WAL roll is asked for or running.
     pub fn is_idle(&self) -> bool {
-        self.workers.is_idle()
+        self.workers.is_idle() && !self.services.wal.roll_pending()
     }
 
     /// Counters of flushes, compactions, write stalls and WAL syncs.

@@ -151,6 +151,14 @@ impl Workers {
             errors_reported: AtomicU64::new(0),
             last_error: Mutex::new(None),
         });
+        // After each roll, as HBase's LogRoller does: too many segments flush the regions
+        // that pin the oldest. (Weak: the log must not keep the workers alive.)
+        let weak = Arc::downgrade(&shared);
+        services.wal.on_roll(Box::new(move || {
+            if let Some(s) = weak.upgrade() {
+                s.check_logs();
+            }
+        }));
         let spawn = |name: &str, f: fn(&Shared)| {
             let s = Arc::clone(&shared);
             std::thread::Builder::new()
@@ -223,11 +231,7 @@ impl Workers {
     /// and for forced flushes once the WAL holds more than `max_logs` closed segments.
     pub fn after_write(&self, region: &Region) {
         let s = &*self.shared;
-        let closed = s.wal.closed_segments();
-        // Checked once per newly closed segment (HBase's log roller does it at each roll).
-        if closed > s.cfg.max_logs && s.logs_seen.swap(closed, Ordering::Relaxed) != closed {
-            s.flush_for_too_many_logs();
-        }
+        s.check_logs();
         if region.memstore_size_bytes() as u64 >= region.flush_size_bytes() {
             s.request_flush(region.info().id);
         }
@@ -416,6 +420,15 @@ impl Shared {
         self.retire_segments()?;
         self.flush_for_too_many_logs();
         Ok(())
+    }
+
+    /// Checks `maxlogs` once per newly closed segment (after each roll, and on the write
+    /// path).
+    fn check_logs(&self) {
+        let closed = self.wal.closed_segments();
+        if closed > self.cfg.max_logs && self.logs_seen.swap(closed, Ordering::Relaxed) != closed {
+            self.flush_for_too_many_logs();
+        }
     }
 
     /// HBase's `maxlogs`: past the limit, asks for flushes of the regions whose unflushed

@@ -2,8 +2,18 @@
 //!
 //! # Thread safety
 //! Any number of threads append and sync concurrently. `state` (buffer and current segment) and
-//! `sync` (what is durable) are separate locks; the lock order is `state` before `sync`, and the
-//! sync leader never holds `sync` while it takes `state`.
+//! `sync` (what is durable) are separate locks; the lock order is `roll` before `state` before
+//! `sync`, and the sync leader never holds `sync` while it takes `state`.
+//!
+//! # Rolling
+//! An append that takes a segment past the roll size only asks for a roll and wakes the
+//! background sync thread; that thread, or any sync leader before it, performs the roll once
+//! its sync is done (HBase's LogRoller), holding `roll` but not
+//! `state` while the next segment is created and synced. Under `state` it only swaps segments,
+//! and only when every byte written to the old one is synced, so no fsync ever runs under
+//! the append lock on this path. Segment ids come from one counter, so a segment made ahead of
+//! time and a heal never take the same id; a segment made ahead and overtaken by a heal is
+//! removed, never installed out of order.
 //!
 //! # Invariants
 //! 1. `SyncState::synced <= WalState::appended`: positions count bytes ever appended, so a
@@ -58,6 +68,26 @@ pub struct Wal {
     syncs: std::sync::atomic::AtomicU64,
     /// `WalState::closed.len()`, readable without the lock (the write path checks it).
     closed_count: std::sync::atomic::AtomicUsize,
+    /// The next segment id to hand out.
+    next_segment_id: std::sync::atomic::AtomicU64,
+    /// Held by the one thread rolling (lock order: before `state`).
+    roll: Mutex<()>,
+    /// `WalState::roll_wanted`, readable without the lock (ASYNC_WAL writers check it).
+    roll_asked: std::sync::atomic::AtomicBool,
+    /// Called after each roll, `roll` held (HBase's `WALActionsListener.postLogRoll`): the
+    /// region server checks whether too many segments are kept.
+    roll_listener: std::sync::OnceLock<Listener>,
+}
+
+/// What [`Wal::on_roll`] registers.
+pub type RollListener = Box<dyn Fn() + Send + Sync>;
+
+struct Listener(RollListener);
+
+impl std::fmt::Debug for Listener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RollListener")
+    }
 }
 
 #[derive(Debug)]
@@ -74,6 +104,10 @@ struct WalState {
     unsynced: Vec<u8>,
     unsynced_from: u64,
     segment_start: u64,
+    /// The current segment passed the roll size: the next sync leader rolls.
+    roll_wanted: bool,
+    /// A next segment made ahead of time (created, header synced), with its id.
+    spare: Option<(u64, WritableFile)>,
 }
 
 #[derive(Debug, Default)]
@@ -117,6 +151,8 @@ impl Wal {
                 unsynced: Vec::new(),
                 unsynced_from: 0,
                 segment_start: 0,
+                roll_wanted: false,
+                spare: None,
             }),
             sync: Mutex::new(SyncState::default()),
             synced_cond: Condvar::new(),
@@ -124,6 +160,10 @@ impl Wal {
             shutdown_cond: Condvar::new(),
             syncs: std::sync::atomic::AtomicU64::new(0),
             closed_count,
+            next_segment_id: std::sync::atomic::AtomicU64::new(next_id + 1),
+            roll: Mutex::new(()),
+            roll_asked: std::sync::atomic::AtomicBool::new(false),
+            roll_listener: std::sync::OnceLock::new(),
         }))
     }
 
@@ -169,6 +209,7 @@ impl Wal {
                 let target = wal.state.lock().appended;
                 // A failure is sticky in the log's state; writers see it on their next call.
                 let _ = wal.sync(target, false);
+                wal.maybe_roll();
             })
             .map(drop)
             .unwrap_or_else(|_| ());
@@ -203,9 +244,14 @@ impl Wal {
         st.segment_bytes += len;
         st.segment_max_seq = st.segment_max_seq.max(seq_id);
         let ticket = st.appended;
-        if st.segment_bytes >= self.roll_size_bytes {
-            self.roll(st)?;
-        } else if st.buffer.len() >= MAX_BUFFER_BYTES {
+        if st.segment_bytes >= self.roll_size_bytes && !st.roll_wanted {
+            st.roll_wanted = true;
+            self.roll_asked
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+            // Wakes the background sync thread, the roller when no writer syncs (ASYNC_WAL).
+            self.shutdown_cond.notify_all();
+        }
+        if st.buffer.len() >= MAX_BUFFER_BYTES {
             write_buffer(st)?;
         }
         Ok(ticket)
@@ -244,7 +290,14 @@ impl Wal {
         match durability {
             Durability::SyncWal | Durability::UseDefault => self.sync(ticket, false),
             Durability::FsyncWal => self.sync(ticket, true),
-            Durability::AsyncWal | Durability::SkipWal => Ok(()),
+            Durability::AsyncWal | Durability::SkipWal => {
+                // No sync leader may come by soon: a writer that finds a roll asked for does
+                // it (outside the append lock), so segments stay near the roll size.
+                if self.roll_asked.load(std::sync::atomic::Ordering::Relaxed) {
+                    self.maybe_roll();
+                }
+                Ok(())
+            }
         }
     }
 
@@ -283,12 +336,142 @@ impl Wal {
             let result = self.write_and_sync(full);
             s = self.sync.lock();
             s.syncing = false;
-            match result {
-                Ok(target) => s.synced = s.synced.max(target),
-                Err(e) => s.failed = Some(e.to_string()),
-            }
+            let rolled = match result {
+                Ok(target) => {
+                    s.synced = s.synced.max(target);
+                    true
+                }
+                Err(e) => {
+                    s.failed = Some(e.to_string());
+                    false
+                }
+            };
             self.synced_cond.notify_all();
+            if rolled {
+                // The group is released first: the roll's fsyncs delay no waiter.
+                drop(s);
+                self.maybe_roll();
+                s = self.sync.lock();
+            }
         }
+    }
+
+    /// Rolls to a new segment if an append asked for it (see the module's "Rolling"): makes
+    /// the next segment without holding `state`, then swaps it in once everything written to
+    /// the current one is synced. A failure to make the segment is logged and tried again at
+    /// the next sync; the log goes on in the current segment.
+    pub fn maybe_roll(&self) {
+        // One roller at a time; a sync inside this roll, or another thread, finds it held.
+        let Some(_roll) = self.roll.try_lock() else {
+            return;
+        };
+        for _ in 0..3 {
+            let (wanted, spare) = {
+                let st = self.state.lock();
+                (st.roll_wanted && st.failed.is_none(), st.spare.is_some())
+            };
+            if !wanted {
+                return;
+            }
+            if !spare {
+                let id = self.take_segment_id();
+                match new_segment(&self.env, &self.dir, id) {
+                    Ok(f) => self.state.lock().spare = Some((id, f)),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "making the next WAL segment failed; will retry");
+                        return;
+                    }
+                }
+            }
+            let target = {
+                let mut st = self.state.lock();
+                if st.failed.is_some() {
+                    return;
+                }
+                if st.unsynced.is_empty() {
+                    self.swap_to_spare(&mut st);
+                    drop(st);
+                    if let Some(Listener(f)) = self.roll_listener.get() {
+                        f();
+                    }
+                    return;
+                }
+                st.appended
+            };
+            // A full buffer went to the old segment after the last sync: sync it, outside
+            // `state`, and look again.
+            if self.sync(target, false).is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Registers what to call after each roll (once; later calls are ignored). It runs with
+    /// the roll lock held and no other lock of the log, and must take none of the log's.
+    pub fn on_roll(&self, f: RollListener) {
+        let _ = self.roll_listener.set(Listener(f));
+    }
+
+    /// Whether a roll is asked for or running.
+    #[must_use]
+    pub fn roll_pending(&self) -> bool {
+        self.roll.is_locked() || self.state.lock().roll_wanted
+    }
+
+    /// Installs the spare as the current segment; the old one, every byte of it written and
+    /// synced, is closed. The buffer (not yet written) goes to the new segment.
+    fn swap_to_spare(&self, st: &mut WalState) {
+        let Some((id, segment)) = self.valid_spare(st) else {
+            return;
+        };
+        let old = std::mem::replace(&mut st.segment, segment);
+        st.closed.push((st.segment_max_seq, old.path().to_owned()));
+        self.closed_count
+            .store(st.closed.len(), std::sync::atomic::Ordering::Relaxed);
+        st.segment_id = id;
+        let buffered = st.buffer.len() as u64;
+        st.segment_bytes = record::HEADER_LEN as u64 + buffered;
+        // The buffered records' own maximum is not tracked: the old segment's serves as an
+        // upper bound, which only keeps the new segment a little longer.
+        if buffered == 0 {
+            st.segment_max_seq = 0;
+        }
+        st.segment_start = st.appended - buffered;
+        st.unsynced.clear();
+        st.unsynced_from = st.segment_start;
+        st.roll_wanted = false;
+        self.roll_asked
+            .store(false, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The spare, if it is newer than the current segment; a spare a heal or a roll has
+    /// overtaken is removed (installing it would put segments out of order).
+    fn valid_spare(&self, st: &mut WalState) -> Option<(u64, WritableFile)> {
+        let (id, f) = st.spare.take()?;
+        if id > st.segment_id {
+            return Some((id, f));
+        }
+        let path = f.path().to_owned();
+        drop(f);
+        if let Err(e) = self.env.remove_file(&path) {
+            tracing::warn!(error = %e, "leaving an unused WAL segment behind");
+        }
+        None
+    }
+
+    /// A new segment for a heal or a roll under `state`: the spare if there is a valid one,
+    /// else one made now.
+    fn next_segment(&self, st: &mut WalState) -> Result<(u64, WritableFile)> {
+        if let Some(spare) = self.valid_spare(st) {
+            return Ok(spare);
+        }
+        let id = self.take_segment_id();
+        Ok((id, new_segment(&self.env, &self.dir, id)?))
+    }
+
+    fn take_segment_id(&self) -> u64 {
+        self.next_segment_id
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Leader's work: write the buffer, then sync without holding the state lock.
@@ -336,8 +519,7 @@ impl Wal {
         tail.extend_from_slice(&st.buffer);
         let keep = record::HEADER_LEN as u64 + (synced - st.segment_start);
         self.env.truncate(st.segment.path(), keep)?;
-        let next = st.segment_id + 1;
-        let mut segment = new_segment(&self.env, &self.dir, next)?;
+        let (next, mut segment) = self.next_segment(st)?;
         if let Err(e) = segment.write_all(&tail).and_then(|()| segment.sync_data()) {
             let path = segment.path().to_owned();
             drop(segment);
@@ -351,6 +533,9 @@ impl Wal {
         st.segment_id = next;
         st.segment_bytes = record::HEADER_LEN as u64 + tail.len() as u64;
         st.segment_start = synced;
+        st.roll_wanted = false;
+        self.roll_asked
+            .store(false, std::sync::atomic::Ordering::Relaxed);
         st.buffer.clear();
         st.unsynced.clear();
         st.unsynced_from = st.appended;
@@ -369,6 +554,7 @@ impl Wal {
     /// # Errors
     /// `Io` writing, syncing or creating a segment; the log is then failed until it heals.
     pub fn roll_now(&self) -> Result<()> {
+        let _roll = self.roll.lock();
         let mut st = self.state.lock();
         if st.failed.is_some() {
             self.heal(&mut st)?;
@@ -376,15 +562,15 @@ impl Wal {
         self.roll(&mut st)
     }
 
-    /// Closes the current segment (written and synced) and starts the next.
+    /// Closes the current segment (written and synced) and starts the next, all under
+    /// `state`: only for [`Wal::roll_now`], at a clean close, when no writer waits.
     fn roll(&self, st: &mut WalState) -> Result<()> {
         let res = write_buffer(st).and_then(|()| st.segment.sync_data());
         if let Err(e) = res {
             st.failed = Some(e.to_string());
             return Err(e);
         }
-        let next = st.segment_id + 1;
-        let segment = new_segment(&self.env, &self.dir, next)?;
+        let (next, segment) = self.next_segment(st)?;
         let old = std::mem::replace(&mut st.segment, segment);
         st.closed.push((st.segment_max_seq, old.path().to_owned()));
         self.closed_count
@@ -395,6 +581,9 @@ impl Wal {
         st.segment_start = st.appended;
         st.unsynced.clear();
         st.unsynced_from = st.appended;
+        st.roll_wanted = false;
+        self.roll_asked
+            .store(false, std::sync::atomic::Ordering::Relaxed);
         let appended = st.appended;
         let mut s = self.sync.lock();
         s.synced = s.synced.max(appended);

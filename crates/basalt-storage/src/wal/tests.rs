@@ -163,7 +163,9 @@ fn segments_roll_and_are_retired_once_flushed() {
     let tmp = tempfile::tempdir().unwrap();
     let wal = Wal::open(&Env::default(), tmp.path(), 1024).unwrap();
     for seq in 1..=100 {
-        wal.append(1, seq, &cells("row", 4)).unwrap();
+        // A sync rolls a segment an append took past the roll size.
+        let t = wal.append(1, seq, &cells("row", 4)).unwrap();
+        wal.sync(t, false).unwrap();
     }
     let before = wal.segment_count();
     assert!(before > 3, "{before}");
@@ -302,4 +304,52 @@ fn junk_after_the_last_record_is_set_aside_and_recovery_goes_on() {
     assert_eq!(std::fs::read(seg.with_file_name(kept_name)).unwrap(), junk);
     // Opened again, it is a healthy log.
     assert_eq!(seqs(&reopen(tmp.path()).unwrap()), [1, 2, 3]);
+}
+
+/// Rolling does not hold the append lock across its fsyncs: while the next segment's header
+/// sync is stuck on a slow disk, appends go on.
+#[test]
+fn appends_go_on_while_a_roll_makes_the_next_segment() {
+    use crate::env::{FaultInjector, Op, SystemClock};
+    let tmp = tempfile::tempdir().unwrap();
+    let faults = Arc::new(FaultInjector::new(3));
+    let env = Env::with_faults(Arc::new(SystemClock), Arc::clone(&faults));
+    let wal = Wal::open(&env, tmp.path(), 1024).unwrap();
+    wal.recover(|_| Ok(())).unwrap();
+    let mut t = 0;
+    for seq in 1..=20 {
+        t = wal.append(1, seq, &cells("row", 4)).unwrap();
+    }
+    let slow = std::time::Duration::from_millis(500);
+    faults.set_sync_delay(Some(slow));
+    let creates = faults.done_count(Op::Create);
+    let roller = {
+        let wal = Arc::clone(&wal);
+        std::thread::spawn(move || wal.sync(t, false))
+    };
+    // The roll has created the next segment and is syncing its header (for `slow`).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while faults.done_count(Op::Create) == creates {
+        assert!(std::time::Instant::now() < deadline, "no roll began");
+        std::thread::yield_now();
+    }
+    let started = std::time::Instant::now();
+    wal.append(1, 21, &cells("row", 4)).unwrap();
+    let took = started.elapsed();
+    assert!(
+        took < slow / 2,
+        "an append waited {took:?} for the roll's fsync"
+    );
+    roller.join().unwrap().unwrap();
+    faults.set_sync_delay(None);
+    assert!(wal.segment_count() >= 2, "the roll happened");
+    let t = wal.append(1, 22, &cells("row", 4)).unwrap();
+    wal.sync(t, false).unwrap();
+    drop(wal);
+    let seqs: Vec<u64> = reopen(tmp.path())
+        .unwrap()
+        .iter()
+        .map(|e| e.seq_id)
+        .collect();
+    assert_eq!(seqs, (1..=22).collect::<Vec<_>>());
 }
