@@ -28,6 +28,11 @@ fn reopen(dir: &Path) -> Result<Vec<WalEdit>> {
     Ok(edits)
 }
 
+/// The sequence ids a reopened log replays, in order.
+fn recovered_seqs(dir: &Path) -> Vec<u64> {
+    reopen(dir).unwrap().iter().map(|e| e.seq_id).collect()
+}
+
 fn open(dir: &Path) -> Arc<Wal> {
     let wal = Wal::open(&Env::default(), dir, DEFAULT_ROLL_SIZE_BYTES).unwrap();
     wal.recover(|_| Ok(())).unwrap();
@@ -175,11 +180,7 @@ fn segments_roll_and_are_retired_once_flushed() {
     wal.shutdown().unwrap();
     drop(wal);
     // Every edit above 50 is still recoverable.
-    let seqs: Vec<u64> = reopen(tmp.path())
-        .unwrap()
-        .iter()
-        .map(|e| e.seq_id)
-        .collect();
+    let seqs = recovered_seqs(tmp.path());
     let missing: Vec<u64> = (51..=100).filter(|s| !seqs.contains(s)).collect();
     assert!(missing.is_empty(), "missing {missing:?}, got {seqs:?}");
 }
@@ -346,10 +347,6 @@ fn appends_go_on_while_a_roll_makes_the_next_segment() {
     let t = wal.append(1, 22, &cells("row", 4)).unwrap();
     wal.sync(t, false).unwrap();
     drop(wal);
-    let seqs: Vec<u64> = reopen(tmp.path())
-        .unwrap()
-        .iter()
-        .map(|e| e.seq_id)
-        .collect();
+    let seqs = recovered_seqs(tmp.path());
     assert_eq!(seqs, (1..=22).collect::<Vec<_>>());
 }
