@@ -326,3 +326,6 @@ impl TableState {
         Ok(online)
     }
 }
+
+#[cfg(test)]
+mod tests;
