@@ -17,7 +17,10 @@
 //! directory per call, named by the time, so the cleaner needs no file times.
 //!
 //! # Thread safety
-//! Batches have distinct names (a counter), so concurrent callers never share one.
+//! Batches have distinct names (a counter), so concurrent callers never share one. `busy`
+//! keeps the cleaner and a batch being filled apart: a batch stamped with a time the clock
+//! has since passed (a test's clock jumps, say) must not be removed under the files still
+//! moving into it. It is a leaf lock: nothing else is taken while it is held.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -35,6 +38,7 @@ pub struct Archive {
     data_dir: PathBuf,
     env: Env,
     next_batch: AtomicU64,
+    busy: parking_lot::Mutex<()>,
 }
 
 impl Archive {
@@ -45,6 +49,7 @@ impl Archive {
             data_dir: data_dir.to_owned(),
             env: env.clone(),
             next_batch: AtomicU64::new(0),
+            busy: parking_lot::Mutex::new(()),
         }
     }
 
@@ -58,9 +63,10 @@ impl Archive {
     /// # Errors
     /// `Io` creating the batch or moving a path; what was moved before stays moved.
     pub fn keep(&self, paths: &[PathBuf], why: &str) -> Result<()> {
+        let _busy = self.busy.lock();
         let mut batch = None;
         for path in paths {
-            if !path.exists() {
+            if !self.env.exists(path)? {
                 continue;
             }
             let rel = path.strip_prefix(&self.data_dir).unwrap_or(path);
@@ -90,6 +96,7 @@ impl Archive {
     /// # Errors
     /// `Io` listing or removing.
     pub fn clean(&self, retention_ms: i64) -> Result<usize> {
+        let _busy = self.busy.lock();
         let cutoff = self.env.now_ms().saturating_sub(retention_ms);
         let mut removed = 0;
         for name in self.env.list(&self.root())? {
@@ -124,7 +131,7 @@ impl Archive {
                 }
                 for e in entries {
                     let p = dir.join(e);
-                    if p.is_dir() {
+                    if self.env.is_dir(&p)? {
                         stack.push(p);
                     } else {
                         out.push((at, p.strip_prefix(&batch).unwrap_or(&p).to_owned()));

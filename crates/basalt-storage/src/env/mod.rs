@@ -177,6 +177,29 @@ impl Env {
         }
     }
 
+    /// Whether `path` exists.
+    ///
+    /// # Errors
+    /// `Io` naming the path when it cannot be looked at (other than being absent).
+    pub fn exists(&self, path: &Path) -> Result<bool> {
+        gate(self.faults.as_ref(), Op::Open, path, 0, "looking at")?;
+        path.try_exists()
+            .map_err(|e| Error::io(format!("looking at {}", path.display()), e))
+    }
+
+    /// Whether `path` is a directory (false when it is absent).
+    ///
+    /// # Errors
+    /// `Io` naming the path when it cannot be looked at (other than being absent).
+    pub fn is_dir(&self, path: &Path) -> Result<bool> {
+        gate(self.faults.as_ref(), Op::Open, path, 0, "looking at")?;
+        match std::fs::metadata(path) {
+            Ok(m) => Ok(m.is_dir()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(Error::io(format!("looking at {}", path.display()), e)),
+        }
+    }
+
     /// The size of a file in bytes.
     ///
     /// # Errors

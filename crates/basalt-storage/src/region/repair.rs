@@ -158,7 +158,7 @@ pub fn rebuild_manifest(
     let mut next_file_id = 0;
     for family in env.list(dir)? {
         let fdir = dir.join(&family);
-        if !fdir.is_dir() || family.starts_with('.') {
+        if !env.is_dir(&fdir)? || family.starts_with('.') {
             continue;
         }
         let Some(name) = family_name(&family) else {
