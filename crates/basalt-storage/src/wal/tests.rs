@@ -321,7 +321,7 @@ fn appends_go_on_while_a_roll_makes_the_next_segment() {
     for seq in 1..=20 {
         t = wal.append(1, seq, &cells("row", 4)).unwrap();
     }
-    let slow = std::time::Duration::from_millis(500);
+    let slow = std::time::Duration::from_secs(1);
     faults.set_sync_delay(Some(slow));
     let creates = faults.done_count(Op::Create);
     let roller = {
