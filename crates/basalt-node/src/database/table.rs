@@ -272,7 +272,7 @@ impl Table {
     pub fn scan(&self, scan: Scan) -> Result<TableScanner> {
         scan.validate()?;
         // A disabled or dropped table refuses the scan up front, as HBase's does.
-        if self.state.online().is_empty() {
+        if !self.state.has_online() {
             let why = self.db.master.why_not_serving(&self.state.name);
             if let Error::TableNotEnabled(_) | Error::TableNotFound(_) = why {
                 return Err(why);

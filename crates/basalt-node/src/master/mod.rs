@@ -288,6 +288,11 @@ impl TableState {
         self.regions.read().clone()
     }
 
+    /// Whether any region is online (without copying the list: a scan asks at every start).
+    pub fn has_online(&self) -> bool {
+        !self.regions.read().is_empty()
+    }
+
     /// Regions that failed to open.
     pub fn failed(&self) -> Vec<FailedRegion> {
         self.failed.read().clone()
