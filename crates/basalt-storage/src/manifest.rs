@@ -109,14 +109,17 @@ impl VersionedFile {
         data.extend_from_slice(format!("\n{crc:08x}{END}").as_bytes());
         let next = self.version + 1;
         let path = self.dir.join(name(self.prefix, next));
-        let mut f = env.create(&path).map_err(|e| match e {
+        // A local file is created exclusively at `create`; an object on shared storage at
+        // its sync. Either way, finding the version taken means this writer is fenced.
+        let taken = |e: Error| match e {
             Error::Io { source, .. } if source.kind() == std::io::ErrorKind::AlreadyExists => {
                 fenced(&path)
             }
             e => e,
-        })?;
+        };
+        let mut f = env.create(&path).map_err(taken)?;
         f.write_all(&data)?;
-        f.sync_data()?;
+        f.sync_data().map_err(taken)?;
         env.sync_dir(&self.dir)?;
         // Durable: the commit has happened, whatever follows. Old versions are garbage now;
         // one that cannot be removed is left for a later commit (readers take the newest).

@@ -53,8 +53,13 @@ impl Fixture {
 }
 
 pub fn open(dir: &std::path::Path, clock: &Arc<ManualClock>) -> Database {
+    open_with_env(dir, Env::with_clock(Arc::clone(clock) as _))
+}
+
+/// Opens the database in `dir` on `env` (a local or a shared-storage one).
+pub fn open_with_env(dir: &std::path::Path, env: Env) -> Database {
     let mut options = Options {
-        env: Env::with_clock(Arc::clone(clock) as _),
+        env,
         ..Options::default()
     };
     // Semantics tests and the oracle decide when files are flushed and compacted; the

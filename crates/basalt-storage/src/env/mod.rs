@@ -22,9 +22,13 @@ use std::sync::Arc;
 use basalt_model::{Error, Result};
 
 mod fault;
+pub mod object;
+mod shared;
 
 use fault::Verdict;
 pub use fault::{FaultInjector, Op};
+pub use object::{MemoryStore, ObjectStore};
+use shared::{LogWriter, ObjectWriter, SharedFs};
 
 /// Milliseconds since the epoch, the unit of cell timestamps.
 pub trait Clock: Send + Sync + std::fmt::Debug {
@@ -73,15 +77,18 @@ impl Clock for ManualClock {
     }
 }
 
-/// The held lock of a data directory (see [`Env::lock`]); released when dropped.
+/// The held lock of a data directory (see [`Env::lock`]); released when dropped. On shared
+/// storage there is none: a cluster keeps writers apart with ZooKeeper and fencing.
 #[derive(Debug)]
-pub struct DirLock(#[allow(dead_code)] File);
+pub struct DirLock(#[allow(dead_code)] Option<File>);
 
 /// Files and time, as the engine sees them.
 #[derive(Clone, Debug)]
 pub struct Env {
     clock: Arc<dyn Clock>,
     faults: Option<Arc<FaultInjector>>,
+    /// Shared storage in place of the local file system (see [`object`]).
+    shared: Option<Arc<SharedFs>>,
 }
 
 impl Default for Env {
@@ -89,8 +96,14 @@ impl Default for Env {
         Env {
             clock: Arc::new(SystemClock),
             faults: None,
+            shared: None,
         }
     }
+}
+
+/// An `Io` error naming what was being done to which path.
+fn io_err(what: &str, path: &Path, e: std::io::Error) -> Error {
+    Error::io(format!("{what} {}", path.display()), e)
 }
 
 /// Asks the injector (if any) about an operation; a refusal becomes an `Io` error naming
@@ -127,7 +140,25 @@ impl Env {
         Env {
             clock,
             faults: None,
+            shared: None,
         }
+    }
+
+    /// An environment whose files live in `store`: the path `root` (conventionally the
+    /// store's URL) is the store's root, and every path the engine uses must lie under it.
+    #[must_use]
+    pub fn on_shared(clock: Arc<dyn Clock>, store: Arc<dyn ObjectStore>, root: PathBuf) -> Env {
+        Env {
+            clock,
+            faults: None,
+            shared: Some(Arc::new(SharedFs::new(root, store))),
+        }
+    }
+
+    /// The root of the shared storage the files live in, or `None` on the local file system.
+    #[must_use]
+    pub fn shared_root(&self) -> Option<&Path> {
+        self.shared.as_deref().map(SharedFs::root)
     }
 
     /// An environment whose file operations pass through `faults` (tests).
@@ -136,6 +167,7 @@ impl Env {
         Env {
             clock,
             faults: Some(faults),
+            shared: None,
         }
     }
 
@@ -159,6 +191,9 @@ impl Env {
     /// `DoNotRetry` when another process holds it; `Io` naming the path.
     pub fn lock(&self, path: &Path) -> Result<DirLock> {
         gate(self.faults.as_ref(), Op::Lock, path, 0, "locking")?;
+        if self.shared.is_some() {
+            return Ok(DirLock(None));
+        }
         let f = OpenOptions::new()
             .create(true)
             .truncate(false)
@@ -166,7 +201,7 @@ impl Env {
             .open(path)
             .map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
         match f.try_lock() {
-            Ok(()) => Ok(DirLock(f)),
+            Ok(()) => Ok(DirLock(Some(f))),
             Err(std::fs::TryLockError::WouldBlock) => Err(Error::DoNotRetry(format!(
                 "the data directory {} is in use by another process",
                 path.parent().unwrap_or(path).display()
@@ -183,6 +218,9 @@ impl Env {
     /// `Io` naming the path when it cannot be looked at (other than being absent).
     pub fn exists(&self, path: &Path) -> Result<bool> {
         gate(self.faults.as_ref(), Op::Open, path, 0, "looking at")?;
+        if let Some(s) = &self.shared {
+            return s.exists(path).map_err(|e| io_err("looking at", path, e));
+        }
         path.try_exists()
             .map_err(|e| Error::io(format!("looking at {}", path.display()), e))
     }
@@ -193,6 +231,9 @@ impl Env {
     /// `Io` naming the path when it cannot be looked at (other than being absent).
     pub fn is_dir(&self, path: &Path) -> Result<bool> {
         gate(self.faults.as_ref(), Op::Open, path, 0, "looking at")?;
+        if let Some(s) = &self.shared {
+            return s.is_dir(path).map_err(|e| io_err("looking at", path, e));
+        }
         match std::fs::metadata(path) {
             Ok(m) => Ok(m.is_dir()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
@@ -212,6 +253,11 @@ impl Env {
             0,
             "reading the size of",
         )?;
+        if let Some(s) = &self.shared {
+            return s
+                .size(path)
+                .map_err(|e| io_err("reading the size of", path, e));
+        }
         std::fs::metadata(path)
             .map(|m| m.len())
             .map_err(|e| Error::io(format!("reading the size of {}", path.display()), e))
@@ -223,17 +269,55 @@ impl Env {
     /// `Io` naming the path.
     pub fn create(&self, path: &Path) -> Result<WritableFile> {
         gate(self.faults.as_ref(), Op::Create, path, 0, "creating")?;
+        if let Some(s) = &self.shared {
+            let w = s.create(path).map_err(|e| io_err("creating", path, e))?;
+            return Ok(self.writable(Sink::Object(w), path));
+        }
         let file = OpenOptions::new()
             .write(true)
             .create_new(true)
             .open(path)
             .map_err(|e| Error::io(format!("creating {}", path.display()), e))?;
         record(self.faults.as_ref(), Op::Create, path, 0);
-        Ok(WritableFile {
-            file,
+        Ok(self.writable(Sink::Local(file), path))
+    }
+
+    /// Creates a log at `path`, failing if it exists: a file on local disk; on shared
+    /// storage a prefix of chunk objects, one per sync (see [`object`]). Read it back with
+    /// [`Env::read_all`], size it with [`Env::file_size`], remove it with
+    /// [`Env::remove_log`].
+    ///
+    /// # Errors
+    /// `Io` naming the path.
+    pub fn create_log(&self, path: &Path) -> Result<WritableFile> {
+        if let Some(s) = &self.shared {
+            gate(self.faults.as_ref(), Op::Create, path, 0, "creating")?;
+            let w = s
+                .create_log(path)
+                .map_err(|e| io_err("creating", path, e))?;
+            return Ok(self.writable(Sink::Log(w), path));
+        }
+        self.create(path)
+    }
+
+    /// Removes a log made by [`Env::create_log`]; a missing one is not an error.
+    ///
+    /// # Errors
+    /// `Io` naming the path.
+    pub fn remove_log(&self, path: &Path) -> Result<()> {
+        if let Some(s) = &self.shared {
+            gate(self.faults.as_ref(), Op::Remove, path, 0, "removing")?;
+            return s.remove_all(path).map_err(|e| io_err("removing", path, e));
+        }
+        self.remove_file(path)
+    }
+
+    fn writable(&self, sink: Sink, path: &Path) -> WritableFile {
+        WritableFile {
+            sink,
             path: path.to_owned(),
             faults: self.faults.clone(),
-        })
+        }
     }
 
     /// Opens an existing file for appending (WAL reuse after truncation).
@@ -241,6 +325,16 @@ impl Env {
     /// # Errors
     /// `Io` naming the path.
     pub fn open_append(&self, path: &Path) -> Result<WritableFile> {
+        if self.shared.is_some() {
+            return Err(io_err(
+                "opening",
+                path,
+                std::io::Error::new(
+                    std::io::ErrorKind::Unsupported,
+                    "objects on shared storage cannot be appended to",
+                ),
+            ));
+        }
         let file = OpenOptions::new()
             .append(true)
             .open(path)
@@ -249,11 +343,7 @@ impl Env {
             let len = file.metadata().map(|m| m.len()).unwrap_or(0);
             f.track_existing(path, len);
         }
-        Ok(WritableFile {
-            file,
-            path: path.to_owned(),
-            faults: self.faults.clone(),
-        })
+        Ok(self.writable(Sink::Local(file), path))
     }
 
     /// Opens `path` for positional reads.
@@ -262,6 +352,14 @@ impl Env {
     /// `Io` naming the path.
     pub fn open(&self, path: &Path) -> Result<RandomAccessFile> {
         gate(self.faults.as_ref(), Op::Open, path, 0, "opening")?;
+        if let Some(s) = &self.shared {
+            let (store, key, len) = s.open(path).map_err(|e| io_err("opening", path, e))?;
+            return Ok(RandomAccessFile {
+                source: Source::Object(store, key),
+                len,
+                path: path.to_owned(),
+            });
+        }
         let file =
             File::open(path).map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
         let len = file
@@ -269,7 +367,7 @@ impl Env {
             .map_err(|e| Error::io(format!("reading the size of {}", path.display()), e))?
             .len();
         Ok(RandomAccessFile {
-            file,
+            source: Source::Local(file),
             len,
             path: path.to_owned(),
         })
@@ -281,6 +379,9 @@ impl Env {
     /// `Io` naming the path.
     pub fn read_all(&self, path: &Path) -> Result<Vec<u8>> {
         gate(self.faults.as_ref(), Op::Read, path, 0, "reading")?;
+        if let Some(s) = &self.shared {
+            return s.read_all(path).map_err(|e| io_err("reading", path, e));
+        }
         std::fs::read(path).map_err(|e| Error::io(format!("reading {}", path.display()), e))
     }
 
@@ -290,7 +391,7 @@ impl Env {
     /// # Errors
     /// `Io` naming the path.
     pub fn create_dir_all(&self, path: &Path) -> Result<()> {
-        if path.as_os_str().is_empty() || path.is_dir() {
+        if self.shared.is_some() || path.as_os_str().is_empty() || path.is_dir() {
             return Ok(());
         }
         if let Some(parent) = path.parent() {
@@ -323,6 +424,9 @@ impl Env {
             0,
             "syncing directory",
         )?;
+        if self.shared.is_some() {
+            return Ok(()); // directories are key prefixes
+        }
         File::open(path)
             .and_then(|d| d.sync_all())
             .map_err(|e| Error::io(format!("syncing directory {}", path.display()), e))?;
@@ -336,6 +440,9 @@ impl Env {
     /// `Io` naming the directory.
     pub fn list(&self, path: &Path) -> Result<Vec<String>> {
         gate(self.faults.as_ref(), Op::List, path, 0, "listing")?;
+        if let Some(s) = &self.shared {
+            return s.list(path).map_err(|e| io_err("listing", path, e));
+        }
         let rd = match std::fs::read_dir(path) {
             Ok(rd) => rd,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -356,6 +463,9 @@ impl Env {
     /// `Io` naming the path.
     pub fn remove_file(&self, path: &Path) -> Result<()> {
         gate(self.faults.as_ref(), Op::Remove, path, 0, "removing")?;
+        if let Some(s) = &self.shared {
+            return s.remove_file(path).map_err(|e| io_err("removing", path, e));
+        }
         record(self.faults.as_ref(), Op::Remove, path, 0);
         match std::fs::remove_file(path) {
             Ok(()) => Ok(()),
@@ -370,6 +480,9 @@ impl Env {
     /// `Io` naming the path.
     pub fn remove_dir_all(&self, path: &Path) -> Result<()> {
         gate(self.faults.as_ref(), Op::Remove, path, 0, "removing")?;
+        if let Some(s) = &self.shared {
+            return s.remove_all(path).map_err(|e| io_err("removing", path, e));
+        }
         record(self.faults.as_ref(), Op::Remove, path, 0);
         match std::fs::remove_dir_all(path) {
             Ok(()) => Ok(()),
@@ -385,6 +498,11 @@ impl Env {
     /// `Io` naming both paths.
     pub fn rename(&self, from: &Path, to: &Path) -> Result<()> {
         gate(self.faults.as_ref(), Op::Rename, from, 0, "moving")?;
+        if let Some(s) = &self.shared {
+            return s.rename(from, to).map_err(|e| {
+                Error::io(format!("moving {} to {}", from.display(), to.display()), e)
+            });
+        }
         std::fs::rename(from, to)
             .map_err(|e| Error::io(format!("moving {} to {}", from.display(), to.display()), e))?;
         if let Some(f) = &self.faults {
@@ -400,6 +518,11 @@ impl Env {
     pub fn truncate(&self, path: &Path, len: u64) -> Result<()> {
         let n = usize::try_from(len).unwrap_or(usize::MAX);
         gate(self.faults.as_ref(), Op::Truncate, path, n, "truncating")?;
+        if let Some(s) = &self.shared {
+            return s
+                .truncate_log(path, len)
+                .map_err(|e| io_err("truncating", path, e));
+        }
         self.truncate_file(path, len)?;
         record(self.faults.as_ref(), Op::Truncate, path, n);
         Ok(())
@@ -419,9 +542,19 @@ impl Env {
 /// A file being written sequentially.
 #[derive(Debug)]
 pub struct WritableFile {
-    file: File,
+    sink: Sink,
     path: PathBuf,
     faults: Option<Arc<FaultInjector>>,
+}
+
+/// Where a [`WritableFile`]'s bytes go.
+#[derive(Debug)]
+enum Sink {
+    Local(File),
+    /// An object on shared storage, stored at the first sync.
+    Object(ObjectWriter),
+    /// A log on shared storage, one chunk per sync.
+    Log(LogWriter),
 }
 
 impl WritableFile {
@@ -438,21 +571,28 @@ impl WritableFile {
             buf.len(),
             "writing",
         )?;
+        let file = match &mut self.sink {
+            Sink::Local(f) => f,
+            Sink::Object(o) => return o.write_all(buf).map_err(err),
+            Sink::Log(l) => return l.write_all(buf).map_err(err),
+        };
         if let Verdict::Tear(n) = verdict {
             // The crash lands in the middle of this write: a prefix reaches the file.
-            self.file.write_all(&buf[..n]).map_err(err)?;
+            file.write_all(&buf[..n]).map_err(err)?;
             return Err(err(std::io::Error::other("simulated crash (torn write)")));
         }
-        self.file.write_all(buf).map_err(err)?;
+        file.write_all(buf).map_err(err)?;
         record(self.faults.as_ref(), Op::Write, &self.path, buf.len());
         Ok(())
     }
 
-    /// fdatasync: the data written so far survives a crash.
+    /// fdatasync: the data written so far survives a crash. On shared storage: the object
+    /// is stored (created if absent: `AlreadyExists` when the key is taken), or the log's
+    /// next chunk is.
     ///
     /// # Errors
     /// `Io` naming the file.
-    pub fn sync_data(&self) -> Result<()> {
+    pub fn sync_data(&mut self) -> Result<()> {
         self.sync(File::sync_data)
     }
 
@@ -460,16 +600,21 @@ impl WritableFile {
     ///
     /// # Errors
     /// `Io` naming the file.
-    pub fn sync_all(&self) -> Result<()> {
+    pub fn sync_all(&mut self) -> Result<()> {
         self.sync(File::sync_all)
     }
 
-    fn sync(&self, how: fn(&File) -> std::io::Result<()>) -> Result<()> {
+    fn sync(&mut self, how: fn(&File) -> std::io::Result<()>) -> Result<()> {
         gate(self.faults.as_ref(), Op::Sync, &self.path, 0, "syncing")?;
         if let Some(f) = &self.faults {
             f.delay_sync();
         }
-        how(&self.file).map_err(|e| Error::io(format!("syncing {}", self.path.display()), e))?;
+        let err = |e| Error::io(format!("syncing {}", self.path.display()), e);
+        match &mut self.sink {
+            Sink::Local(file) => how(file).map_err(err)?,
+            Sink::Object(o) => o.sync().map_err(err)?,
+            Sink::Log(l) => l.sync().map_err(err)?,
+        }
         record(self.faults.as_ref(), Op::Sync, &self.path, 0);
         Ok(())
     }
@@ -479,12 +624,19 @@ impl WritableFile {
     /// # Errors
     /// `Io` naming the file.
     pub fn try_clone(&self) -> Result<WritableFile> {
-        let file = self
-            .file
-            .try_clone()
-            .map_err(|e| Error::io(format!("duplicating {}", self.path.display()), e))?;
+        let err = |e| Error::io(format!("duplicating {}", self.path.display()), e);
+        let sink = match &self.sink {
+            Sink::Local(f) => Sink::Local(f.try_clone().map_err(err)?),
+            Sink::Log(l) => Sink::Log(l.clone()),
+            Sink::Object(_) => {
+                return Err(err(std::io::Error::new(
+                    std::io::ErrorKind::Unsupported,
+                    "an object being written has one writer",
+                )))
+            }
+        };
         Ok(WritableFile {
-            file,
+            sink,
             path: self.path.clone(),
             faults: self.faults.clone(),
         })
@@ -500,9 +652,17 @@ impl WritableFile {
 /// A file read at arbitrary offsets (store files).
 #[derive(Debug)]
 pub struct RandomAccessFile {
-    file: File,
+    source: Source,
     len: u64,
     path: PathBuf,
+}
+
+/// Where a [`RandomAccessFile`]'s bytes come from.
+#[derive(Debug)]
+enum Source {
+    Local(File),
+    /// An object (store and key): each read is a range get.
+    Object(Arc<dyn ObjectStore>, String),
 }
 
 impl RandomAccessFile {
@@ -522,11 +682,17 @@ impl RandomAccessFile {
                 ),
             ));
         }
-        let mut buf = vec![0; len];
-        self.file
-            .read_exact_at(&mut buf, offset)
-            .map_err(|e| Error::io(format!("reading {}", self.path.display()), e))?;
-        Ok(buf)
+        let err = |e| Error::io(format!("reading {}", self.path.display()), e);
+        match &self.source {
+            Source::Local(file) => {
+                let mut buf = vec![0; len];
+                file.read_exact_at(&mut buf, offset).map_err(err)?;
+                Ok(buf)
+            }
+            Source::Object(store, key) => {
+                Ok(store.get_range(key, offset, len).map_err(err)?.to_vec())
+            }
+        }
     }
 
     /// The file's length in bytes.

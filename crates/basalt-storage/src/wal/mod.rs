@@ -453,7 +453,7 @@ impl Wal {
         }
         let path = f.path().to_owned();
         drop(f);
-        if let Err(e) = self.env.remove_file(&path) {
+        if let Err(e) = self.env.remove_log(&path) {
             tracing::warn!(error = %e, "leaving an unused WAL segment behind");
         }
         None
@@ -476,7 +476,7 @@ impl Wal {
 
     /// Leader's work: write the buffer, then sync without holding the state lock.
     fn write_and_sync(&self, full: bool) -> Result<u64> {
-        let (target, file) = {
+        let (target, mut file) = {
             let mut st = self.state.lock();
             write_buffer(&mut st)?;
             invariant!(
@@ -523,7 +523,7 @@ impl Wal {
         if let Err(e) = segment.write_all(&tail).and_then(|()| segment.sync_data()) {
             let path = segment.path().to_owned();
             drop(segment);
-            let _ = self.env.remove_file(&path);
+            let _ = self.env.remove_log(&path);
             return Err(e);
         }
         let old = std::mem::replace(&mut st.segment, segment);
@@ -614,7 +614,7 @@ impl Wal {
         };
         let mut dirs: Vec<&Path> = Vec::new();
         for p in &doomed {
-            self.env.remove_file(p)?;
+            self.env.remove_log(p)?;
             if let Some(d) = p.parent().filter(|d| !dirs.contains(d)) {
                 dirs.push(d);
             }
@@ -693,14 +693,14 @@ fn write_buffer(st: &mut WalState) -> Result<()> {
 
 fn new_segment(env: &Env, dir: &Path, id: u64) -> Result<WritableFile> {
     let path = dir.join(replay::segment_name(id));
-    let mut f = env.create(&path)?;
+    let mut f = env.create_log(&path)?;
     let made = f
         .write_all(&record::header())
         .and_then(|()| f.sync_data())
         .and_then(|()| env.sync_dir(dir));
     if let Err(e) = made {
         drop(f);
-        let _ = env.remove_file(&path);
+        let _ = env.remove_log(&path);
         return Err(e);
     }
     Ok(f)

@@ -1,0 +1,387 @@
+//! The engine's file operations on an [`ObjectStore`] (the mapping `object.rs` describes).
+
+use std::io;
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+
+use super::object::{ObjectStore, Upload, PART_BYTES};
+
+/// Shared storage as a file system: paths under `root` are keys of `store`.
+#[derive(Debug)]
+pub(super) struct SharedFs {
+    root: PathBuf,
+    store: Arc<dyn ObjectStore>,
+}
+
+fn invalid(msg: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, msg)
+}
+
+impl SharedFs {
+    pub fn new(root: PathBuf, store: Arc<dyn ObjectStore>) -> SharedFs {
+        SharedFs { root, store }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The key of `path`: its components below the root, joined by `/`.
+    fn key(&self, path: &Path) -> io::Result<String> {
+        let rest = path.strip_prefix(&self.root).map_err(|_| {
+            invalid(format!(
+                "{} is outside the shared storage {}",
+                path.display(),
+                self.root.display()
+            ))
+        })?;
+        let mut parts = Vec::new();
+        for c in rest.components() {
+            match c {
+                Component::Normal(s) => parts
+                    .push(s.to_str().ok_or_else(|| {
+                        invalid(format!("{} is not valid UTF-8", path.display()))
+                    })?),
+                Component::CurDir => {}
+                _ => return Err(invalid(format!("{} is not a plain path", path.display()))),
+            }
+        }
+        Ok(parts.join("/"))
+    }
+
+    fn dir_prefix(&self, path: &Path) -> io::Result<String> {
+        let key = self.key(path)?;
+        Ok(if key.is_empty() { key } else { key + "/" })
+    }
+
+    pub fn create(&self, path: &Path) -> io::Result<ObjectWriter> {
+        Ok(ObjectWriter {
+            store: Arc::clone(&self.store),
+            key: self.key(path)?,
+            buf: Vec::new(),
+            upload: None,
+            stored: false,
+        })
+    }
+
+    pub fn create_log(&self, path: &Path) -> io::Result<LogWriter> {
+        let key = self.key(path)?;
+        if !self.store.list_all(&format!("{key}/"))?.is_empty() {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!("the log {} exists", path.display()),
+            ));
+        }
+        Ok(LogWriter {
+            store: Arc::clone(&self.store),
+            key,
+            shared: Arc::new(LogShared::default()),
+        })
+    }
+
+    /// The key and size of a single object, for range reads.
+    pub fn open(&self, path: &Path) -> io::Result<(Arc<dyn ObjectStore>, String, u64)> {
+        let key = self.key(path)?;
+        let size = self.store.size(&key)?.ok_or_else(|| not_found(path))?;
+        Ok((Arc::clone(&self.store), key, size))
+    }
+
+    /// A whole object, or the concatenation of a log's chunks.
+    pub fn read_all(&self, path: &Path) -> io::Result<Vec<u8>> {
+        let key = self.key(path)?;
+        if let Some(b) = self.store.get(&key)? {
+            return Ok(b.to_vec());
+        }
+        let chunks = self.chunks(path, &key)?;
+        let mut out = Vec::new();
+        for (_, k) in &chunks {
+            let b = self.store.get(k)?.ok_or_else(|| not_found(path))?;
+            out.extend_from_slice(&b);
+        }
+        Ok(out)
+    }
+
+    /// A log's chunk keys in order, checked to run from 0 without a gap; `NotFound` when
+    /// there are none.
+    fn chunks(&self, path: &Path, key: &str) -> io::Result<Vec<(u64, String)>> {
+        let prefix = format!("{key}/");
+        let mut chunks: Vec<(u64, String)> = self
+            .store
+            .list_all(&prefix)?
+            .into_iter()
+            .filter_map(|k| Some((k.strip_prefix(&prefix)?.parse().ok()?, k)))
+            .collect();
+        chunks.sort();
+        if chunks.is_empty() {
+            return Err(not_found(path));
+        }
+        if let Some((i, (n, _))) = chunks
+            .iter()
+            .enumerate()
+            .find(|(i, (n, _))| *n != *i as u64)
+        {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "the log {} lacks chunk {i} (the next one present is {n})",
+                    path.display()
+                ),
+            ));
+        }
+        Ok(chunks)
+    }
+
+    pub fn size(&self, path: &Path) -> io::Result<u64> {
+        let key = self.key(path)?;
+        if let Some(n) = self.store.size(&key)? {
+            return Ok(n);
+        }
+        let mut total = 0;
+        for (_, k) in self.chunks(path, &key)? {
+            total += self.store.size(&k)?.ok_or_else(|| not_found(path))?;
+        }
+        Ok(total)
+    }
+
+    pub fn exists(&self, path: &Path) -> io::Result<bool> {
+        let key = self.key(path)?;
+        Ok(key.is_empty() || self.store.size(&key)?.is_some() || self.is_dir(path)?)
+    }
+
+    pub fn is_dir(&self, path: &Path) -> io::Result<bool> {
+        let prefix = self.dir_prefix(path)?;
+        let l = self.store.list(&prefix)?;
+        Ok(!l.objects.is_empty() || !l.prefixes.is_empty())
+    }
+
+    pub fn list(&self, path: &Path) -> io::Result<Vec<String>> {
+        let l = self.store.list(&self.dir_prefix(path)?)?;
+        let mut names: Vec<String> = l.objects.into_iter().map(|(n, _)| n).collect();
+        names.extend(l.prefixes);
+        names.sort();
+        names.dedup();
+        Ok(names)
+    }
+
+    pub fn remove_file(&self, path: &Path) -> io::Result<()> {
+        self.store.delete(&self.key(path)?)
+    }
+
+    /// Removes everything under `path` (a directory, or a log's chunks), then `path` itself.
+    pub fn remove_all(&self, path: &Path) -> io::Result<()> {
+        let key = self.key(path)?;
+        for k in self.store.list_all(&self.dir_prefix(path)?)? {
+            self.store.delete(&k)?;
+        }
+        if key.is_empty() {
+            Ok(())
+        } else {
+            self.store.delete(&key)
+        }
+    }
+
+    /// Moves what is at `from` (an object, or everything under it) to `to`, by copying each
+    /// object to a new key (created if absent) and deleting the original. Not atomic: used
+    /// only to set files aside (the archive), never to commit.
+    pub fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let (fk, tk) = (self.key(from)?, self.key(to)?);
+        let mut moves = Vec::new();
+        if self.store.size(&fk)?.is_some() {
+            moves.push((fk.clone(), tk.clone()));
+        }
+        let prefix = self.dir_prefix(from)?;
+        for k in self.store.list_all(&prefix)? {
+            let rest = &k[prefix.len()..];
+            moves.push((k.clone(), format!("{tk}/{rest}")));
+        }
+        if moves.is_empty() {
+            return Err(not_found(from));
+        }
+        for (src, dst) in moves {
+            let data = self.store.get(&src)?.ok_or_else(|| not_found(from))?;
+            match self.store.put_if_absent(&dst, data) {
+                // A copy left by an earlier attempt that stopped before its delete.
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                r => r?,
+            }
+            self.store.delete(&src)?;
+        }
+        Ok(())
+    }
+
+    /// Cuts a log back to its first `len` bytes by deleting the chunks that start at or past
+    /// `len`; a chunk that straddles `len` cannot be cut (chunks are immutable).
+    pub fn truncate_log(&self, path: &Path, len: u64) -> io::Result<()> {
+        let key = self.key(path)?;
+        if self.store.size(&key)?.is_some() {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!("{} is an object, which cannot be truncated", path.display()),
+            ));
+        }
+        let mut start = 0;
+        let mut doomed = Vec::new();
+        for (_, k) in self.chunks(path, &key)? {
+            let n = self.store.size(&k)?.ok_or_else(|| not_found(path))?;
+            if start >= len {
+                doomed.push(k);
+            } else if start + n > len {
+                return Err(io::Error::new(
+                    io::ErrorKind::Unsupported,
+                    format!(
+                        "cannot cut the log {} at byte {len}: chunk {k} spans it",
+                        path.display()
+                    ),
+                ));
+            }
+            start += n;
+        }
+        // Newest first, so a crash part-way leaves the log a prefix of itself.
+        for k in doomed.iter().rev() {
+            self.store.delete(k)?;
+        }
+        Ok(())
+    }
+}
+
+fn not_found(path: &Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::NotFound,
+        format!("{} not found", path.display()),
+    )
+}
+
+/// A file written once: buffered, and stored when it is first synced.
+pub(super) struct ObjectWriter {
+    store: Arc<dyn ObjectStore>,
+    key: String,
+    buf: Vec<u8>,
+    upload: Option<Box<dyn Upload>>,
+    stored: bool,
+}
+
+impl std::fmt::Debug for ObjectWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ObjectWriter")
+            .field("key", &self.key)
+            .finish()
+    }
+}
+
+impl ObjectWriter {
+    pub fn write_all(&mut self, data: &[u8]) -> io::Result<()> {
+        if self.stored {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!("{} is stored; objects cannot be appended to", self.key),
+            ));
+        }
+        self.buf.extend_from_slice(data);
+        while self.buf.len() >= 2 * PART_BYTES {
+            let rest = self.buf.split_off(PART_BYTES);
+            let part = std::mem::replace(&mut self.buf, rest);
+            let upload = match self.upload.as_mut() {
+                Some(u) => u,
+                None => self.upload.insert(self.store.upload(&self.key)?),
+            };
+            upload.put_part(Bytes::from(part))?;
+        }
+        Ok(())
+    }
+
+    /// Stores the object: created if absent when it fit in one part, else the multipart
+    /// upload completes. A second sync with nothing new written does nothing.
+    pub fn sync(&mut self) -> io::Result<()> {
+        if self.stored {
+            return Ok(());
+        }
+        let buf = Bytes::from(std::mem::take(&mut self.buf));
+        match self.upload.take() {
+            Some(mut u) => {
+                u.put_part(buf)?;
+                u.complete()?;
+            }
+            None => self.store.put_if_absent(&self.key, buf)?,
+        }
+        self.stored = true;
+        Ok(())
+    }
+}
+
+/// A log written as numbered chunks, one per sync. Clones share the log (the WAL syncs
+/// through a clone without holding its append lock).
+#[derive(Clone)]
+pub(super) struct LogWriter {
+    store: Arc<dyn ObjectStore>,
+    key: String,
+    shared: Arc<LogShared>,
+}
+
+impl std::fmt::Debug for LogWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LogWriter").field("key", &self.key).finish()
+    }
+}
+
+#[derive(Debug, Default)]
+struct LogShared {
+    /// Written and not yet in a chunk.
+    pending: Mutex<Vec<u8>>,
+    /// Held across a chunk's creation (invariant 1); taken before `pending`.
+    sync: Mutex<LogSync>,
+}
+
+#[derive(Debug, Default)]
+struct LogSync {
+    next_chunk: u64,
+    /// Why the log takes no more chunks: fenced by another writer, or a sync failed.
+    fenced: Option<String>,
+}
+
+impl LogWriter {
+    pub fn write_all(&self, data: &[u8]) -> io::Result<()> {
+        self.shared.pending.lock().extend_from_slice(data);
+        Ok(())
+    }
+
+    /// Stores everything written so far as the log's next chunk.
+    pub fn sync(&self) -> io::Result<()> {
+        let mut sync = self.shared.sync.lock();
+        if let Some(why) = &sync.fenced {
+            return Err(io::Error::new(io::ErrorKind::PermissionDenied, why.clone()));
+        }
+        let data = std::mem::take(&mut *self.shared.pending.lock());
+        if data.is_empty() {
+            return Ok(());
+        }
+        let key = format!("{}/{:020}", self.key, sync.next_chunk);
+        let len = data.len();
+        match self.store.put_if_absent(&key, Bytes::from(data)) {
+            Ok(()) => {
+                sync.next_chunk += 1;
+                Ok(())
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                let why = format!(
+                    "fenced: chunk {key} of the log was created by another writer; this \
+                     writer's {len} bytes were not stored and it writes nothing more"
+                );
+                sync.fenced = Some(why.clone()); // invariant 2
+                Err(io::Error::new(io::ErrorKind::PermissionDenied, why))
+            }
+            Err(e) => {
+                // The chunk may or may not exist, so nothing may follow it: the WAL heals by
+                // cutting the log back to its last acknowledged byte (`truncate_log`) and
+                // writing on in a new segment.
+                sync.fenced = Some(format!(
+                    "an earlier sync of the log {} failed ({e}); it takes no more writes",
+                    self.key
+                ));
+                Err(e)
+            }
+        }
+    }
+}

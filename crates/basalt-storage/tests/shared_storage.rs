@@ -1,0 +1,326 @@
+//! The engine's files on shared storage with object semantics (create-if-absent, get, range
+//! get, list, delete), over the in-memory store: objects, chunked logs, fencing, the WAL and
+//! the manifest. The same store interface over a shared directory and S3 is tested in
+//! `basalt-node`.
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use basalt_model::{Cell, Error};
+use basalt_storage::env::object::{self_test, Listing, Upload, PART_BYTES};
+use basalt_storage::env::{Env, MemoryStore, ObjectStore, SystemClock};
+use basalt_storage::manifest::VersionedFile;
+use basalt_storage::wal::{Wal, DEFAULT_ROLL_SIZE_BYTES};
+use bytes::Bytes;
+
+const ROOT: &str = "memory://test/root";
+
+fn shared(store: Arc<dyn ObjectStore>) -> Env {
+    Env::on_shared(Arc::new(SystemClock), store, PathBuf::from(ROOT))
+}
+
+fn path(rel: &str) -> PathBuf {
+    Path::new(ROOT).join(rel)
+}
+
+fn kind(e: &Error) -> io::ErrorKind {
+    match e {
+        Error::Io { source, .. } => source.kind(),
+        other => panic!("not an I/O error: {other}"),
+    }
+}
+
+#[test]
+fn the_self_test_accepts_an_atomic_store() {
+    let store = MemoryStore::new();
+    self_test(store.as_ref(), 32).unwrap();
+    assert!(store.list_all("").unwrap().is_empty(), "it cleans up");
+}
+
+/// A store whose "create if absent" overwrites, as a store without conditional writes does.
+#[derive(Debug, Default)]
+struct Overwriting(Arc<MemoryStore>);
+
+impl ObjectStore for Overwriting {
+    fn url(&self) -> &str {
+        "s3://no-conditional-writes/x"
+    }
+    fn put_if_absent(&self, key: &str, data: Bytes) -> io::Result<()> {
+        self.0.delete(key)?;
+        self.0.put_if_absent(key, data)
+    }
+    fn upload(&self, key: &str) -> io::Result<Box<dyn Upload>> {
+        self.0.upload(key)
+    }
+    fn get(&self, key: &str) -> io::Result<Option<Bytes>> {
+        self.0.get(key)
+    }
+    fn get_range(&self, key: &str, offset: u64, len: usize) -> io::Result<Bytes> {
+        self.0.get_range(key, offset, len)
+    }
+    fn size(&self, key: &str) -> io::Result<Option<u64>> {
+        self.0.size(key)
+    }
+    fn list(&self, prefix: &str) -> io::Result<Listing> {
+        self.0.list(prefix)
+    }
+    fn list_all(&self, prefix: &str) -> io::Result<Vec<String>> {
+        self.0.list_all(prefix)
+    }
+    fn delete(&self, key: &str) -> io::Result<()> {
+        self.0.delete(key)
+    }
+}
+
+#[test]
+fn the_self_test_refuses_a_store_without_atomic_create() {
+    let e = self_test(&Overwriting::default(), 32).unwrap_err();
+    assert_eq!(e.kind(), io::ErrorKind::Unsupported);
+    let msg = e.to_string();
+    assert!(
+        msg.contains("s3://no-conditional-writes/x")
+            && msg.contains("32 of 32 concurrent creates of one key succeeded")
+            && msg.contains("If-None-Match"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn a_file_is_one_object_stored_at_its_sync_and_never_overwritten() {
+    let store = MemoryStore::new();
+    let env = shared(store.clone());
+    let p = path("data/t/1/f/1.sf");
+    let mut f = env.create(&p).unwrap();
+    f.write_all(b"hello ").unwrap();
+    f.write_all(b"world").unwrap();
+    assert_eq!(
+        store.get("data/t/1/f/1.sf").unwrap(),
+        None,
+        "nothing before the sync"
+    );
+    f.sync_all().unwrap();
+    assert_eq!(env.read_all(&p).unwrap(), b"hello world");
+    assert_eq!(env.file_size(&p).unwrap(), 11);
+    let r = env.open(&p).unwrap();
+    assert_eq!(r.read_at(6, 5).unwrap(), b"world");
+    assert!(matches!(r.read_at(8, 5), Err(Error::Corruption { .. })));
+    // Objects are immutable: no append after the sync, no second creation.
+    assert_eq!(
+        kind(&f.write_all(b"!").unwrap_err()),
+        io::ErrorKind::Unsupported
+    );
+    let mut again = env.create(&p).unwrap();
+    again.write_all(b"other").unwrap();
+    assert_eq!(
+        kind(&again.sync_all().unwrap_err()),
+        io::ErrorKind::AlreadyExists
+    );
+    assert_eq!(env.read_all(&p).unwrap(), b"hello world");
+}
+
+/// Counts multipart uploads.
+#[derive(Debug, Default)]
+struct Counting {
+    inner: Arc<MemoryStore>,
+    uploads: AtomicUsize,
+}
+
+impl ObjectStore for Counting {
+    fn url(&self) -> &str {
+        self.inner.url()
+    }
+    fn put_if_absent(&self, key: &str, data: Bytes) -> io::Result<()> {
+        self.inner.put_if_absent(key, data)
+    }
+    fn upload(&self, key: &str) -> io::Result<Box<dyn Upload>> {
+        self.uploads.fetch_add(1, Ordering::SeqCst);
+        self.inner.upload(key)
+    }
+    fn get(&self, key: &str) -> io::Result<Option<Bytes>> {
+        self.inner.get(key)
+    }
+    fn get_range(&self, key: &str, offset: u64, len: usize) -> io::Result<Bytes> {
+        self.inner.get_range(key, offset, len)
+    }
+    fn size(&self, key: &str) -> io::Result<Option<u64>> {
+        self.inner.size(key)
+    }
+    fn list(&self, prefix: &str) -> io::Result<Listing> {
+        self.inner.list(prefix)
+    }
+    fn list_all(&self, prefix: &str) -> io::Result<Vec<String>> {
+        self.inner.list_all(prefix)
+    }
+    fn delete(&self, key: &str) -> io::Result<()> {
+        self.inner.delete(key)
+    }
+}
+
+#[test]
+fn a_large_file_goes_up_in_parts_and_reads_back_by_ranges() {
+    let store = Arc::new(Counting::default());
+    let env = shared(store.clone());
+    let p = path("big");
+    let data: Vec<u8> = (0..(5 * PART_BYTES / 2 + 123))
+        .map(|i| (i % 251) as u8)
+        .collect();
+    let mut f = env.create(&p).unwrap();
+    for piece in data.chunks(1 << 20) {
+        f.write_all(piece).unwrap();
+    }
+    assert_eq!(
+        store.inner.get("big").unwrap(),
+        None,
+        "not visible before it completes"
+    );
+    f.sync_all().unwrap();
+    assert_eq!(store.uploads.load(Ordering::SeqCst), 1);
+    let r = env.open(&p).unwrap();
+    assert_eq!(r.len(), data.len() as u64);
+    let at = PART_BYTES as u64 - 10;
+    assert_eq!(
+        r.read_at(at, 20).unwrap(),
+        &data[at as usize..at as usize + 20]
+    );
+    // A small file is a single create.
+    let mut small = env.create(&path("small")).unwrap();
+    small.write_all(&data[..1000]).unwrap();
+    small.sync_all().unwrap();
+    assert_eq!(store.uploads.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn directories_are_prefixes() {
+    let store = MemoryStore::new();
+    let env = shared(store.clone());
+    for rel in ["d/a", "d/sub/b", "d/sub/deeper/c", "e"] {
+        let mut f = env.create(&path(rel)).unwrap();
+        f.write_all(rel.as_bytes()).unwrap();
+        f.sync_data().unwrap();
+    }
+    env.create_dir_all(&path("d/empty")).unwrap();
+    assert_eq!(env.list(&path("d")).unwrap(), ["a", "sub"]);
+    assert_eq!(env.list(&path("")).unwrap(), ["d", "e"]);
+    assert!(env.is_dir(&path("d/sub")).unwrap());
+    assert!(!env.is_dir(&path("d/a")).unwrap());
+    assert!(env.exists(&path("d/a")).unwrap() && env.exists(&path("d/sub")).unwrap());
+    assert!(!env.exists(&path("d/none")).unwrap());
+    env.rename(&path("d/sub"), &path("archive/1/sub")).unwrap();
+    assert_eq!(
+        store.list_all("").unwrap(),
+        ["archive/1/sub/b", "archive/1/sub/deeper/c", "d/a", "e"]
+    );
+    env.remove_dir_all(&path("archive")).unwrap();
+    env.remove_file(&path("d/a")).unwrap();
+    assert_eq!(store.list_all("").unwrap(), ["e"]);
+    let outside = env.create(Path::new("/elsewhere/x")).unwrap_err();
+    assert!(
+        outside.to_string().contains("outside the shared storage"),
+        "{outside}"
+    );
+}
+
+#[test]
+fn a_log_is_one_chunk_per_sync_and_a_writer_that_finds_its_chunk_taken_is_fenced() {
+    let store = MemoryStore::new();
+    let env = shared(store.clone());
+    let p = path("wal/s1/00000000000000000001.wal");
+    let mut log = env.create_log(&p).unwrap();
+    let mut syncer = log.try_clone().unwrap();
+    log.write_all(b"one").unwrap();
+    syncer.sync_data().unwrap();
+    log.write_all(b"two").unwrap();
+    log.write_all(b"three").unwrap();
+    syncer.sync_data().unwrap();
+    syncer.sync_data().unwrap(); // nothing new: no chunk
+    let chunks = store.list_all("wal/s1/00000000000000000001.wal/").unwrap();
+    assert_eq!(chunks.len(), 2, "{chunks:?}");
+    assert_eq!(env.read_all(&p).unwrap(), b"onetwothree");
+    assert_eq!(env.file_size(&p).unwrap(), 11);
+    assert_eq!(
+        env.list(&path("wal/s1")).unwrap(),
+        ["00000000000000000001.wal"]
+    );
+    assert!(env.create_log(&p).is_err(), "a log is created once");
+    // Another writer (a master fencing a dead server) takes the next chunk.
+    store
+        .put_if_absent(
+            &format!("{}/{:020}", "wal/s1/00000000000000000001.wal", 2),
+            Bytes::new(),
+        )
+        .unwrap();
+    log.write_all(b"four").unwrap();
+    let e = log.sync_data().unwrap_err();
+    assert!(e.to_string().contains("fenced"), "{e}");
+    log.write_all(b"five").unwrap();
+    assert!(log.sync_data().unwrap_err().to_string().contains("fenced"));
+    assert_eq!(
+        store.list_all("wal/s1/").unwrap().len(),
+        3,
+        "it wrote nothing more"
+    );
+    // Cutting the log back deletes whole chunks only.
+    env.truncate(&p, 3).unwrap();
+    assert_eq!(env.read_all(&p).unwrap(), b"one");
+    assert!(env.truncate(&p, 1).is_err(), "a chunk cannot be cut");
+    env.remove_log(&p).unwrap();
+    assert!(store.list_all("").unwrap().is_empty());
+}
+
+#[test]
+fn a_gap_in_a_log_is_an_error_not_an_end() {
+    let store = MemoryStore::new();
+    let env = shared(store.clone());
+    for n in [0u64, 2] {
+        store
+            .put_if_absent(&format!("log/{n:020}"), Bytes::from_static(b"x"))
+            .unwrap();
+    }
+    let e = env.read_all(&path("log")).unwrap_err();
+    assert!(e.to_string().contains("lacks chunk 1"), "{e}");
+}
+
+#[test]
+fn a_stale_manifest_writer_is_fenced_on_shared_storage() {
+    let env = shared(MemoryStore::new());
+    let dir = path("catalog");
+    let (mut first, _) = VersionedFile::load::<Vec<u32>>(&env, &dir, "DOC").unwrap();
+    first.commit(&env, &vec![1]).unwrap();
+    let (mut stale, _) = VersionedFile::load::<Vec<u32>>(&env, &dir, "DOC").unwrap();
+    let (mut owner, _) = VersionedFile::load::<Vec<u32>>(&env, &dir, "DOC").unwrap();
+    owner.commit(&env, &vec![2]).unwrap();
+    let e = stale.commit(&env, &vec![666]).unwrap_err();
+    assert!(
+        matches!(e, Error::DoNotRetry(ref m) if m.contains("fenced")),
+        "{e}"
+    );
+    let (_, doc) = VersionedFile::load::<Vec<u32>>(&env, &dir, "DOC").unwrap();
+    assert_eq!(doc, Some(vec![2]));
+}
+
+#[test]
+fn the_wal_on_shared_storage_recovers_every_synced_edit() {
+    let store = MemoryStore::new();
+    let env = shared(store.clone());
+    let dir = path("wal/host,16020,1");
+    let wal = Wal::open(&env, &dir, DEFAULT_ROLL_SIZE_BYTES).unwrap();
+    wal.recover(|_| Ok(())).unwrap();
+    for seq in 1..=20u64 {
+        let cell = Cell::put(format!("r{seq}"), "f", "q", 1, b"v".to_vec());
+        let t = wal.append(7, seq, &[cell]).unwrap();
+        wal.sync(t, false).unwrap();
+    }
+    drop(wal);
+    let mut seqs = Vec::new();
+    let again = Wal::open(&env, &dir, DEFAULT_ROLL_SIZE_BYTES).unwrap();
+    again
+        .recover(|e| {
+            seqs.push(e.seq_id);
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(seqs, (1..=20).collect::<Vec<_>>());
+}
