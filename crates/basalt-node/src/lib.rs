@@ -27,6 +27,7 @@ pub mod hbck;
 mod master;
 mod options;
 mod regionserver;
+pub mod storage;
 
 pub use basalt_storage::block_cache::CacheStats;
 /// The engine's file system and clock, which [`Options`] carries.

@@ -10,4 +10,5 @@
 #![allow(clippy::unwrap_used)] // test support: a failed unwrap is a failed test
 
 pub mod oracle;
+pub mod services;
 pub mod strategies;

@@ -13,5 +13,6 @@ mod regions;
 mod schema;
 mod semantics;
 mod semantics_more;
+mod shared_storage;
 mod split_crash;
 mod support;

@@ -93,6 +93,16 @@ pub trait ObjectStore: Send + Sync + std::fmt::Debug {
     /// The store's failure.
     fn list_all(&self, prefix: &str) -> io::Result<Vec<String>>;
 
+    /// Whether any object has a key under `prefix` (which ends in `/`). Stores that keep
+    /// directories (a file system, a filer) may list a prefix whose objects are all gone;
+    /// this asks about objects only.
+    ///
+    /// # Errors
+    /// The store's failure.
+    fn has_any(&self, prefix: &str) -> io::Result<bool> {
+        Ok(!self.list_all(prefix)?.is_empty())
+    }
+
     /// Deletes `key`; a missing key is not an error.
     ///
     /// # Errors

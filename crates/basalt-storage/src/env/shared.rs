@@ -151,16 +151,21 @@ impl SharedFs {
         Ok(key.is_empty() || self.store.size(&key)?.is_some() || self.is_dir(path)?)
     }
 
+    /// A directory exists while an object lies under it (a prefix is nothing by itself).
     pub fn is_dir(&self, path: &Path) -> io::Result<bool> {
-        let prefix = self.dir_prefix(path)?;
-        let l = self.store.list(&prefix)?;
-        Ok(!l.objects.is_empty() || !l.prefixes.is_empty())
+        self.store.has_any(&self.dir_prefix(path)?)
     }
 
+    /// The objects and the non-empty prefixes directly under `path`.
     pub fn list(&self, path: &Path) -> io::Result<Vec<String>> {
-        let l = self.store.list(&self.dir_prefix(path)?)?;
+        let prefix = self.dir_prefix(path)?;
+        let l = self.store.list(&prefix)?;
         let mut names: Vec<String> = l.objects.into_iter().map(|(n, _)| n).collect();
-        names.extend(l.prefixes);
+        for dir in l.prefixes {
+            if self.store.has_any(&format!("{prefix}{dir}/"))? {
+                names.push(dir);
+            }
+        }
         names.sort();
         names.dedup();
         Ok(names)
