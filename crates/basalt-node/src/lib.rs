@@ -22,11 +22,13 @@
 
 pub mod catalog;
 mod connection;
+pub mod coordination;
 mod database;
 pub mod hbck;
 mod master;
 mod options;
 mod regionserver;
+mod runtime;
 pub mod storage;
 
 pub use basalt_storage::block_cache::CacheStats;

@@ -117,11 +117,7 @@ impl RemoteStore {
                 "expected file:///path, s3://bucket/prefix or memory:///",
             ));
         };
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("basalt-storage-io")
-            .enable_all()
-            .build()
+        let runtime = crate::runtime::start("basalt-storage-io", 2)
             .map_err(|e| Error::io("starting the storage runtime", e))?;
         Ok(RemoteStore {
             url: url.trim_end_matches('/').to_owned(),
@@ -155,12 +151,8 @@ fn run_on<T: Send + 'static>(
     handle: &tokio::runtime::Handle,
     f: impl Future<Output = object_store::Result<T>> + Send + 'static,
 ) -> io::Result<T> {
-    let (tx, rx) = std::sync::mpsc::sync_channel(1);
-    handle.spawn(async move {
-        let _ = tx.send(f.await);
-    });
-    rx.recv()
-        .map_err(|_| io::Error::other("the storage runtime stopped"))?
+    crate::runtime::wait_for(handle, f)
+        .ok_or_else(|| io::Error::other("the storage runtime stopped"))?
         .map_err(to_io)
 }
 

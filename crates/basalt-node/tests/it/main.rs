@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
 mod background;
+mod coordination;
 mod crash;
 mod ddl_during_splits;
 mod durability;
