@@ -2,7 +2,7 @@
 //! versioned metadata file (docs/formats/manifest.md). It plays the part of `hbase:meta` and
 //! `hbase:namespace`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use basalt_model::name::{validate_namespace, DEFAULT_NAMESPACE, SYSTEM_NAMESPACE};
 use basalt_model::{Error, Result, TableDescriptor, TableName};
@@ -56,6 +56,16 @@ impl RegionState {
     }
 }
 
+/// Where a region is open in a cluster, and how many times it has been opened.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RegionAssignment {
+    /// The server it is assigned to (`host,port,start code`); `None` while unassigned.
+    pub server: Option<String>,
+    /// Raised by one at every assignment and never lowered (HBase's open sequence of a
+    /// region's transitions): an open or a report carrying a lower epoch is stale.
+    pub open_epoch: u64,
+}
+
 /// The catalog document.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Catalog {
@@ -67,6 +77,24 @@ pub struct Catalog {
     /// empty in catalogs written before it existed, which get one at their next open.
     #[serde(default)]
     pub cluster_id: String,
+    /// Cluster mode: each region's assignment, by region id.
+    #[serde(default)]
+    pub assignments: BTreeMap<u64, RegionAssignment>,
+    /// Cluster mode: the epoch of the master that committed this version. A new master
+    /// commits a version with its epoch before anything else, so a deposed master's next
+    /// commit finds its version taken and fails.
+    #[serde(default)]
+    pub master_epoch: u64,
+    /// Cluster mode: servers decommissioned (no region is assigned to them).
+    #[serde(default)]
+    pub decommissioned: BTreeSet<String>,
+    /// Cluster mode: whether the balancer runs (`balance_switch`).
+    #[serde(default = "balancer_default")]
+    pub balancer_on: bool,
+}
+
+fn balancer_default() -> bool {
+    true
 }
 
 /// A new random cluster id in UUID form (version 4), as HBase's `ClusterId` makes.
@@ -96,6 +124,10 @@ impl Default for Catalog {
             tables: BTreeMap::new(),
             next_region_id: 1,
             cluster_id: new_cluster_id(),
+            assignments: BTreeMap::new(),
+            master_epoch: 0,
+            decommissioned: BTreeSet::new(),
+            balancer_on: true,
         }
     }
 }

@@ -21,6 +21,7 @@
 //! ```
 
 pub mod catalog;
+pub mod cluster;
 mod connection;
 pub mod coordination;
 mod database;

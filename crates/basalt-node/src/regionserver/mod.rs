@@ -178,6 +178,21 @@ impl RegionServer {
     /// # Errors
     /// `Io` creating the log or listing earlier ones; a worker thread failed to start.
     pub fn start(root: &Path, options: &Options, master: MasterQueue) -> Result<Self> {
+        RegionServer::start_with(root, options, master, true)
+    }
+
+    /// [`RegionServer::start`], taking up earlier logs only with `adopt_earlier`: in a
+    /// cluster the other directories under `wal/` are other servers' logs, live or left to
+    /// the master's recovery, never this server's to replay.
+    ///
+    /// # Errors
+    /// As [`RegionServer::start`].
+    pub fn start_with(
+        root: &Path,
+        options: &Options,
+        master: MasterQueue,
+        adopt_earlier: bool,
+    ) -> Result<Self> {
         let env = options.env.clone();
         let name = ServerName {
             host: options.server_host.clone(),
@@ -187,7 +202,11 @@ impl RegionServer {
         let wal_root = root.join("wal");
         let own = wal_root.join(name.to_string());
         env.create_dir_all(&wal_root)?;
-        let earlier = earlier_logs(&env, &wal_root, &own)?;
+        let earlier = if adopt_earlier {
+            earlier_logs(&env, &wal_root, &own)?
+        } else {
+            Vec::new()
+        };
         let wal = Wal::open(&env, &own, options.wal_roll_size_bytes)?;
         let config = RegionConfig {
             archive: Arc::new(Archive::new(&env, root)),
@@ -268,9 +287,13 @@ impl RegionServer {
     }
 
     /// The online region `id`.
-    #[cfg(test)]
     pub fn region(&self, id: u64) -> Option<Arc<Region>> {
         self.online.get(id)
+    }
+
+    /// Every online region.
+    pub fn online_regions(&self) -> Vec<Arc<Region>> {
+        self.online.all()
     }
 
     /// Waits while `region` or the server holds too much unflushed data (flow control).

@@ -1,0 +1,86 @@
+//! Cluster mode: a master and many region servers on shared storage, coordinated through
+//! ZooKeeper (HBase's distributed mode).
+//!
+//! - [`ClusterRegionServer`] is a [`RegionServer`](crate::regionserver) whose files and log
+//!   live on shared storage, registered in the coordinator for as long as its session
+//!   lives. It opens and closes regions when the master says so, at the open epoch the
+//!   master gives, and refuses to while its session's lease has run out.
+//! - [`ClusterMaster`] is the active master, elected through the coordinator, with an epoch
+//!   every catalog commit carries. It owns the catalog on shared storage, which records each
+//!   region's assignment (server and open epoch); it assigns, moves and unassigns regions,
+//!   balances them by count, and decommissions servers.
+//!
+//! The master reaches a region server only through [`RegionServerAdmin`] (HBase's
+//! `AdminService`), found by name in a [`ServerDirectory`]: in process for the deterministic
+//! tests, over the network between processes.
+
+mod balancer;
+mod master;
+mod regionserver;
+
+pub use balancer::{plan_moves, Move};
+pub use master::ClusterMaster;
+pub use regionserver::ClusterRegionServer;
+
+use std::sync::Arc;
+
+use basalt_model::{Result, TableDescriptor};
+use basalt_storage::region::{RegionInfo, RegionLoad};
+
+/// One region as its server reports it.
+#[derive(Clone, Debug)]
+pub struct RegionReport {
+    pub info: RegionInfo,
+    /// The epoch it was opened at.
+    pub open_epoch: u64,
+    pub load: RegionLoad,
+}
+
+/// What a region server reports to the master (HBase's `RegionServerReport`).
+#[derive(Clone, Debug)]
+pub struct ServerReport {
+    /// `host,port,start code`.
+    pub server: String,
+    /// Its online regions.
+    pub regions: Vec<RegionReport>,
+}
+
+/// What the master asks of a region server.
+pub trait RegionServerAdmin: Send + Sync + std::fmt::Debug {
+    /// Opens a region of `table` at `open_epoch`, above any epoch it was opened at before.
+    ///
+    /// # Errors
+    /// The region's files cannot be read; `DoNotRetry` when the server's session has lost
+    /// its lease or the epoch is stale.
+    fn open_region(
+        &self,
+        table: &TableDescriptor,
+        info: &RegionInfo,
+        open_epoch: u64,
+    ) -> Result<()>;
+
+    /// Stops serving a region, flushes it and releases it; a region it does not hold is
+    /// not an error.
+    ///
+    /// # Errors
+    /// The flush failed: the region serves on.
+    fn close_region(&self, region_id: u64) -> Result<()>;
+
+    /// The server's regions and their loads.
+    ///
+    /// # Errors
+    /// The server cannot be reached.
+    fn report(&self) -> Result<ServerReport>;
+}
+
+/// How the master reaches a region server by name.
+pub trait ServerDirectory: Send + Sync + std::fmt::Debug {
+    /// The server called `name` (`host,port,start code`).
+    ///
+    /// # Errors
+    /// It cannot be reached.
+    fn connect(&self, name: &str) -> Result<Arc<dyn RegionServerAdmin>>;
+}
+
+#[cfg(test)]
+mod tests;

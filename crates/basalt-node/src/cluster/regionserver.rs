@@ -1,0 +1,197 @@
+//! A region server of a cluster: a [`RegionServer`] on shared storage, registered in the
+//! coordinator, opening and closing regions as the master says.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use basalt_model::{Error, Result, TableDescriptor};
+use basalt_storage::region::{Region, RegionInfo};
+use parking_lot::Mutex;
+
+use super::{RegionReport, RegionServerAdmin, ServerReport};
+use crate::catalog::Catalog;
+use crate::coordination::Coordinator;
+use crate::options::Options;
+use crate::regionserver::{MasterQueue, RegionServer, RegionServerServices};
+
+/// A region server in a cluster.
+#[derive(Debug)]
+pub struct ClusterRegionServer {
+    root: PathBuf,
+    rs: RegionServer,
+    coordinator: Arc<dyn Coordinator>,
+    /// The epoch each online region was opened at. A leaf lock.
+    epochs: Mutex<HashMap<u64, u64>>,
+}
+
+impl ClusterRegionServer {
+    /// Starts a region server over the shared storage at `root` (whose URL is `storage`)
+    /// and registers it. It joins only the cluster the coordinator describes: the same
+    /// storage, and a catalog there with the same cluster id.
+    ///
+    /// # Errors
+    /// `DoNotRetry` when no master has published the cluster yet, or it is another
+    /// cluster's; `Io`.
+    pub fn start(
+        root: &Path,
+        storage: &str,
+        options: &Options,
+        coordinator: Arc<dyn Coordinator>,
+    ) -> Result<ClusterRegionServer> {
+        check_cluster(root, storage, options, coordinator.as_ref())?;
+        // Split requests have no master to go to yet: the queue's far end is dropped, and
+        // a region asks again at the workers' next check.
+        let (queue, _) = MasterQueue::new();
+        let rs = RegionServer::start_with(root, options, queue, false)?;
+        rs.recover(false)?;
+        coordinator.register_server(&rs.name().to_string())?;
+        Ok(ClusterRegionServer {
+            root: root.to_owned(),
+            rs,
+            coordinator,
+            epochs: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// `host,port,start code`.
+    #[must_use]
+    pub fn name(&self) -> String {
+        self.rs.name().to_string()
+    }
+
+    /// The online region `id`, for the data path.
+    #[must_use]
+    pub fn region(&self, id: u64) -> Option<Arc<Region>> {
+        self.rs.region(id)
+    }
+
+    /// A clean stop: every region is flushed and closed (so it reopens elsewhere without
+    /// replay), the log retired, and the registration removed.
+    ///
+    /// # Errors
+    /// The final WAL sync failed.
+    pub fn stop(&self) -> Result<()> {
+        for r in self.rs.online_regions() {
+            if let Err(e) = self.rs.close_region(&r) {
+                tracing::warn!(region = %r.name(), error = %e, "closing at stop failed");
+            }
+        }
+        self.epochs.lock().clear();
+        let closed = self.rs.close();
+        if let Err(e) = self.coordinator.deregister_server(&self.name()) {
+            tracing::warn!(error = %e, "deregistering at stop failed; the session's end removes it");
+        }
+        closed
+    }
+
+    /// Refuses when the session's lease has run out: the master may be moving this server's
+    /// regions elsewhere.
+    fn check_lease(&self) -> Result<()> {
+        let c = &self.coordinator;
+        if c.session()
+            .lease_valid(c.session_timeout(), std::time::Instant::now())
+        {
+            Ok(())
+        } else {
+            Err(Error::DoNotRetry(format!(
+                "region server {} has lost its coordination session ({:?}); it serves nothing",
+                self.name(),
+                c.session()
+            )))
+        }
+    }
+
+    fn region_dir(&self, table: &TableDescriptor, id: u64) -> PathBuf {
+        let name = table.table_name();
+        self.root
+            .join("data")
+            .join(name.namespace())
+            .join(name.qualifier())
+            .join(id.to_string())
+    }
+}
+
+/// Refuses to join a cluster other than the one at `storage`.
+fn check_cluster(
+    root: &Path,
+    storage: &str,
+    options: &Options,
+    coordinator: &dyn Coordinator,
+) -> Result<()> {
+    let Some(published) = coordinator.cluster()? else {
+        return Err(Error::DoNotRetry(
+            "no master has started this cluster yet: start a master first".to_owned(),
+        ));
+    };
+    if published.storage != storage {
+        return Err(Error::DoNotRetry(format!(
+            "this region server's storage is {storage}, but the cluster's is {}; it would not see the cluster's files",
+            published.storage
+        )));
+    }
+    let (_, catalog) = Catalog::load(&options.env, &root.join("catalog"))?;
+    let id = catalog.map(|c| c.cluster_id).unwrap_or_default();
+    if id != published.cluster_id {
+        return Err(Error::DoNotRetry(format!(
+            "the storage {storage} belongs to cluster {id:?}, but the coordinator's cluster is {:?}",
+            published.cluster_id
+        )));
+    }
+    Ok(())
+}
+
+impl RegionServerAdmin for ClusterRegionServer {
+    fn open_region(
+        &self,
+        table: &TableDescriptor,
+        info: &RegionInfo,
+        open_epoch: u64,
+    ) -> Result<()> {
+        self.check_lease()?;
+        if let Some(&at) = self.epochs.lock().get(&info.id) {
+            if at >= open_epoch {
+                return Err(Error::DoNotRetry(format!(
+                    "region {} is open here at epoch {at}; an open at epoch {open_epoch} is stale",
+                    info.id
+                )));
+            }
+        }
+        if let Some(r) = self.rs.region(info.id) {
+            // Open at an older epoch: the master reassigned it here; it stays open.
+            tracing::info!(region = %r.name(), open_epoch, "region reassigned to the server holding it");
+        } else {
+            let dir = self.region_dir(table, info.id);
+            self.rs.open_region(&dir, info, &Arc::new(table.clone()))?;
+        }
+        self.epochs.lock().insert(info.id, open_epoch);
+        Ok(())
+    }
+
+    fn close_region(&self, region_id: u64) -> Result<()> {
+        if let Some(r) = self.rs.region(region_id) {
+            self.rs.close_region(&r)?;
+        }
+        self.epochs.lock().remove(&region_id);
+        Ok(())
+    }
+
+    fn report(&self) -> Result<ServerReport> {
+        let epochs = self.epochs.lock().clone();
+        let mut regions: Vec<RegionReport> = self
+            .rs
+            .online_regions()
+            .iter()
+            .map(|r| RegionReport {
+                info: r.info().clone(),
+                open_epoch: epochs.get(&r.info().id).copied().unwrap_or(0),
+                load: r.load(),
+            })
+            .collect();
+        regions.sort_by_key(|r| r.info.id);
+        Ok(ServerReport {
+            server: self.name(),
+            regions,
+        })
+    }
+}

@@ -1,0 +1,443 @@
+//! A cluster in one process, deterministic: a master and region servers over one in-memory
+//! object store and one in-memory coordination ensemble. The same code runs between
+//! processes over ZooKeeper and shared storage (the process tests).
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use basalt_model::ops::{Get, Mutation, Put};
+use basalt_model::{ColumnFamilyDescriptor, Error, Result, TableDescriptor, TableName};
+use basalt_storage::env::{Env, MemoryStore, SystemClock};
+use bytes::Bytes;
+use parking_lot::Mutex;
+
+use super::*;
+use crate::coordination::memory::{MemoryCoordinator, MemoryEnsemble};
+use crate::coordination::{Coordinator, Election};
+use crate::options::Options;
+
+const ROOT: &str = "memory://cluster";
+const STORAGE: &str = "memory:///";
+
+/// The region servers of the process, by name.
+#[derive(Debug, Default)]
+struct LocalServers(Mutex<HashMap<String, Arc<ClusterRegionServer>>>);
+
+impl ServerDirectory for LocalServers {
+    fn connect(&self, name: &str) -> Result<Arc<dyn RegionServerAdmin>> {
+        let s = self.0.lock().get(name).cloned();
+        s.map(|s| s as Arc<dyn RegionServerAdmin>).ok_or_else(|| {
+            Error::io(
+                format!("reaching {name}"),
+                std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "gone"),
+            )
+        })
+    }
+}
+
+struct Cluster {
+    store: Arc<MemoryStore>,
+    ensemble: MemoryEnsemble,
+    servers: Arc<LocalServers>,
+}
+
+fn env(store: &Arc<MemoryStore>) -> Env {
+    Env::on_shared(Arc::new(SystemClock), store.clone(), PathBuf::from(ROOT))
+}
+
+impl Cluster {
+    fn new() -> Cluster {
+        Cluster {
+            store: MemoryStore::new(),
+            ensemble: MemoryEnsemble::new(),
+            servers: Arc::default(),
+        }
+    }
+
+    /// A master process: elected if none is active.
+    fn master(&self, name: &str) -> (ClusterMaster, Arc<MemoryCoordinator>) {
+        let coordinator = Arc::new(self.ensemble.connect());
+        let Election::Active { epoch } = coordinator.elect(name).unwrap() else {
+            panic!("{name} is not elected");
+        };
+        let m = ClusterMaster::take_over(
+            Path::new(ROOT),
+            STORAGE,
+            &env(&self.store),
+            coordinator.clone(),
+            self.servers.clone(),
+            name,
+            epoch,
+        )
+        .unwrap();
+        (m, coordinator)
+    }
+
+    /// A region server process on `port`.
+    fn region_server(&self, port: u16) -> (Arc<ClusterRegionServer>, Arc<MemoryCoordinator>) {
+        let coordinator = Arc::new(self.ensemble.connect());
+        let options = Options {
+            env: env(&self.store),
+            server_port: port,
+            ..Options::default()
+        };
+        let rs =
+            ClusterRegionServer::start(Path::new(ROOT), STORAGE, &options, coordinator.clone())
+                .unwrap();
+        let rs = Arc::new(rs);
+        self.servers.0.lock().insert(rs.name(), rs.clone());
+        (rs, coordinator)
+    }
+
+    fn server(&self, name: &str) -> Arc<ClusterRegionServer> {
+        self.servers.0.lock().get(name).cloned().unwrap()
+    }
+
+    /// Writes a row where the master says its region is.
+    fn put(&self, m: &ClusterMaster, table: &TableName, row: &str, value: &str) {
+        let (info, server) = m.locate(table, row.as_bytes()).unwrap();
+        let region = self.server(&server.unwrap()).region(info.id).unwrap();
+        let put = Put::new(row.to_owned()).add("f", "q", value.to_owned());
+        region.mutate(&Mutation::Put(put)).unwrap();
+    }
+
+    /// Reads a row's value where the master says its region is.
+    fn get(&self, m: &ClusterMaster, table: &TableName, row: &str) -> Option<Bytes> {
+        let (info, server) = m.locate(table, row.as_bytes()).unwrap();
+        let region = self.server(&server.unwrap()).region(info.id).unwrap();
+        let r = region.get(Get::new(row.to_owned())).unwrap();
+        r.value(b"f", b"q").cloned()
+    }
+
+    fn assert_rows(&self, m: &ClusterMaster, table: &TableName, n: usize) {
+        for i in 0..n {
+            let row = format!("row{i:04}");
+            let want = format!("v{i}");
+            assert_eq!(
+                self.get(m, table, &row).as_deref(),
+                Some(want.as_bytes()),
+                "{row}"
+            );
+        }
+    }
+}
+
+/// A table of `n` regions: split keys row0010, row0020, ...
+fn create(m: &ClusterMaster, name: &str, n: usize) -> TableName {
+    let t = TableName::parse(name).unwrap();
+    let splits: Vec<Bytes> = (1..n)
+        .map(|i| Bytes::from(format!("row{:04}", i * 10)))
+        .collect();
+    let desc = TableDescriptor::new(&t, vec![ColumnFamilyDescriptor::new("f".to_owned())]);
+    m.create_table(desc, &splits).unwrap();
+    t
+}
+
+/// Regions per server, from the catalog; every region must be assigned.
+fn counts(m: &ClusterMaster) -> BTreeMap<String, usize> {
+    let c = m.catalog();
+    let mut out = BTreeMap::new();
+    for e in c.tables.values() {
+        for r in &e.regions {
+            let server = c.assignments[&r.id].server.clone().expect("assigned");
+            *out.entry(server).or_default() += 1;
+        }
+    }
+    out
+}
+
+/// Every region is open on the server the catalog names, at the epoch it names.
+fn assert_catalog_matches_servers(cluster: &Cluster, m: &ClusterMaster) {
+    let c = m.catalog();
+    for e in c.tables.values() {
+        for r in &e.regions {
+            let a = &c.assignments[&r.id];
+            let report = cluster.server(a.server.as_ref().unwrap()).report().unwrap();
+            let here = report.regions.iter().find(|x| x.info.id == r.id);
+            assert_eq!(
+                here.map(|x| x.open_epoch),
+                Some(a.open_epoch),
+                "region {}",
+                r.id
+            );
+        }
+    }
+}
+
+#[test]
+fn a_table_of_30_regions_spreads_over_three_servers_and_serves_every_row() {
+    let cluster = Cluster::new();
+    let (m, _mc) = cluster.master("m1,16000,1");
+    let _servers: Vec<_> = (1..=3).map(|i| cluster.region_server(16020 + i)).collect();
+    let t = create(&m, "t", 30);
+    assert_eq!(
+        counts(&m).values().copied().collect::<Vec<_>>(),
+        [10, 10, 10]
+    );
+    assert_catalog_matches_servers(&cluster, &m);
+    for i in 0..300 {
+        cluster.put(&m, &t, &format!("row{i:04}"), &format!("v{i}"));
+    }
+    cluster.assert_rows(&m, &t, 300);
+}
+
+#[test]
+fn the_balancer_evens_out_a_cluster_within_one_region_per_server() {
+    let cluster = Cluster::new();
+    let (m, _mc) = cluster.master("m1,16000,1");
+    let _first = cluster.region_server(16021);
+    let t = create(&m, "t", 30);
+    for i in 0..300 {
+        cluster.put(&m, &t, &format!("row{i:04}"), &format!("v{i}"));
+    }
+    let _more: Vec<_> = (2..=4).map(|i| cluster.region_server(16020 + i)).collect();
+    assert_eq!(counts(&m).len(), 1, "new servers get nothing by themselves");
+    assert!(m.set_balancer(false).unwrap(), "on by default");
+    assert!(!m.balance().unwrap(), "switched off: it does not run");
+    assert!(!m.set_balancer(true).unwrap());
+    assert!(m.balance().unwrap());
+    let c: Vec<usize> = counts(&m).values().copied().collect();
+    assert_eq!(c.len(), 4);
+    assert!(
+        c.iter().max().unwrap() - c.iter().min().unwrap() <= 1,
+        "{c:?}"
+    );
+    assert_catalog_matches_servers(&cluster, &m);
+    cluster.assert_rows(&m, &t, 300);
+}
+
+#[test]
+fn moves_keep_every_row_and_only_raise_open_epochs() {
+    let cluster = Cluster::new();
+    let (m, _mc) = cluster.master("m1,16000,1");
+    let servers: Vec<_> = (1..=3)
+        .map(|i| cluster.region_server(16020 + i).0)
+        .collect();
+    let t = create(&m, "t", 6);
+    for i in 0..60 {
+        cluster.put(&m, &t, &format!("row{i:04}"), &format!("v{i}"));
+    }
+    let ids: Vec<u64> = m
+        .catalog()
+        .tables
+        .values()
+        .flat_map(|e| e.regions.iter().map(|r| r.id))
+        .collect();
+    let mut last: HashMap<u64, u64> = HashMap::new();
+    for round in 0..30 {
+        let id = ids[round % ids.len()];
+        let dest = servers[round % servers.len()].name();
+        m.move_region(id, Some(&dest)).unwrap();
+        let a = m.catalog().assignments[&id].clone();
+        assert_eq!(a.server.as_deref(), Some(dest.as_str()));
+        assert!(
+            a.open_epoch >= *last.get(&id).unwrap_or(&0),
+            "epochs never fall"
+        );
+        last.insert(id, a.open_epoch);
+        cluster.assert_rows(&m, &t, 60);
+    }
+    assert_catalog_matches_servers(&cluster, &m);
+    let e = m.move_region(ids[0], Some("nowhere,1,1")).unwrap_err();
+    assert!(e.to_string().contains("not a live region server"), "{e}");
+    // An open at an epoch the server has seen is refused as stale.
+    let a = m.catalog().assignments[&ids[0]].clone();
+    let (desc, info) = {
+        let c = m.catalog();
+        let e = c.tables.values().next().unwrap().clone();
+        let info = e.regions.iter().find(|r| r.id == ids[0]).unwrap().clone();
+        (e.descriptor, info)
+    };
+    let holder = cluster.server(a.server.as_ref().unwrap());
+    let e = holder.open_region(&desc, &info, a.open_epoch).unwrap_err();
+    assert!(e.to_string().contains("stale"), "{e}");
+}
+
+#[test]
+fn unassign_and_assign_take_a_region_offline_and_back() {
+    let cluster = Cluster::new();
+    let (m, _mc) = cluster.master("m1,16000,1");
+    let _s = cluster.region_server(16021);
+    let t = create(&m, "t", 2);
+    cluster.put(&m, &t, "row0001", "v1");
+    let (info, server) = m.locate(&t, b"row0001").unwrap();
+    m.unassign(info.id).unwrap();
+    assert_eq!(m.locate(&t, b"row0001").unwrap().1, None);
+    assert!(cluster
+        .server(server.as_ref().unwrap())
+        .region(info.id)
+        .is_none());
+    m.assign(info.id).unwrap();
+    assert_eq!(cluster.get(&m, &t, "row0001").as_deref(), Some(&b"v1"[..]));
+}
+
+#[test]
+fn decommission_moves_regions_off_and_recommission_takes_the_server_back() {
+    let cluster = Cluster::new();
+    let (m, _mc) = cluster.master("m1,16000,1");
+    let servers: Vec<String> = (1..=3)
+        .map(|i| cluster.region_server(16020 + i).0.name())
+        .collect();
+    let t = create(&m, "t", 9);
+    for i in 0..90 {
+        cluster.put(&m, &t, &format!("row{i:04}"), &format!("v{i}"));
+    }
+    m.decommission(&servers[..1], true).unwrap();
+    assert_eq!(m.decommissioned(), servers[..1]);
+    let c = counts(&m);
+    assert!(!c.contains_key(&servers[0]), "{c:?}");
+    assert!(cluster
+        .server(&servers[0])
+        .report()
+        .unwrap()
+        .regions
+        .is_empty());
+    cluster.assert_rows(&m, &t, 90);
+    m.balance().unwrap();
+    assert!(
+        !counts(&m).contains_key(&servers[0]),
+        "the balancer leaves it alone"
+    );
+    let e = m.decommission(&servers[1..], true).unwrap_err();
+    assert!(e.to_string().contains("leave none"), "{e}");
+    m.recommission(&servers[0]).unwrap();
+    assert!(m.decommissioned().is_empty());
+    m.balance().unwrap();
+    assert_eq!(counts(&m).values().copied().collect::<Vec<_>>(), [3, 3, 3]);
+    cluster.assert_rows(&m, &t, 90);
+}
+
+#[test]
+fn a_whole_cluster_stop_and_start_keeps_every_row_with_nothing_to_replay() {
+    let cluster = Cluster::new();
+    let (m, mc) = cluster.master("m1,16000,1");
+    let servers: Vec<_> = (1..=3)
+        .map(|i| cluster.region_server(16020 + i).0)
+        .collect();
+    let t = create(&m, "t", 12);
+    for i in 0..120 {
+        cluster.put(&m, &t, &format!("row{i:04}"), &format!("v{i}"));
+    }
+    for s in &servers {
+        s.stop().unwrap();
+    }
+    m.stop().unwrap();
+    drop((m, mc, servers));
+    cluster.servers.0.lock().clear();
+    // Every old log holds nothing: a clean stop flushed every region first.
+    let env = env(&cluster.store);
+    for dir in crate::regionserver::log_dirs(&env, &Path::new(ROOT).join("wal")).unwrap() {
+        let segments = crate::regionserver::log_segments(&env, &dir).unwrap();
+        let mut edits = 0;
+        basalt_storage::wal::replay::replay_paths(&env, &segments, |_| {
+            edits += 1;
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(edits, 0, "{}", dir.display());
+    }
+    let (m, _mc) = cluster.master("m2,16000,2");
+    let _servers: Vec<_> = (1..=3).map(|i| cluster.region_server(16030 + i)).collect();
+    m.assign_all().unwrap();
+    assert_eq!(counts(&m).values().copied().collect::<Vec<_>>(), [4, 4, 4]);
+    cluster.assert_rows(&m, &t, 120);
+}
+
+#[test]
+fn a_backup_master_takes_over_and_the_deposed_one_cannot_commit() {
+    let cluster = Cluster::new();
+    let (old, old_session) = cluster.master("m1,16000,1");
+    let _s = cluster.region_server(16021);
+    let t = create(&old, "t", 3);
+    cluster.put(&old, &t, "row0001", "v1");
+    let backup = Arc::new(cluster.ensemble.connect());
+    let Election::Backup { watch, .. } = backup.elect("m2,16000,2").unwrap() else {
+        panic!("m1 is active");
+    };
+    // The active master's session expires (a long pause): the backup is told and takes over.
+    cluster.ensemble.expire(&old_session);
+    assert!(watch.fired());
+    let Election::Active { epoch } = backup.elect("m2,16000,2").unwrap() else {
+        panic!("the backup takes over");
+    };
+    let new = ClusterMaster::take_over(
+        Path::new(ROOT),
+        STORAGE,
+        &env(&cluster.store),
+        backup.clone(),
+        cluster.servers.clone(),
+        "m2,16000,2",
+        epoch,
+    )
+    .unwrap();
+    assert!(new.epoch() > old.epoch());
+    // The deposed master wakes up and tries to change the catalog: it is fenced.
+    let desc = TableDescriptor::new(
+        &TableName::parse("other").unwrap(),
+        vec![ColumnFamilyDescriptor::new("f".to_owned())],
+    );
+    let e = old.create_table(desc, &[]).unwrap_err();
+    assert!(e.to_string().contains("deposed"), "{e}");
+    assert!(!new.catalog().tables.contains_key("default:other"));
+    // The new master serves the same assignments.
+    assert_eq!(
+        cluster.get(&new, &t, "row0001").as_deref(),
+        Some(&b"v1"[..])
+    );
+}
+
+#[test]
+fn a_region_server_of_another_cluster_or_storage_is_refused() {
+    let cluster = Cluster::new();
+    let (_m, _mc) = cluster.master("m1,16000,1");
+    let options = Options {
+        env: env(&cluster.store),
+        ..Options::default()
+    };
+    let c: Arc<dyn Coordinator> = Arc::new(cluster.ensemble.connect());
+    let e = ClusterRegionServer::start(Path::new(ROOT), "s3://elsewhere/x", &options, c.clone())
+        .unwrap_err();
+    assert!(e.to_string().contains("the cluster's is memory:///"), "{e}");
+    // Same URL, other files: another cluster's catalog.
+    let other = Cluster::new();
+    let (_om, _omc) = other.master("m9,16000,9");
+    let options = Options {
+        env: env(&other.store),
+        ..Options::default()
+    };
+    let e = ClusterRegionServer::start(Path::new(ROOT), STORAGE, &options, c).unwrap_err();
+    assert!(e.to_string().contains("belongs to cluster"), "{e}");
+    // No master yet: nothing to join.
+    let fresh = Cluster::new();
+    let c: Arc<dyn Coordinator> = Arc::new(fresh.ensemble.connect());
+    let e = ClusterRegionServer::start(Path::new(ROOT), STORAGE, &options, c).unwrap_err();
+    assert!(e.to_string().contains("start a master first"), "{e}");
+}
+
+#[test]
+fn a_region_server_whose_session_expired_opens_nothing() {
+    let cluster = Cluster::new();
+    let (m, _mc) = cluster.master("m1,16000,1");
+    let (rs, session) = cluster.region_server(16021);
+    let (_other, _os) = cluster.region_server(16022);
+    cluster.ensemble.expire(&session);
+    // The master sees it gone and assigns only to the live server.
+    let t = create(&m, "t", 4);
+    assert_eq!(
+        counts(&m).keys().cloned().collect::<Vec<_>>(),
+        [_other.name()]
+    );
+    let (desc, info) = {
+        let c = m.catalog();
+        let e = c.tables.values().next().unwrap().clone();
+        (e.descriptor.clone(), e.regions[0].clone())
+    };
+    let e = rs.open_region(&desc, &info, 99).unwrap_err();
+    assert!(
+        e.to_string().contains("lost its coordination session"),
+        "{e}"
+    );
+    let _ = t;
+}
