@@ -41,16 +41,16 @@ const TAKEOVER_ATTEMPTS: usize = 5;
 /// The active master of a cluster.
 #[derive(Debug)]
 pub struct ClusterMaster {
-    name: String,
-    root: PathBuf,
-    env: Env,
-    coordinator: Arc<dyn Coordinator>,
-    servers: Arc<dyn ServerDirectory>,
-    epoch: u64,
+    pub(super) name: String,
+    pub(super) root: PathBuf,
+    pub(super) env: Env,
+    pub(super) coordinator: Arc<dyn Coordinator>,
+    pub(super) servers: Arc<dyn ServerDirectory>,
+    pub(super) epoch: u64,
     /// Lock order 0.
-    procedure: Mutex<()>,
+    pub(super) procedure: Mutex<()>,
     /// Lock order 1.
-    catalog: Mutex<(VersionedFile, Catalog)>,
+    pub(super) catalog: Mutex<(VersionedFile, Catalog)>,
 }
 
 impl ClusterMaster {
@@ -148,7 +148,7 @@ impl ClusterMaster {
 
     /// Changes the catalog all or nothing: `edit` works on a copy carrying this master's
     /// epoch, which is committed and only then replaces the catalog in memory.
-    fn edit<R>(&self, edit: impl FnOnce(&mut Catalog) -> Result<R>) -> Result<R> {
+    pub(super) fn edit<R>(&self, edit: impl FnOnce(&mut Catalog) -> Result<R>) -> Result<R> {
         let mut g = self.catalog.lock();
         let mut next = g.1.clone();
         next.master_epoch = self.epoch;
@@ -203,7 +203,7 @@ impl ClusterMaster {
         self.assign_locked(&ids)
     }
 
-    fn table_dir(&self, t: &TableName) -> PathBuf {
+    pub(super) fn table_dir(&self, t: &TableName) -> PathBuf {
         self.root
             .join("data")
             .join(t.namespace())
@@ -232,7 +232,7 @@ impl ClusterMaster {
     /// Assigns `ids` (not open anywhere) to the eligible servers with the fewest regions:
     /// one catalog commit for all, then each server opens its regions; a region whose open
     /// fails is committed as unassigned.
-    fn assign_locked(&self, ids: &[u64]) -> Result<()> {
+    pub(super) fn assign_locked(&self, ids: &[u64]) -> Result<()> {
         if ids.is_empty() {
             return Ok(());
         }
@@ -265,7 +265,7 @@ impl ClusterMaster {
     }
 
     /// Asks `server` to open region `id` at `epoch`; logs a failure.
-    fn open_on(&self, id: u64, server: &str, epoch: u64) -> Result<()> {
+    pub(super) fn open_on(&self, id: u64, server: &str, epoch: u64) -> Result<()> {
         let (desc, info) = self.region(id)?;
         let r = self
             .servers
@@ -277,7 +277,7 @@ impl ClusterMaster {
         r
     }
 
-    fn mark_unassigned(&self, ids: &[u64]) -> Result<()> {
+    pub(super) fn mark_unassigned(&self, ids: &[u64]) -> Result<()> {
         if ids.is_empty() {
             return Ok(());
         }
@@ -292,7 +292,7 @@ impl ClusterMaster {
     }
 
     /// The table descriptor and region info of region `id`.
-    fn region(&self, id: u64) -> Result<(TableDescriptor, RegionInfo)> {
+    pub(super) fn region(&self, id: u64) -> Result<(TableDescriptor, RegionInfo)> {
         let g = self.catalog.lock();
         let found = enabled_or_not(&g.1)
             .find(|(info, _)| info.id == id)
@@ -369,7 +369,7 @@ impl ClusterMaster {
         Ok(())
     }
 
-    fn assigned(&self, id: u64) -> Option<String> {
+    pub(super) fn assigned(&self, id: u64) -> Option<String> {
         let g = self.catalog.lock();
         g.1.assignments.get(&id).and_then(|a| a.server.clone())
     }

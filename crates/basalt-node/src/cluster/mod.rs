@@ -15,6 +15,7 @@
 //! tests, over the network between processes.
 
 mod balancer;
+mod ddl;
 mod master;
 mod regionserver;
 

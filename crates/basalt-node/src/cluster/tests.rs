@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use basalt_model::ops::{Get, Mutation, Put};
 use basalt_model::{ColumnFamilyDescriptor, Error, Result, TableDescriptor, TableName};
-use basalt_storage::env::{Env, MemoryStore, SystemClock};
+use basalt_storage::env::{Env, MemoryStore, ObjectStore, SystemClock};
 use bytes::Bytes;
 use parking_lot::Mutex;
 
@@ -440,4 +440,80 @@ fn a_region_server_whose_session_expired_opens_nothing() {
         "{e}"
     );
     let _ = t;
+}
+
+#[test]
+fn disable_enable_alter_and_drop_act_on_every_server() {
+    let cluster = Cluster::new();
+    let (m, _mc) = cluster.master("m1,16000,1");
+    let servers: Vec<_> = (1..=3)
+        .map(|i| cluster.region_server(16020 + i).0)
+        .collect();
+    let t = create(&m, "t", 6);
+    for i in 0..60 {
+        cluster.put(&m, &t, &format!("row{i:04}"), &format!("v{i}"));
+    }
+    m.disable_table(&t).unwrap();
+    assert!(matches!(
+        m.locate(&t, b"row0001"),
+        Err(Error::TableNotEnabled(_))
+    ));
+    for s in &servers {
+        assert!(
+            s.report().unwrap().regions.is_empty(),
+            "every region closed"
+        );
+    }
+    assert!(matches!(
+        m.disable_table(&t),
+        Err(Error::TableNotEnabled(_))
+    ));
+    m.enable_table(&t).unwrap();
+    assert_catalog_matches_servers(&cluster, &m);
+    cluster.assert_rows(&m, &t, 60);
+    // Alter: a new family; every region reopens at a higher epoch and takes it.
+    let before = m.catalog().assignments.clone();
+    let mut desc = m.catalog().table(&t).unwrap().descriptor.clone();
+    desc.families.insert(
+        Bytes::from_static(b"g"),
+        ColumnFamilyDescriptor::new("g".to_owned()),
+    );
+    m.modify_table(desc).unwrap();
+    let after = m.catalog().assignments.clone();
+    for (id, a) in &after {
+        assert!(a.open_epoch > before[id].open_epoch, "region {id} reopened");
+    }
+    let (info, server) = m.locate(&t, b"row0005").unwrap();
+    let region = cluster.server(&server.unwrap()).region(info.id).unwrap();
+    let put = Put::new("row0005").add("g", "q", "new family");
+    region.mutate(&Mutation::Put(put)).unwrap();
+    cluster.assert_rows(&m, &t, 60);
+    // Drop: only when disabled; then the files go to the archive.
+    assert!(matches!(
+        m.delete_table(&t),
+        Err(Error::TableNotDisabled(_))
+    ));
+    m.disable_table(&t).unwrap();
+    m.delete_table(&t).unwrap();
+    assert!(matches!(m.locate(&t, b"x"), Err(Error::TableNotFound(_))));
+    assert!(m.catalog().assignments.is_empty());
+    let keys = cluster.store.list_all("").unwrap();
+    assert!(
+        !keys.iter().any(|k| k.starts_with("data/default/t/")),
+        "{keys:?}"
+    );
+    assert!(keys
+        .iter()
+        .any(|k| k.starts_with("archive/") && k.contains("/data/default/t/")));
+}
+
+#[test]
+fn namespaces_are_created_and_dropped_in_the_catalog() {
+    let cluster = Cluster::new();
+    let (m, _mc) = cluster.master("m1,16000,1");
+    m.create_namespace("ns", BTreeMap::new()).unwrap();
+    assert!(m.catalog().namespaces.contains_key("ns"));
+    m.drop_namespace("ns").unwrap();
+    assert!(!m.catalog().namespaces.contains_key("ns"));
+    assert!(m.drop_namespace("hbase").is_err());
 }
