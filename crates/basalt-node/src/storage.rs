@@ -282,4 +282,11 @@ impl Upload for RemoteUpload {
         let RemoteUpload { mut up, handle } = *self;
         run_on(&handle, async move { up.complete().await.map(|_| ()) })
     }
+
+    fn abort(self: Box<Self>) {
+        let RemoteUpload { mut up, handle } = *self;
+        if let Err(e) = run_on(&handle, async move { up.abort().await }) {
+            tracing::warn!(error = %e, "aborting a multipart upload failed; the store drops it later");
+        }
+    }
 }

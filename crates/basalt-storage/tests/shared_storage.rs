@@ -40,44 +40,69 @@ fn the_self_test_accepts_an_atomic_store() {
     assert!(store.list_all("").unwrap().is_empty(), "it cleans up");
 }
 
-/// A store whose "create if absent" overwrites, as a store without conditional writes does.
+/// The in-memory store with faults a test turns on: creates that overwrite (a store without
+/// conditional writes), and a create that stores its object and then reports a failure (a
+/// timeout after the write landed). It counts multipart uploads.
 #[derive(Debug, Default)]
-struct Overwriting(Arc<MemoryStore>);
+struct Hooked {
+    inner: Arc<MemoryStore>,
+    overwrite: bool,
+    fail_next_create_after_storing: std::sync::atomic::AtomicBool,
+    uploads: AtomicUsize,
+}
 
-impl ObjectStore for Overwriting {
+impl ObjectStore for Hooked {
     fn url(&self) -> &str {
-        "s3://no-conditional-writes/x"
+        if self.overwrite {
+            "s3://no-conditional-writes/x"
+        } else {
+            self.inner.url()
+        }
     }
     fn put_if_absent(&self, key: &str, data: Bytes) -> io::Result<()> {
-        self.0.delete(key)?;
-        self.0.put_if_absent(key, data)
+        if self.overwrite {
+            self.inner.delete(key)?;
+        }
+        self.inner.put_if_absent(key, data)?;
+        if self
+            .fail_next_create_after_storing
+            .swap(false, Ordering::SeqCst)
+        {
+            return Err(io::Error::new(io::ErrorKind::TimedOut, "no answer in time"));
+        }
+        Ok(())
     }
     fn upload(&self, key: &str) -> io::Result<Box<dyn Upload>> {
-        self.0.upload(key)
+        self.uploads.fetch_add(1, Ordering::SeqCst);
+        self.inner.upload(key)
     }
     fn get(&self, key: &str) -> io::Result<Option<Bytes>> {
-        self.0.get(key)
+        self.inner.get(key)
     }
     fn get_range(&self, key: &str, offset: u64, len: usize) -> io::Result<Bytes> {
-        self.0.get_range(key, offset, len)
+        self.inner.get_range(key, offset, len)
     }
     fn size(&self, key: &str) -> io::Result<Option<u64>> {
-        self.0.size(key)
+        self.inner.size(key)
     }
     fn list(&self, prefix: &str) -> io::Result<Listing> {
-        self.0.list(prefix)
+        self.inner.list(prefix)
     }
     fn list_all(&self, prefix: &str) -> io::Result<Vec<String>> {
-        self.0.list_all(prefix)
+        self.inner.list_all(prefix)
     }
     fn delete(&self, key: &str) -> io::Result<()> {
-        self.0.delete(key)
+        self.inner.delete(key)
     }
 }
 
 #[test]
 fn the_self_test_refuses_a_store_without_atomic_create() {
-    let e = self_test(&Overwriting::default(), 32).unwrap_err();
+    let store = Hooked {
+        overwrite: true,
+        ..Hooked::default()
+    };
+    let e = self_test(&store, 32).unwrap_err();
     assert_eq!(e.kind(), io::ErrorKind::Unsupported);
     let msg = e.to_string();
     assert!(
@@ -121,47 +146,9 @@ fn a_file_is_one_object_stored_at_its_sync_and_never_overwritten() {
     assert_eq!(env.read_all(&p).unwrap(), b"hello world");
 }
 
-/// Counts multipart uploads.
-#[derive(Debug, Default)]
-struct Counting {
-    inner: Arc<MemoryStore>,
-    uploads: AtomicUsize,
-}
-
-impl ObjectStore for Counting {
-    fn url(&self) -> &str {
-        self.inner.url()
-    }
-    fn put_if_absent(&self, key: &str, data: Bytes) -> io::Result<()> {
-        self.inner.put_if_absent(key, data)
-    }
-    fn upload(&self, key: &str) -> io::Result<Box<dyn Upload>> {
-        self.uploads.fetch_add(1, Ordering::SeqCst);
-        self.inner.upload(key)
-    }
-    fn get(&self, key: &str) -> io::Result<Option<Bytes>> {
-        self.inner.get(key)
-    }
-    fn get_range(&self, key: &str, offset: u64, len: usize) -> io::Result<Bytes> {
-        self.inner.get_range(key, offset, len)
-    }
-    fn size(&self, key: &str) -> io::Result<Option<u64>> {
-        self.inner.size(key)
-    }
-    fn list(&self, prefix: &str) -> io::Result<Listing> {
-        self.inner.list(prefix)
-    }
-    fn list_all(&self, prefix: &str) -> io::Result<Vec<String>> {
-        self.inner.list_all(prefix)
-    }
-    fn delete(&self, key: &str) -> io::Result<()> {
-        self.inner.delete(key)
-    }
-}
-
 #[test]
 fn a_large_file_goes_up_in_parts_and_reads_back_by_ranges() {
-    let store = Arc::new(Counting::default());
+    let store = Arc::new(Hooked::default());
     let env = shared(store.clone());
     let p = path("big");
     let data: Vec<u8> = (0..(5 * PART_BYTES / 2 + 123))
@@ -172,10 +159,20 @@ fn a_large_file_goes_up_in_parts_and_reads_back_by_ranges() {
         f.write_all(piece).unwrap();
     }
     assert_eq!(
-        store.inner.get("big").unwrap(),
-        None,
-        "not visible before it completes"
+        store.inner.size("big").unwrap(),
+        Some(0),
+        "before it completes the key holds only its claim"
     );
+    // A second writer of the same name is refused when it claims the key.
+    let mut rival = env.create(&p).unwrap();
+    let e = rival.write_all(&data[..2 * PART_BYTES]).unwrap_err();
+    assert_eq!(kind(&e), io::ErrorKind::AlreadyExists);
+    let e = rival.write_all(b"more").unwrap_err();
+    assert!(
+        e.to_string().contains("takes no more"),
+        "a failed writer stays failed: {e}"
+    );
+    drop(rival);
     f.sync_all().unwrap();
     assert_eq!(store.uploads.load(Ordering::SeqCst), 1);
     let r = env.open(&p).unwrap();
@@ -229,15 +226,18 @@ fn a_log_is_one_chunk_per_sync_and_a_writer_that_finds_its_chunk_taken_is_fenced
     let env = shared(store.clone());
     let p = path("wal/s1/00000000000000000001.wal");
     let mut log = env.create_log(&p).unwrap();
-    let mut syncer = log.try_clone().unwrap();
     log.write_all(b"one").unwrap();
-    syncer.sync_data().unwrap();
+    log.try_clone().unwrap().sync_data().unwrap();
+    // A clone syncs what was written before it was made, and no more.
     log.write_all(b"two").unwrap();
+    let mut syncer = log.try_clone().unwrap();
     log.write_all(b"three").unwrap();
     syncer.sync_data().unwrap();
-    syncer.sync_data().unwrap(); // nothing new: no chunk
+    syncer.sync_data().unwrap(); // nothing new for it: no chunk
+    assert_eq!(env.read_all(&p).unwrap(), b"onetwo");
+    log.sync_data().unwrap();
     let chunks = store.list_all("wal/s1/00000000000000000001.wal/").unwrap();
-    assert_eq!(chunks.len(), 2, "{chunks:?}");
+    assert_eq!(chunks.len(), 3, "{chunks:?}");
     assert_eq!(env.read_all(&p).unwrap(), b"onetwothree");
     assert_eq!(env.file_size(&p).unwrap(), 11);
     assert_eq!(
@@ -248,7 +248,7 @@ fn a_log_is_one_chunk_per_sync_and_a_writer_that_finds_its_chunk_taken_is_fenced
     // Another writer (a master fencing a dead server) takes the next chunk.
     store
         .put_if_absent(
-            &format!("{}/{:020}", "wal/s1/00000000000000000001.wal", 2),
+            &format!("{}/{:020}", "wal/s1/00000000000000000001.wal", 3),
             Bytes::new(),
         )
         .unwrap();
@@ -259,7 +259,7 @@ fn a_log_is_one_chunk_per_sync_and_a_writer_that_finds_its_chunk_taken_is_fenced
     assert!(log.sync_data().unwrap_err().to_string().contains("fenced"));
     assert_eq!(
         store.list_all("wal/s1/").unwrap().len(),
-        3,
+        4,
         "it wrote nothing more"
     );
     // Cutting the log back deletes whole chunks only.
@@ -323,4 +323,84 @@ fn the_wal_on_shared_storage_recovers_every_synced_edit() {
         })
         .unwrap();
     assert_eq!(seqs, (1..=20).collect::<Vec<_>>());
+}
+
+fn put(wal: &Wal, seq: u64) -> basalt_model::Result<()> {
+    let cell = Cell::put(format!("r{seq}"), "f", "q", 1, b"v".to_vec());
+    let t = wal.append(7, seq, &[cell])?;
+    wal.sync(t, false)
+}
+
+fn recovered(env: &Env, dir: &Path) -> Vec<u64> {
+    let mut seqs = Vec::new();
+    let wal = Wal::open(env, dir, DEFAULT_ROLL_SIZE_BYTES).unwrap();
+    wal.recover(|e| {
+        seqs.push(e.seq_id);
+        Ok(())
+    })
+    .unwrap();
+    seqs
+}
+
+#[test]
+fn the_wal_heals_past_a_sync_in_doubt_without_replaying_an_edit_twice() {
+    let store = Arc::new(Hooked::default());
+    let env = shared(store.clone());
+    let dir = path("wal/host,16020,1");
+    let wal = Wal::open(&env, &dir, DEFAULT_ROLL_SIZE_BYTES).unwrap();
+    wal.recover(|_| Ok(())).unwrap();
+    for seq in 1..=5 {
+        put(&wal, seq).unwrap();
+    }
+    // The chunk of edit 6 lands, but its writer hears a timeout: 6 is not acknowledged.
+    store
+        .fail_next_create_after_storing
+        .store(true, Ordering::SeqCst);
+    assert!(put(&wal, 6).is_err());
+    // The next write heals: the chunk in doubt is cut away, and 6 goes on in a new segment.
+    for seq in 7..=9 {
+        put(&wal, seq).unwrap();
+    }
+    drop(wal);
+    assert_eq!(recovered(&env, &dir), (1..=9).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_fenced_wal_never_heals_and_leaves_the_fencers_chunk_alone() {
+    let store = MemoryStore::new();
+    let env = shared(store.clone());
+    let dir = path("wal/host,16020,1");
+    let wal = Wal::open(&env, &dir, DEFAULT_ROLL_SIZE_BYTES).unwrap();
+    wal.recover(|_| Ok(())).unwrap();
+    put(&wal, 1).unwrap();
+    // Another writer takes the segment's next chunk (a master fencing this server).
+    let segment = store.list_all("wal/").unwrap()[0]
+        .rsplit_once('/')
+        .unwrap()
+        .0
+        .to_owned();
+    let taken = format!("{segment}/{:020}", 2);
+    store
+        .put_if_absent(&taken, Bytes::from_static(b"fence"))
+        .unwrap();
+    let e = put(&wal, 2).unwrap_err();
+    assert!(
+        matches!(e, Error::DoNotRetry(ref m) if m.contains("fenced")),
+        "{e}"
+    );
+    for seq in 3..=4 {
+        let e = put(&wal, seq).unwrap_err();
+        assert!(
+            matches!(e, Error::DoNotRetry(ref m) if m.contains("fenced")),
+            "{e}"
+        );
+    }
+    assert_eq!(store.get(&taken).unwrap().as_deref(), Some(&b"fence"[..]));
+    let segments: std::collections::BTreeSet<String> = store
+        .list_all("wal/")
+        .unwrap()
+        .iter()
+        .map(|k| k.rsplit_once('/').unwrap().0.to_owned())
+        .collect();
+    assert_eq!(segments.len(), 1, "no new segment: {segments:?}");
 }

@@ -49,14 +49,17 @@ impl ClusterMaster {
     /// region is closed (flushed) on its server and recorded unassigned.
     ///
     /// # Errors
-    /// `TableNotFound`, `TableNotEnabled`; a close failed (that region stays open and
-    /// assigned; disabling again closes it).
+    /// `TableNotFound`, `TableNotEnabled` (disabled, with every region closed); a close
+    /// failed (that region stays open and assigned; disabling again closes it).
     pub fn disable_table(&self, name: &TableName) -> Result<()> {
         check_user_table(name, "disable")?;
         let _p = self.procedure.lock();
+        let ids = self.region_ids(name)?;
+        let open = ids.iter().any(|id| self.assigned(*id).is_some());
         self.edit(|c| {
             let e = c.table_mut(name)?;
-            if !e.enabled {
+            // A disable that left regions open (a close failed) is finished by another.
+            if !e.enabled && !open {
                 return Err(Error::TableNotEnabled(name.to_string()));
             }
             e.enabled = false;
@@ -64,12 +67,12 @@ impl ClusterMaster {
         })?;
         let mut closed = Vec::new();
         let mut first_error = None;
-        for id in self.region_ids(name)? {
+        for id in ids {
             let r = match self.assigned(id) {
                 Some(server) => self
                     .servers
                     .connect(&server)
-                    .and_then(|s| s.close_region(id)),
+                    .and_then(|s| s.close_region(self.epoch, id)),
                 None => Ok(()),
             };
             match r {
@@ -115,6 +118,14 @@ impl ClusterMaster {
             if e.enabled {
                 return Err(Error::TableNotDisabled(name.to_string()));
             }
+            let still_open = e.regions.iter().any(|r| {
+                c.assignments.get(&r.id).is_some_and(|a| a.server.is_some())
+            });
+            if still_open {
+                return Err(Error::DoNotRetry(format!(
+                    "{name} has regions still open (a close failed while disabling): disable it again first"
+                )));
+            }
             let ids: Vec<u64> = e.regions.iter().map(|r| r.id).collect();
             for id in ids {
                 c.assignments.remove(&id);
@@ -153,7 +164,9 @@ impl ClusterMaster {
             let Some(server) = self.assigned(id) else {
                 continue;
             };
-            self.servers.connect(&server)?.close_region(id)?;
+            self.servers
+                .connect(&server)?
+                .close_region(self.epoch, id)?;
             let epoch = self.edit(|c| {
                 let a = c.assignments.entry(id).or_default();
                 a.open_epoch += 1;

@@ -211,28 +211,66 @@ impl ClusterMaster {
     }
 
     /// Assigns every region of an enabled table that is not open on a live server (after a
-    /// start, a server's death or a failed open).
+    /// start or a failed open), first telling every live server this master's epoch (so a
+    /// deposed master's calls are refused from then on). A region whose server died holding
+    /// unflushed edits in its log is left where it is: assigning it before its log is
+    /// recovered would serve it without those edits.
     ///
     /// # Errors
     /// `Io` reaching the coordinator or committing the catalog.
     pub fn assign_all(&self) -> Result<()> {
         let _p = self.procedure.lock();
         let (live, _) = self.coordinator.live_servers()?;
+        for server in &live {
+            let told = self
+                .servers
+                .connect(server)
+                .and_then(|s| s.report(self.epoch));
+            if let Err(e) = told {
+                tracing::warn!(server, error = %e, "a live region server did not answer");
+            }
+        }
         let c = self.catalog();
-        let ids: Vec<u64> = enabled_regions(&c)
-            .filter(|(info, _)| {
-                let server = c.assignments.get(&info.id).and_then(|a| a.server.as_ref());
-                server.is_none_or(|s| !live.contains(s))
-            })
-            .map(|(info, _)| info.id)
-            .collect();
+        let mut dead_with_edits = std::collections::BTreeSet::new();
+        let mut ids = Vec::new();
+        for (info, _) in enabled_regions(&c) {
+            let server = c.assignments.get(&info.id).and_then(|a| a.server.clone());
+            match server {
+                Some(s) if live.contains(&s) => {}
+                Some(s) if dead_with_edits.contains(&s) => {}
+                Some(s) if self.log_has_edits(&s)? => {
+                    tracing::error!(server = %s, "a dead region server's log holds edits; its regions wait for log recovery");
+                    dead_with_edits.insert(s);
+                }
+                _ => ids.push(info.id),
+            }
+        }
         self.assign_locked(&ids)
+    }
+
+    /// Whether the log a (dead) server left holds any edit.
+    fn log_has_edits(&self, server: &str) -> Result<bool> {
+        let dir = self.root.join("wal").join(server);
+        let segments = crate::regionserver::log_segments(&self.env, &dir)?;
+        let mut edits = 0usize;
+        basalt_storage::wal::replay::replay_paths(&self.env, &segments, |_| {
+            edits += 1;
+            Ok(())
+        })?;
+        Ok(edits > 0)
     }
 
     /// Assigns `ids` (not open anywhere) to the eligible servers with the fewest regions:
     /// one catalog commit for all, then each server opens its regions; a region whose open
     /// fails is committed as unassigned.
     pub(super) fn assign_locked(&self, ids: &[u64]) -> Result<()> {
+        // A region still open on a live server (its close failed) is not opened twice.
+        let (live, _) = self.coordinator.live_servers()?;
+        let ids: Vec<u64> = ids
+            .iter()
+            .copied()
+            .filter(|id| self.assigned(*id).is_none_or(|s| !live.contains(&s)))
+            .collect();
         if ids.is_empty() {
             return Ok(());
         }
@@ -244,7 +282,7 @@ impl ClusterMaster {
         let plan = self.edit(|c| {
             let mut counts = region_counts(c, &eligible);
             let mut plan = Vec::new();
-            for &id in ids {
+            for &id in &ids {
                 let Some(server) = fewest(&counts) else {
                     break;
                 };
@@ -270,7 +308,7 @@ impl ClusterMaster {
         let r = self
             .servers
             .connect(server)
-            .and_then(|s| s.open_region(&desc, &info, epoch));
+            .and_then(|s| s.open_region(self.epoch, &desc, &info, epoch));
         if let Err(e) = &r {
             tracing::warn!(region = id, server, error = %e, "region failed to open; it stays unassigned until assigned again");
         }
@@ -300,6 +338,19 @@ impl ClusterMaster {
         found.ok_or_else(|| Error::UnknownRegion(format!("no region with id {id}")))
     }
 
+    /// Region `id`'s table must be enabled for it to be moved or assigned.
+    fn check_enabled(&self, id: u64) -> Result<()> {
+        let g = self.catalog.lock();
+        let disabled = enabled_or_not(&g.1)
+            .find(|(info, _)| info.id == id)
+            .map(|(_, e)| (!e.enabled).then(|| e.descriptor.table_name()));
+        match disabled {
+            None => Err(Error::UnknownRegion(format!("no region with id {id}"))),
+            Some(Some(t)) => Err(Error::TableNotEnabled(t.to_string())),
+            Some(None) => Ok(()),
+        }
+    }
+
     /// The region holding `row` of `table`, and the server it is assigned to.
     ///
     /// # Errors
@@ -323,15 +374,16 @@ impl ClusterMaster {
     /// epoch, opened there.
     ///
     /// # Errors
-    /// `UnknownRegion`; `DoNotRetry` for a destination that is not an eligible server;
-    /// the close failed (the region stays where it was).
+    /// `UnknownRegion`, `TableNotEnabled`; `DoNotRetry` for a destination that is not an
+    /// eligible server; the close failed (the region stays where it was); the open failed
+    /// (the region is unassigned, and assigned again by the next `assign_all`).
     pub fn move_region(&self, id: u64, dest: Option<&str>) -> Result<()> {
         let _p = self.procedure.lock();
         self.move_locked(id, dest)
     }
 
     fn move_locked(&self, id: u64, dest: Option<&str>) -> Result<()> {
-        self.region(id)?;
+        self.check_enabled(id)?;
         let eligible = self.eligible_servers()?;
         let from = self.assigned(id);
         let to = match dest {
@@ -355,16 +407,32 @@ impl ClusterMaster {
             return Ok(());
         }
         if let Some(from) = &from {
-            self.servers.connect(from)?.close_region(id)?;
+            self.servers.connect(from)?.close_region(self.epoch, id)?;
         }
-        let epoch = self.edit(|c| {
+        let committed = self.edit(|c| {
             let a = c.assignments.entry(id).or_default();
             a.server = Some(to.clone());
             a.open_epoch += 1;
             Ok(a.open_epoch)
-        })?;
-        if self.open_on(id, &to, epoch).is_err() {
+        });
+        let epoch = match committed {
+            Ok(epoch) => epoch,
+            Err(e) => {
+                // The catalog still names `from`: the region must serve there again.
+                if let Some(from) = &from {
+                    let at = self
+                        .catalog()
+                        .assignments
+                        .get(&id)
+                        .map_or(0, |a| a.open_epoch);
+                    let _ = self.open_on(id, from, at);
+                }
+                return Err(e);
+            }
+        };
+        if let Err(e) = self.open_on(id, &to, epoch) {
             self.mark_unassigned(&[id])?;
+            return Err(e);
         }
         Ok(())
     }
@@ -382,7 +450,9 @@ impl ClusterMaster {
         let _p = self.procedure.lock();
         self.region(id)?;
         if let Some(server) = self.assigned(id) {
-            self.servers.connect(&server)?.close_region(id)?;
+            self.servers
+                .connect(&server)?
+                .close_region(self.epoch, id)?;
         }
         self.mark_unassigned(&[id])
     }
@@ -390,10 +460,10 @@ impl ClusterMaster {
     /// Assigns region `id` if it is not open on a live server (`assign`).
     ///
     /// # Errors
-    /// `UnknownRegion`; `Io`.
+    /// `UnknownRegion`, `TableNotEnabled`; `Io`.
     pub fn assign(&self, id: u64) -> Result<()> {
         let _p = self.procedure.lock();
-        self.region(id)?;
+        self.check_enabled(id)?;
         let (live, _) = self.coordinator.live_servers()?;
         match self.assigned(id) {
             Some(s) if live.contains(&s) => Ok(()),

@@ -46,15 +46,18 @@ pub struct ServerReport {
     pub regions: Vec<RegionReport>,
 }
 
-/// What the master asks of a region server.
+/// What the master asks of a region server. Every call carries the epoch of the master
+/// making it: a server remembers the highest it has seen and refuses calls from a lower one,
+/// so a deposed master cannot open or close regions behind its successor's back.
 pub trait RegionServerAdmin: Send + Sync + std::fmt::Debug {
     /// Opens a region of `table` at `open_epoch`, above any epoch it was opened at before.
     ///
     /// # Errors
     /// The region's files cannot be read; `DoNotRetry` when the server's session has lost
-    /// its lease or the epoch is stale.
+    /// its lease, or the open or master epoch is stale.
     fn open_region(
         &self,
+        master_epoch: u64,
         table: &TableDescriptor,
         info: &RegionInfo,
         open_epoch: u64,
@@ -64,14 +67,14 @@ pub trait RegionServerAdmin: Send + Sync + std::fmt::Debug {
     /// not an error.
     ///
     /// # Errors
-    /// The flush failed: the region serves on.
-    fn close_region(&self, region_id: u64) -> Result<()>;
+    /// `DoNotRetry` for a stale master epoch; the flush failed: the region serves on.
+    fn close_region(&self, master_epoch: u64, region_id: u64) -> Result<()>;
 
     /// The server's regions and their loads.
     ///
     /// # Errors
-    /// The server cannot be reached.
-    fn report(&self) -> Result<ServerReport>;
+    /// `DoNotRetry` for a stale master epoch; the server cannot be reached.
+    fn report(&self, master_epoch: u64) -> Result<ServerReport>;
 }
 
 /// How the master reaches a region server by name.

@@ -16,13 +16,38 @@ use crate::options::Options;
 use crate::regionserver::{MasterQueue, RegionServer, RegionServerServices};
 
 /// A region server in a cluster.
+///
+/// # Lock order
+/// `epochs` is held across a whole open or close (so a check of an epoch and the open it
+/// allows are one step), before the region server's own locks.
 #[derive(Debug)]
 pub struct ClusterRegionServer {
     root: PathBuf,
     rs: RegionServer,
     coordinator: Arc<dyn Coordinator>,
-    /// The epoch each online region was opened at. A leaf lock.
-    epochs: Mutex<HashMap<u64, u64>>,
+    /// The highest master epoch a call has carried, and the epoch each online region was
+    /// opened at.
+    epochs: Mutex<Epochs>,
+}
+
+#[derive(Debug, Default)]
+struct Epochs {
+    master: u64,
+    regions: HashMap<u64, u64>,
+}
+
+impl Epochs {
+    /// Refuses a call from a master older than one already heard from; remembers a newer.
+    fn check_master(&mut self, epoch: u64) -> Result<()> {
+        if epoch < self.master {
+            return Err(Error::DoNotRetry(format!(
+                "a master with epoch {} has taken over; this call from epoch {epoch} is stale",
+                self.master
+            )));
+        }
+        self.master = epoch;
+        Ok(())
+    }
 }
 
 impl ClusterRegionServer {
@@ -50,7 +75,7 @@ impl ClusterRegionServer {
             root: root.to_owned(),
             rs,
             coordinator,
-            epochs: Mutex::new(HashMap::new()),
+            epochs: Mutex::new(Epochs::default()),
         })
     }
 
@@ -60,10 +85,16 @@ impl ClusterRegionServer {
         self.rs.name().to_string()
     }
 
-    /// The online region `id`, for the data path.
-    #[must_use]
-    pub fn region(&self, id: u64) -> Option<Arc<Region>> {
-        self.rs.region(id)
+    /// The online region `id`, for the data path: refused once the session's lease has run
+    /// out (the master may be giving the region to another server).
+    ///
+    /// # Errors
+    /// `DoNotRetry` without a lease; `NotServingRegion` when the region is not open here.
+    pub fn region(&self, id: u64) -> Result<Arc<Region>> {
+        self.check_lease()?;
+        self.rs.region(id).ok_or_else(|| {
+            Error::NotServingRegion(format!("region {id} is not online on {}", self.name()))
+        })
     }
 
     /// A clean stop: every region is flushed and closed (so it reopens elsewhere without
@@ -77,7 +108,7 @@ impl ClusterRegionServer {
                 tracing::warn!(region = %r.name(), error = %e, "closing at stop failed");
             }
         }
-        self.epochs.lock().clear();
+        self.epochs.lock().regions.clear();
         let closed = self.rs.close();
         if let Err(e) = self.coordinator.deregister_server(&self.name()) {
             tracing::warn!(error = %e, "deregistering at stop failed; the session's end removes it");
@@ -144,12 +175,15 @@ fn check_cluster(
 impl RegionServerAdmin for ClusterRegionServer {
     fn open_region(
         &self,
+        master_epoch: u64,
         table: &TableDescriptor,
         info: &RegionInfo,
         open_epoch: u64,
     ) -> Result<()> {
         self.check_lease()?;
-        if let Some(&at) = self.epochs.lock().get(&info.id) {
+        let mut epochs = self.epochs.lock();
+        epochs.check_master(master_epoch)?;
+        if let Some(&at) = epochs.regions.get(&info.id) {
             if at >= open_epoch {
                 return Err(Error::DoNotRetry(format!(
                     "region {} is open here at epoch {at}; an open at epoch {open_epoch} is stale",
@@ -164,20 +198,26 @@ impl RegionServerAdmin for ClusterRegionServer {
             let dir = self.region_dir(table, info.id);
             self.rs.open_region(&dir, info, &Arc::new(table.clone()))?;
         }
-        self.epochs.lock().insert(info.id, open_epoch);
+        epochs.regions.insert(info.id, open_epoch);
         Ok(())
     }
 
-    fn close_region(&self, region_id: u64) -> Result<()> {
+    fn close_region(&self, master_epoch: u64, region_id: u64) -> Result<()> {
+        let mut epochs = self.epochs.lock();
+        epochs.check_master(master_epoch)?;
         if let Some(r) = self.rs.region(region_id) {
             self.rs.close_region(&r)?;
         }
-        self.epochs.lock().remove(&region_id);
+        epochs.regions.remove(&region_id);
         Ok(())
     }
 
-    fn report(&self) -> Result<ServerReport> {
-        let epochs = self.epochs.lock().clone();
+    fn report(&self, master_epoch: u64) -> Result<ServerReport> {
+        let epochs = {
+            let mut e = self.epochs.lock();
+            e.check_master(master_epoch)?;
+            e.regions.clone()
+        };
         let mut regions: Vec<RegionReport> = self
             .rs
             .online_regions()

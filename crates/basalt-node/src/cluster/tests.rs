@@ -154,7 +154,10 @@ fn assert_catalog_matches_servers(cluster: &Cluster, m: &ClusterMaster) {
     for e in c.tables.values() {
         for r in &e.regions {
             let a = &c.assignments[&r.id];
-            let report = cluster.server(a.server.as_ref().unwrap()).report().unwrap();
+            let report = cluster
+                .server(a.server.as_ref().unwrap())
+                .report(m.epoch())
+                .unwrap();
             let here = report.regions.iter().find(|x| x.info.id == r.id);
             assert_eq!(
                 here.map(|x| x.open_epoch),
@@ -225,20 +228,29 @@ fn moves_keep_every_row_and_only_raise_open_epochs() {
         .values()
         .flat_map(|e| e.regions.iter().map(|r| r.id))
         .collect();
-    let mut last: HashMap<u64, u64> = HashMap::new();
     for round in 0..30 {
         let id = ids[round % ids.len()];
-        let dest = servers[round % servers.len()].name();
+        let before = m.catalog().assignments[&id].clone();
+        // The server after the one holding it.
+        let at = servers
+            .iter()
+            .position(|s| before.server.as_deref() == Some(s.name().as_str()))
+            .unwrap();
+        let dest = servers[(at + 1) % servers.len()].name();
         m.move_region(id, Some(&dest)).unwrap();
         let a = m.catalog().assignments[&id].clone();
         assert_eq!(a.server.as_deref(), Some(dest.as_str()));
-        assert!(
-            a.open_epoch >= *last.get(&id).unwrap_or(&0),
-            "epochs never fall"
+        assert_eq!(
+            a.open_epoch,
+            before.open_epoch + 1,
+            "a move raises the epoch"
         );
-        last.insert(id, a.open_epoch);
         cluster.assert_rows(&m, &t, 60);
     }
+    // A move to where the region is changes nothing.
+    let here = m.catalog().assignments[&ids[0]].clone();
+    m.move_region(ids[0], here.server.as_deref()).unwrap();
+    assert_eq!(m.catalog().assignments[&ids[0]], here);
     assert_catalog_matches_servers(&cluster, &m);
     let e = m.move_region(ids[0], Some("nowhere,1,1")).unwrap_err();
     assert!(e.to_string().contains("not a live region server"), "{e}");
@@ -251,7 +263,9 @@ fn moves_keep_every_row_and_only_raise_open_epochs() {
         (e.descriptor, info)
     };
     let holder = cluster.server(a.server.as_ref().unwrap());
-    let e = holder.open_region(&desc, &info, a.open_epoch).unwrap_err();
+    let e = holder
+        .open_region(m.epoch(), &desc, &info, a.open_epoch)
+        .unwrap_err();
     assert!(e.to_string().contains("stale"), "{e}");
 }
 
@@ -268,7 +282,7 @@ fn unassign_and_assign_take_a_region_offline_and_back() {
     assert!(cluster
         .server(server.as_ref().unwrap())
         .region(info.id)
-        .is_none());
+        .is_err());
     m.assign(info.id).unwrap();
     assert_eq!(cluster.get(&m, &t, "row0001").as_deref(), Some(&b"v1"[..]));
 }
@@ -290,7 +304,7 @@ fn decommission_moves_regions_off_and_recommission_takes_the_server_back() {
     assert!(!c.contains_key(&servers[0]), "{c:?}");
     assert!(cluster
         .server(&servers[0])
-        .report()
+        .report(m.epoch())
         .unwrap()
         .regions
         .is_empty());
@@ -434,7 +448,7 @@ fn a_region_server_whose_session_expired_opens_nothing() {
         let e = c.tables.values().next().unwrap().clone();
         (e.descriptor.clone(), e.regions[0].clone())
     };
-    let e = rs.open_region(&desc, &info, 99).unwrap_err();
+    let e = rs.open_region(m.epoch(), &desc, &info, 99).unwrap_err();
     assert!(
         e.to_string().contains("lost its coordination session"),
         "{e}"
@@ -460,7 +474,7 @@ fn disable_enable_alter_and_drop_act_on_every_server() {
     ));
     for s in &servers {
         assert!(
-            s.report().unwrap().regions.is_empty(),
+            s.report(m.epoch()).unwrap().regions.is_empty(),
             "every region closed"
         );
     }
@@ -516,4 +530,22 @@ fn namespaces_are_created_and_dropped_in_the_catalog() {
     m.drop_namespace("ns").unwrap();
     assert!(!m.catalog().namespaces.contains_key("ns"));
     assert!(m.drop_namespace("hbase").is_err());
+}
+
+#[test]
+fn a_dead_servers_regions_wait_while_its_log_holds_edits() {
+    let cluster = Cluster::new();
+    let (m, _mc) = cluster.master("m1,16000,1");
+    let (doomed, session) = cluster.region_server(16021);
+    let t = create(&m, "t", 4);
+    cluster.put(&m, &t, "row0001", "v1"); // in the log only: no flush
+    let (_other, _os) = cluster.region_server(16022);
+    // The server dies without stopping: its session expires, its log stays.
+    cluster.servers.0.lock().remove(&doomed.name());
+    cluster.ensemble.expire(&session);
+    drop(doomed);
+    m.assign_all().unwrap();
+    let c = counts(&m);
+    assert_eq!(c.len(), 1, "its regions stay assigned to it: {c:?}");
+    assert_eq!(c.values().sum::<usize>(), 4);
 }

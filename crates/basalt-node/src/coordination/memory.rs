@@ -27,8 +27,17 @@ struct State {
     epoch: u64,
     master_watches: Vec<SyncSender<()>>,
     server_watches: Vec<SyncSender<()>>,
-    sessions: HashMap<u64, SessionHealth>,
+    sessions: HashMap<u64, Session>,
     next_session: u64,
+}
+
+/// A session as the test left it.
+#[derive(Clone, Copy, Debug)]
+enum Session {
+    Connected,
+    /// Cut off since then: its nodes stay, and nothing it asks is answered.
+    CutOff(Instant),
+    Expired,
 }
 
 fn fire(watches: &mut Vec<SyncSender<()>>) {
@@ -50,7 +59,7 @@ impl MemoryEnsemble {
         let mut st = self.state.lock();
         st.next_session += 1;
         let session = st.next_session;
-        st.sessions.insert(session, SessionHealth::Connected);
+        st.sessions.insert(session, Session::Connected);
         MemoryCoordinator {
             ensemble: self.clone(),
             session,
@@ -62,14 +71,14 @@ impl MemoryEnsemble {
         self.state
             .lock()
             .sessions
-            .insert(c.session, SessionHealth::Disconnected { since });
+            .insert(c.session, Session::CutOff(since));
     }
 
     /// Expires a session: its ephemeral nodes go and the watches on them fire.
     pub fn expire(&self, c: &MemoryCoordinator) {
         let mut st = self.state.lock();
         let s = c.session;
-        st.sessions.insert(s, SessionHealth::Expired);
+        st.sessions.insert(s, Session::Expired);
         if st.master.as_ref().is_some_and(|(_, owner)| *owner == s) {
             st.master = None;
             fire(&mut st.master_watches);
@@ -93,14 +102,14 @@ pub struct MemoryCoordinator {
 impl MemoryCoordinator {
     fn live(&self, st: &State) -> Result<()> {
         match st.sessions.get(&self.session) {
-            Some(SessionHealth::Expired) | None => Err(Error::DoNotRetry(
+            Some(Session::Expired) | None => Err(Error::DoNotRetry(
                 "the coordination session expired".to_owned(),
             )),
-            Some(SessionHealth::Disconnected { .. }) => Err(Error::io(
+            Some(Session::CutOff(_)) => Err(Error::io(
                 "reaching the coordination service",
                 std::io::Error::new(std::io::ErrorKind::NotConnected, "disconnected"),
             )),
-            Some(SessionHealth::Connected) => Ok(()),
+            Some(Session::Connected) => Ok(()),
         }
     }
 }
@@ -200,14 +209,22 @@ impl Coordinator for MemoryCoordinator {
         Ok((st.servers.keys().cloned().collect(), Watch(rx)))
     }
 
+    /// A connected session is confirmed now; a cut-off one when it was cut off.
     fn session(&self) -> SessionHealth {
-        self.ensemble
+        let s = self
+            .ensemble
             .state
             .lock()
             .sessions
             .get(&self.session)
-            .copied()
-            .unwrap_or(SessionHealth::Expired)
+            .copied();
+        match s {
+            Some(Session::Connected) => SessionHealth::Alive {
+                confirmed: Instant::now(),
+            },
+            Some(Session::CutOff(since)) => SessionHealth::Alive { confirmed: since },
+            Some(Session::Expired) | None => SessionHealth::Expired,
+        }
     }
 
     fn session_timeout(&self) -> Duration {

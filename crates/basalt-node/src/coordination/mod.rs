@@ -19,9 +19,10 @@
 //! # Sessions and the read lease
 //! A session that expires loses its ephemeral nodes: a master that loses its session is no
 //! longer the master, and a region server is taken for dead. A region server must stop
-//! serving *before* the master can act on its death: [`Coordinator::session`] says how long
-//! ago the session was last known to be alive, and a server refuses requests once that is
-//! older than two thirds of the session timeout ([`SessionHealth::lease_valid`]).
+//! serving *before* the master can act on its death: [`Coordinator::session`] says when a
+//! request the ensemble answered was last sent (the ZooKeeper implementation sends one every
+//! sixth of the session timeout), and a server refuses requests once that is two thirds of
+//! the session timeout ago ([`SessionHealth::lease_valid`]).
 
 pub mod memory;
 mod zookeeper;
@@ -61,24 +62,23 @@ pub enum Election {
 /// The state of this process's session.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SessionHealth {
-    /// Connected.
-    Connected,
-    /// Disconnected since then; the session may still be alive on the ensemble.
-    Disconnected { since: Instant },
+    /// Alive as far as this process knows: the ensemble last answered a request this
+    /// process *sent* at `confirmed` (so the ensemble heard from it then, and cannot expire
+    /// the session before `confirmed` plus the session timeout).
+    Alive { confirmed: Instant },
     /// Expired or closed: every ephemeral node of this session is gone.
     Expired,
 }
 
 impl SessionHealth {
-    /// Whether a server may still act on what its session holds: connected, or disconnected
-    /// for less than two thirds of the session timeout (so it stops before the ensemble can
-    /// expire the session and the master reassigns its regions).
+    /// Whether a server may still act on what its session holds: the ensemble confirmed the
+    /// session less than two thirds of the session timeout ago, so the server stops before
+    /// the ensemble can expire the session and the master reassign its regions.
     #[must_use]
     pub fn lease_valid(self, session_timeout: Duration, now: Instant) -> bool {
         match self {
-            SessionHealth::Connected => true,
-            SessionHealth::Disconnected { since } => {
-                now.saturating_duration_since(since) < session_timeout * 2 / 3
+            SessionHealth::Alive { confirmed } => {
+                now.saturating_duration_since(confirmed) < session_timeout * 2 / 3
             }
             SessionHealth::Expired => false,
         }

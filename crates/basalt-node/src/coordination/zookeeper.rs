@@ -21,6 +21,8 @@ pub struct ZooKeeperCoordinator {
     health: Arc<Mutex<SessionHealth>>,
     /// Receives once the session is closed or expired.
     ended: Mutex<Receiver<()>>,
+    /// Stops the heartbeat (which holds a client clone) when dropped or sent.
+    stop_heartbeat: Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
     handle: tokio::runtime::Handle,
     /// `Some` until dropped.
     runtime: Option<tokio::runtime::Runtime>,
@@ -32,6 +34,54 @@ impl std::fmt::Debug for ZooKeeperCoordinator {
             .field("quorum", &self.quorum)
             .field("parent", &self.parent)
             .finish()
+    }
+}
+
+/// Follows the session's state: once it ends (expired, closed, refused), it is `Expired`
+/// for good and `done` is told.
+async fn watch_session(
+    mut states: zookeeper_client::StateWatcher,
+    health: Arc<Mutex<SessionHealth>>,
+    done: std::sync::mpsc::SyncSender<()>,
+) {
+    loop {
+        let state = states.changed().await;
+        if matches!(
+            state,
+            SessionState::Expired | SessionState::Closed | SessionState::AuthFailed
+        ) {
+            *health.lock() = SessionHealth::Expired;
+            let _ = done.try_send(());
+            return;
+        }
+    }
+}
+
+/// Every sixth of the session timeout, asks the ensemble something cheap; each answer
+/// confirms the session as of the moment the question was sent (the read lease's clock).
+async fn heartbeat(
+    client: Client,
+    health: Arc<Mutex<SessionHealth>>,
+    timeout: Duration,
+    mut stop: tokio::sync::oneshot::Receiver<()>,
+) {
+    let every = (timeout / 6).max(Duration::from_millis(50));
+    loop {
+        tokio::select! {
+            _ = &mut stop => return,
+            () = tokio::time::sleep(every) => {}
+        }
+        let sent = Instant::now();
+        let asked = tokio::select! {
+            _ = &mut stop => return,
+            r = tokio::time::timeout(timeout, client.check_stat("/")) => r,
+        };
+        if matches!(asked, Ok(Ok(_))) {
+            let mut h = health.lock();
+            if let SessionHealth::Alive { confirmed } = &mut *h {
+                *confirmed = (*confirmed).max(sent);
+            }
+        }
     }
 }
 
@@ -65,6 +115,7 @@ impl ZooKeeperCoordinator {
         let runtime = crate::runtime::start("basalt-zookeeper", 1)
             .map_err(|e| Error::io("starting the ZooKeeper runtime", e))?;
         let handle = runtime.handle().clone();
+        let started = Instant::now();
         let q = quorum.to_owned();
         let connect = async move {
             let connect = Client::connector()
@@ -81,31 +132,25 @@ impl ZooKeeperCoordinator {
                 )
             })?
             .map_err(|e| zk_err(&format!("connecting to ZooKeeper at {quorum}"), e))?;
-        let health = Arc::new(Mutex::new(SessionHealth::Connected));
+        let health = Arc::new(Mutex::new(SessionHealth::Alive { confirmed: started }));
         let (done, ended) = sync_channel(1);
-        let mut states = client.state_watcher();
-        let h = Arc::clone(&health);
-        handle.spawn(async move {
-            loop {
-                let next = match states.changed().await {
-                    SessionState::SyncConnected | SessionState::ConnectedReadOnly => {
-                        SessionHealth::Connected
-                    }
-                    SessionState::Disconnected => SessionHealth::Disconnected {
-                        since: Instant::now(),
-                    },
-                    _ => SessionHealth::Expired,
-                };
-                *h.lock() = next;
-                if next == SessionHealth::Expired {
-                    let _ = done.try_send(());
-                    return;
-                }
-            }
-        });
+        handle.spawn(watch_session(
+            client.state_watcher(),
+            Arc::clone(&health),
+            done,
+        ));
+        let (stop, stopped_rx) = tokio::sync::oneshot::channel();
+        let timeout = client.session_timeout();
+        handle.spawn(heartbeat(
+            client.clone(),
+            Arc::clone(&health),
+            timeout,
+            stopped_rx,
+        ));
         let zk = ZooKeeperCoordinator {
-            timeout: client.session_timeout(),
+            timeout,
             client: Some(client),
+            stop_heartbeat: Mutex::new(Some(stop)),
             quorum: quorum.to_owned(),
             parent: parent.trim_end_matches('/').to_owned(),
             health,
@@ -172,6 +217,16 @@ impl ZooKeeperCoordinator {
         }
     }
 
+    /// Whether `path` is an ephemeral node of this session.
+    fn owns(&self, path: &str) -> Result<bool> {
+        let (c, p) = (self.client()?, path.to_owned());
+        let me = c.session_id().0;
+        match self.run(async move { c.check_stat(&p).await })? {
+            Ok(stat) => Ok(stat.is_some_and(|s| s.ephemeral_owner == me)),
+            Err(e) => Err(zk_err(&format!("looking at {path}"), e)),
+        }
+    }
+
     /// Deletes `path` at `version` (any when `None`); a missing node is not an error.
     fn delete(&self, path: &str, version: Option<i32>) -> Result<()> {
         let (c, p) = (self.client()?, path.to_owned());
@@ -227,6 +282,7 @@ impl Drop for ZooKeeperCoordinator {
     fn drop(&mut self) {
         // The last client clone gone, the session closes (its ephemeral nodes go at once);
         // wait a little for that before the runtime it runs on stops.
+        drop(self.stop_heartbeat.lock().take());
         drop(self.client.take());
         let _ = self.ended.lock().recv_timeout(Duration::from_secs(2));
         if let Some(rt) = self.runtime.take() {
@@ -259,7 +315,11 @@ impl Coordinator for ZooKeeperCoordinator {
         let master = self.path("master");
         let backup = self.path(&format!("backup-masters/{name}"));
         loop {
-            if self.create(&master, name.as_bytes().to_vec(), CreateMode::Ephemeral)? {
+            // The node may be this session's own: a create whose answer was lost, or an
+            // election that failed after its create. Then this master is active.
+            if self.create(&master, name.as_bytes().to_vec(), CreateMode::Ephemeral)?
+                || self.owns(&master)?
+            {
                 let epoch = self.bump_epoch()?;
                 self.delete(&backup, None)?;
                 return Ok(Election::Active { epoch });

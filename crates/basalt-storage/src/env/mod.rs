@@ -609,7 +609,14 @@ impl WritableFile {
         if let Some(f) = &self.faults {
             f.delay_sync();
         }
-        let err = |e| Error::io(format!("syncing {}", self.path.display()), e);
+        let err = |e: std::io::Error| {
+            if e.kind() == std::io::ErrorKind::PermissionDenied {
+                // Another writer took the log: final, never healed.
+                Error::DoNotRetry(format!("{}: {e}", self.path.display()))
+            } else {
+                Error::io(format!("syncing {}", self.path.display()), e)
+            }
+        };
         match &mut self.sink {
             Sink::Local(file) => how(file).map_err(err)?,
             Sink::Object(o) => o.sync().map_err(err)?,
@@ -619,7 +626,8 @@ impl WritableFile {
         Ok(())
     }
 
-    /// A second handle to the same file, so a sync can run without the writer's lock.
+    /// A second handle to the same file, so a sync can run without the writer's lock. On
+    /// shared storage its syncs cover the bytes written before it was made, no more.
     ///
     /// # Errors
     /// `Io` naming the file.
@@ -627,7 +635,7 @@ impl WritableFile {
         let err = |e| Error::io(format!("duplicating {}", self.path.display()), e);
         let sink = match &self.sink {
             Sink::Local(f) => Sink::Local(f.try_clone().map_err(err)?),
-            Sink::Log(l) => Sink::Log(l.clone()),
+            Sink::Log(l) => Sink::Log(l.clone_at_written()),
             Sink::Object(_) => {
                 return Err(err(std::io::Error::new(
                     std::io::ErrorKind::Unsupported,

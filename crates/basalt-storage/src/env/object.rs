@@ -10,8 +10,10 @@
 //! # How the engine's files map onto objects
 //! A path under the storage's root is a key (its components joined by `/`).
 //! - A file written once (store file, metadata version) is one object, uploaded when the file
-//!   is first synced: created if absent when it is small, as a multipart upload when it grew
-//!   past [`PART_BYTES`]. Writing after that sync is refused: objects are immutable.
+//!   is first synced: created if absent when it is small; past two [`PART_BYTES`] its key is
+//!   first claimed by creating it empty if absent, then it goes up as a multipart upload
+//!   (which stores cannot make conditional) that replaces the claim when it completes. Writing
+//!   after that sync, or after any failure, is refused: objects are immutable.
 //! - A log (a WAL segment, [`Env::create_log`](super::Env::create_log)) is a prefix of numbered
 //!   chunk objects `<key>/<chunk:020>`, one created-if-absent PUT per sync (a group commit);
 //!   reading it concatenates the chunks from 0 until the first missing one
@@ -123,6 +125,9 @@ pub trait Upload: Send {
     /// # Errors
     /// The store's failure.
     fn complete(self: Box<Self>) -> io::Result<()>;
+
+    /// Gives the upload up: its parts are dropped and no object appears.
+    fn abort(self: Box<Self>);
 }
 
 /// Checks that `store` keeps the promises the engine's fencing rests on, refusing it with a
@@ -235,6 +240,8 @@ impl Upload for MemoryUpload {
         self.objects.lock().insert(self.key, Bytes::from(whole));
         Ok(())
     }
+
+    fn abort(self: Box<Self>) {}
 }
 
 impl MemoryStore {

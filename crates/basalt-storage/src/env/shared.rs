@@ -58,13 +58,7 @@ impl SharedFs {
     }
 
     pub fn create(&self, path: &Path) -> io::Result<ObjectWriter> {
-        Ok(ObjectWriter {
-            store: Arc::clone(&self.store),
-            key: self.key(path)?,
-            buf: Vec::new(),
-            upload: None,
-            stored: false,
-        })
+        Ok(ObjectWriter::new(Arc::clone(&self.store), self.key(path)?))
     }
 
     pub fn create_log(&self, path: &Path) -> io::Result<LogWriter> {
@@ -75,11 +69,7 @@ impl SharedFs {
                 format!("the log {} exists", path.display()),
             ));
         }
-        Ok(LogWriter {
-            store: Arc::clone(&self.store),
-            key,
-            shared: Arc::new(LogShared::default()),
-        })
+        Ok(LogWriter::new(Arc::clone(&self.store), key))
     }
 
     /// The key and size of a single object, for range reads.
@@ -265,7 +255,15 @@ pub(super) struct ObjectWriter {
     key: String,
     buf: Vec<u8>,
     upload: Option<Box<dyn Upload>>,
-    stored: bool,
+    state: WriterState,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum WriterState {
+    Writing,
+    Stored,
+    /// An operation failed: the object may be incomplete, so nothing more is accepted.
+    Failed,
 }
 
 impl std::fmt::Debug for ObjectWriter {
@@ -276,53 +274,106 @@ impl std::fmt::Debug for ObjectWriter {
     }
 }
 
+impl Drop for ObjectWriter {
+    /// An upload never completed is given up, so its parts do not linger in the store.
+    fn drop(&mut self) {
+        if let Some(u) = self.upload.take() {
+            u.abort();
+        }
+    }
+}
+
 impl ObjectWriter {
-    pub fn write_all(&mut self, data: &[u8]) -> io::Result<()> {
-        if self.stored {
-            return Err(io::Error::new(
+    fn new(store: Arc<dyn ObjectStore>, key: String) -> ObjectWriter {
+        ObjectWriter {
+            store,
+            key,
+            buf: Vec::new(),
+            upload: None,
+            state: WriterState::Writing,
+        }
+    }
+
+    fn check_writing(&self) -> io::Result<()> {
+        match self.state {
+            WriterState::Writing => Ok(()),
+            WriterState::Stored => Err(io::Error::new(
                 io::ErrorKind::Unsupported,
                 format!("{} is stored; objects cannot be appended to", self.key),
-            ));
+            )),
+            WriterState::Failed => Err(io::Error::other(format!(
+                "an earlier write of {} failed; it takes no more",
+                self.key
+            ))),
         }
+    }
+
+    /// Runs `f`, and refuses everything after if it fails.
+    fn guard(&mut self, f: impl FnOnce(&mut Self) -> io::Result<()>) -> io::Result<()> {
+        let r = f(self);
+        if r.is_err() {
+            self.state = WriterState::Failed;
+        }
+        r
+    }
+
+    pub fn write_all(&mut self, data: &[u8]) -> io::Result<()> {
+        self.check_writing()?;
         self.buf.extend_from_slice(data);
-        while self.buf.len() >= 2 * PART_BYTES {
-            let rest = self.buf.split_off(PART_BYTES);
-            let part = std::mem::replace(&mut self.buf, rest);
-            let upload = match self.upload.as_mut() {
-                Some(u) => u,
-                None => self.upload.insert(self.store.upload(&self.key)?),
-            };
-            upload.put_part(Bytes::from(part))?;
-        }
-        Ok(())
+        self.guard(|w| {
+            while w.buf.len() >= 2 * PART_BYTES {
+                let rest = w.buf.split_off(PART_BYTES);
+                let part = std::mem::replace(&mut w.buf, rest);
+                if w.upload.is_none() {
+                    // Multipart uploads overwrite: the key is claimed first, so a second
+                    // writer of the same name fails here rather than replacing the first.
+                    w.store.put_if_absent(&w.key, Bytes::new())?;
+                    w.upload = Some(w.store.upload(&w.key)?);
+                }
+                if let Some(u) = w.upload.as_mut() {
+                    u.put_part(Bytes::from(part))?;
+                }
+            }
+            Ok(())
+        })
     }
 
     /// Stores the object: created if absent when it fit in one part, else the multipart
     /// upload completes. A second sync with nothing new written does nothing.
     pub fn sync(&mut self) -> io::Result<()> {
-        if self.stored {
+        if self.state == WriterState::Stored {
             return Ok(());
         }
-        let buf = Bytes::from(std::mem::take(&mut self.buf));
-        match self.upload.take() {
-            Some(mut u) => {
-                u.put_part(buf)?;
-                u.complete()?;
+        self.check_writing()?;
+        self.guard(|w| {
+            let buf = Bytes::from(std::mem::take(&mut w.buf));
+            match w.upload.take() {
+                Some(mut u) => {
+                    if let Err(e) = u.put_part(buf) {
+                        u.abort();
+                        return Err(e);
+                    }
+                    u.complete()?;
+                }
+                None => w.store.put_if_absent(&w.key, buf)?,
             }
-            None => self.store.put_if_absent(&self.key, buf)?,
-        }
-        self.stored = true;
-        Ok(())
+            w.state = WriterState::Stored;
+            Ok(())
+        })
     }
 }
 
 /// A log written as numbered chunks, one per sync. Clones share the log (the WAL syncs
-/// through a clone without holding its append lock).
+/// through a clone without holding its append lock); a clone syncs only the bytes written
+/// before it was made, so a chunk never holds bytes its sync was not asked to cover, and the
+/// log's chunk boundaries are exactly its acknowledged positions.
 #[derive(Clone)]
 pub(super) struct LogWriter {
     store: Arc<dyn ObjectStore>,
     key: String,
     shared: Arc<LogShared>,
+    /// Bytes (from the log's start) this handle's syncs cover at most; `None`: all written.
+    limit: Option<u64>,
 }
 
 impl std::fmt::Debug for LogWriter {
@@ -333,40 +384,88 @@ impl std::fmt::Debug for LogWriter {
 
 #[derive(Debug, Default)]
 struct LogShared {
-    /// Written and not yet in a chunk.
-    pending: Mutex<Vec<u8>>,
+    /// Written and not yet in a chunk; taken after `sync`.
+    pending: Mutex<Pending>,
     /// Held across a chunk's creation (invariant 1); taken before `pending`.
     sync: Mutex<LogSync>,
 }
 
 #[derive(Debug, Default)]
+struct Pending {
+    bytes: Vec<u8>,
+    /// Bytes ever written.
+    written: u64,
+}
+
+#[derive(Debug, Default)]
 struct LogSync {
     next_chunk: u64,
-    /// Why the log takes no more chunks: fenced by another writer, or a sync failed.
-    fenced: Option<String>,
+    /// Bytes in chunks.
+    stored: u64,
+    /// Why the log takes no more chunks, and whether another writer fenced it (else a sync
+    /// failed and left its chunk in doubt).
+    stopped: Option<(String, bool)>,
+}
+
+/// The error of a writer another writer fenced: `PermissionDenied`, which `Env` reports as
+/// `DoNotRetry` ("fenced"), never healed.
+fn fenced(why: String) -> io::Error {
+    io::Error::new(io::ErrorKind::PermissionDenied, why)
 }
 
 impl LogWriter {
+    fn new(store: Arc<dyn ObjectStore>, key: String) -> LogWriter {
+        LogWriter {
+            store,
+            key,
+            shared: Arc::new(LogShared::default()),
+            limit: None,
+        }
+    }
+
+    /// A handle whose syncs cover the bytes written so far and no more.
+    pub fn clone_at_written(&self) -> LogWriter {
+        let written = self.shared.pending.lock().written;
+        LogWriter {
+            limit: Some(written),
+            ..self.clone()
+        }
+    }
+
     pub fn write_all(&self, data: &[u8]) -> io::Result<()> {
-        self.shared.pending.lock().extend_from_slice(data);
+        let mut p = self.shared.pending.lock();
+        p.bytes.extend_from_slice(data);
+        p.written += data.len() as u64;
         Ok(())
     }
 
-    /// Stores everything written so far as the log's next chunk.
+    /// Stores the bytes this handle covers and no chunk holds yet as the log's next chunk.
     pub fn sync(&self) -> io::Result<()> {
         let mut sync = self.shared.sync.lock();
-        if let Some(why) = &sync.fenced {
-            return Err(io::Error::new(io::ErrorKind::PermissionDenied, why.clone()));
+        if let Some((why, by_another)) = &sync.stopped {
+            return Err(if *by_another {
+                fenced(why.clone())
+            } else {
+                io::Error::other(why.clone())
+            });
         }
-        let data = std::mem::take(&mut *self.shared.pending.lock());
+        let data: Vec<u8> = {
+            let mut p = self.shared.pending.lock();
+            let upto = self.limit.unwrap_or(p.written);
+            let n = usize::try_from(upto.saturating_sub(sync.stored))
+                .unwrap_or(usize::MAX)
+                .min(p.bytes.len());
+            p.bytes.drain(..n).collect()
+        };
         if data.is_empty() {
             return Ok(());
         }
         let key = format!("{}/{:020}", self.key, sync.next_chunk);
-        let len = data.len();
+        let len = data.len() as u64;
         match self.store.put_if_absent(&key, Bytes::from(data)) {
             Ok(()) => {
                 sync.next_chunk += 1;
+                sync.stored += len;
                 Ok(())
             }
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
@@ -374,17 +473,18 @@ impl LogWriter {
                     "fenced: chunk {key} of the log was created by another writer; this \
                      writer's {len} bytes were not stored and it writes nothing more"
                 );
-                sync.fenced = Some(why.clone()); // invariant 2
-                Err(io::Error::new(io::ErrorKind::PermissionDenied, why))
+                sync.stopped = Some((why.clone(), true)); // invariant 2
+                Err(fenced(why))
             }
             Err(e) => {
                 // The chunk may or may not exist, so nothing may follow it: the WAL heals by
                 // cutting the log back to its last acknowledged byte (`truncate_log`) and
                 // writing on in a new segment.
-                sync.fenced = Some(format!(
+                let why = format!(
                     "an earlier sync of the log {} failed ({e}); it takes no more writes",
                     self.key
-                ));
+                );
+                sync.stopped = Some((why, false));
                 Err(e)
             }
         }

@@ -27,6 +27,8 @@
 //! 4. `unsynced` holds exactly the bytes from absolute position `unsynced_from` written to the
 //!    current segment and not yet known synced; `segment_start` is the absolute position of
 //!    the current segment's first record.
+//! 5. A log another writer has fenced (shared storage: it took the log's next chunk) never
+//!    heals: healing would cut the fencer's chunk away and write on in a new segment.
 
 mod record;
 pub mod replay;
@@ -101,6 +103,9 @@ struct WalState {
     /// Segments no longer written, oldest first: `(max seq id, path)`.
     closed: Vec<(u64, PathBuf)>,
     failed: Option<String>,
+    /// Another writer took the log on shared storage (`wal-chunks.md`, "Fencing"): the
+    /// failure is final, and the log never heals (invariant 5).
+    fenced: bool,
     unsynced: Vec<u8>,
     unsynced_from: u64,
     segment_start: u64,
@@ -148,6 +153,7 @@ impl Wal {
                 segment_max_seq: 0,
                 closed,
                 failed: None,
+                fenced: false,
                 unsynced: Vec::new(),
                 unsynced_from: 0,
                 segment_start: 0,
@@ -317,6 +323,10 @@ impl Wal {
         s.fsync_wanted |= fsync;
         loop {
             if let Some(why) = &s.failed {
+                if why.contains("fenced") {
+                    // Final: the log never heals (invariant 5).
+                    return Err(Error::DoNotRetry(format!("WAL sync failed: {why}")));
+                }
                 // Retryable: the next append heals the log (invariant 3).
                 return Err(Error::io(
                     "WAL sync failed",
@@ -492,7 +502,7 @@ impl Wal {
         };
         let mut st = self.state.lock();
         match &r {
-            Err(e) => st.failed = Some(e.to_string()),
+            Err(e) => fail(&mut st, e),
             Ok(()) => {
                 self.syncs
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -511,6 +521,13 @@ impl Wal {
     /// Recovers from a failed write or sync (invariant 3). On failure the log stays failed
     /// and the next append tries again.
     fn heal(&self, st: &mut WalState) -> Result<()> {
+        if st.fenced {
+            return Err(Error::DoNotRetry(format!(
+                "the WAL in {} was fenced by another writer ({}); this server writes nothing more to it",
+                self.dir.display(),
+                st.failed.as_deref().unwrap_or("fenced")
+            )));
+        }
         let synced = self.sync.lock().synced.max(st.segment_start);
         let skip = usize::try_from(synced.saturating_sub(st.unsynced_from))
             .unwrap_or(usize::MAX)
@@ -567,7 +584,7 @@ impl Wal {
     fn roll(&self, st: &mut WalState) -> Result<()> {
         let res = write_buffer(st).and_then(|()| st.segment.sync_data());
         if let Err(e) = res {
-            st.failed = Some(e.to_string());
+            fail(st, &e);
             return Err(e);
         }
         let (next, segment) = self.next_segment(st)?;
@@ -672,6 +689,12 @@ impl Wal {
         let target = self.state.lock().appended;
         self.sync(target, false)
     }
+}
+
+/// Records a failed write or sync; a fence is final (invariant 5).
+fn fail(st: &mut WalState, e: &Error) {
+    st.failed = Some(e.to_string());
+    st.fenced |= matches!(e, Error::DoNotRetry(m) if m.contains("fenced"));
 }
 
 fn write_buffer(st: &mut WalState) -> Result<()> {
