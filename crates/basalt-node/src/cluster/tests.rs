@@ -111,6 +111,20 @@ impl Cluster {
         r.value(b"f", b"q").cloned()
     }
 
+    /// Region servers on ports `first_port + 1 ..= first_port + n`.
+    fn region_servers(&self, first_port: u16, n: u16) -> Vec<Arc<ClusterRegionServer>> {
+        (1..=n)
+            .map(|i| self.region_server(first_port + i).0)
+            .collect()
+    }
+
+    /// Writes `row0000`.. `row{n-1}` with values `v0`.. where the master says.
+    fn fill(&self, m: &ClusterMaster, table: &TableName, n: usize) {
+        for i in 0..n {
+            self.put(m, table, &format!("row{i:04}"), &format!("v{i}"));
+        }
+    }
+
     fn assert_rows(&self, m: &ClusterMaster, table: &TableName, n: usize) {
         for i in 0..n {
             let row = format!("row{i:04}");
@@ -173,16 +187,14 @@ fn assert_catalog_matches_servers(cluster: &Cluster, m: &ClusterMaster) {
 fn a_table_of_30_regions_spreads_over_three_servers_and_serves_every_row() {
     let cluster = Cluster::new();
     let (m, _mc) = cluster.master("m1,16000,1");
-    let _servers: Vec<_> = (1..=3).map(|i| cluster.region_server(16020 + i)).collect();
+    let _servers = cluster.region_servers(16020, 3);
     let t = create(&m, "t", 30);
     assert_eq!(
         counts(&m).values().copied().collect::<Vec<_>>(),
         [10, 10, 10]
     );
     assert_catalog_matches_servers(&cluster, &m);
-    for i in 0..300 {
-        cluster.put(&m, &t, &format!("row{i:04}"), &format!("v{i}"));
-    }
+    cluster.fill(&m, &t, 300);
     cluster.assert_rows(&m, &t, 300);
 }
 
@@ -192,10 +204,8 @@ fn the_balancer_evens_out_a_cluster_within_one_region_per_server() {
     let (m, _mc) = cluster.master("m1,16000,1");
     let _first = cluster.region_server(16021);
     let t = create(&m, "t", 30);
-    for i in 0..300 {
-        cluster.put(&m, &t, &format!("row{i:04}"), &format!("v{i}"));
-    }
-    let _more: Vec<_> = (2..=4).map(|i| cluster.region_server(16020 + i)).collect();
+    cluster.fill(&m, &t, 300);
+    let _more = cluster.region_servers(16021, 3);
     assert_eq!(counts(&m).len(), 1, "new servers get nothing by themselves");
     assert!(m.set_balancer(false).unwrap(), "on by default");
     assert!(!m.balance().unwrap(), "switched off: it does not run");
@@ -215,13 +225,9 @@ fn the_balancer_evens_out_a_cluster_within_one_region_per_server() {
 fn moves_keep_every_row_and_only_raise_open_epochs() {
     let cluster = Cluster::new();
     let (m, _mc) = cluster.master("m1,16000,1");
-    let servers: Vec<_> = (1..=3)
-        .map(|i| cluster.region_server(16020 + i).0)
-        .collect();
+    let servers = cluster.region_servers(16020, 3);
     let t = create(&m, "t", 6);
-    for i in 0..60 {
-        cluster.put(&m, &t, &format!("row{i:04}"), &format!("v{i}"));
-    }
+    cluster.fill(&m, &t, 60);
     let ids: Vec<u64> = m
         .catalog()
         .tables
@@ -295,9 +301,7 @@ fn decommission_moves_regions_off_and_recommission_takes_the_server_back() {
         .map(|i| cluster.region_server(16020 + i).0.name())
         .collect();
     let t = create(&m, "t", 9);
-    for i in 0..90 {
-        cluster.put(&m, &t, &format!("row{i:04}"), &format!("v{i}"));
-    }
+    cluster.fill(&m, &t, 90);
     m.decommission(&servers[..1], true).unwrap();
     assert_eq!(m.decommissioned(), servers[..1]);
     let c = counts(&m);
@@ -327,13 +331,9 @@ fn decommission_moves_regions_off_and_recommission_takes_the_server_back() {
 fn a_whole_cluster_stop_and_start_keeps_every_row_with_nothing_to_replay() {
     let cluster = Cluster::new();
     let (m, mc) = cluster.master("m1,16000,1");
-    let servers: Vec<_> = (1..=3)
-        .map(|i| cluster.region_server(16020 + i).0)
-        .collect();
+    let servers = cluster.region_servers(16020, 3);
     let t = create(&m, "t", 12);
-    for i in 0..120 {
-        cluster.put(&m, &t, &format!("row{i:04}"), &format!("v{i}"));
-    }
+    cluster.fill(&m, &t, 120);
     for s in &servers {
         s.stop().unwrap();
     }
@@ -353,7 +353,7 @@ fn a_whole_cluster_stop_and_start_keeps_every_row_with_nothing_to_replay() {
         assert_eq!(edits, 0, "{}", dir.display());
     }
     let (m, _mc) = cluster.master("m2,16000,2");
-    let _servers: Vec<_> = (1..=3).map(|i| cluster.region_server(16030 + i)).collect();
+    let _servers = cluster.region_servers(16030, 3);
     m.assign_all().unwrap();
     assert_eq!(counts(&m).values().copied().collect::<Vec<_>>(), [4, 4, 4]);
     cluster.assert_rows(&m, &t, 120);
@@ -460,13 +460,9 @@ fn a_region_server_whose_session_expired_opens_nothing() {
 fn disable_enable_alter_and_drop_act_on_every_server() {
     let cluster = Cluster::new();
     let (m, _mc) = cluster.master("m1,16000,1");
-    let servers: Vec<_> = (1..=3)
-        .map(|i| cluster.region_server(16020 + i).0)
-        .collect();
+    let servers = cluster.region_servers(16020, 3);
     let t = create(&m, "t", 6);
-    for i in 0..60 {
-        cluster.put(&m, &t, &format!("row{i:04}"), &format!("v{i}"));
-    }
+    cluster.fill(&m, &t, 60);
     m.disable_table(&t).unwrap();
     assert!(matches!(
         m.locate(&t, b"row0001"),
