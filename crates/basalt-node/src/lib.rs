@@ -29,7 +29,7 @@ pub mod hbck;
 mod master;
 mod options;
 mod regionserver;
-mod runtime;
+pub mod runtime;
 pub mod storage;
 
 pub use basalt_storage::block_cache::CacheStats;

@@ -9,7 +9,7 @@ use std::future::Future;
 ///
 /// # Errors
 /// The operating system refused the threads.
-pub(crate) fn start(name: &str, threads: usize) -> std::io::Result<tokio::runtime::Runtime> {
+pub fn start(name: &str, threads: usize) -> std::io::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads)
         .thread_name(name)
@@ -19,7 +19,7 @@ pub(crate) fn start(name: &str, threads: usize) -> std::io::Result<tokio::runtim
 
 /// Runs `f` on the runtime of `handle` and waits for its output; `None` when the runtime
 /// stopped before it finished.
-pub(crate) fn wait_for<T: Send + 'static>(
+pub fn wait_for<T: Send + 'static>(
     handle: &tokio::runtime::Handle,
     f: impl Future<Output = T> + Send + 'static,
 ) -> Option<T> {

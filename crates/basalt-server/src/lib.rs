@@ -5,6 +5,7 @@
 #![allow(clippy::missing_errors_doc)] // gRPC handlers answer with statuses, documented in the proto
 
 pub mod budget;
+pub mod cluster;
 pub mod fuzzing;
 pub mod gateway;
 pub mod grpc;

@@ -25,12 +25,13 @@ pub use regionserver::ClusterRegionServer;
 
 use std::sync::Arc;
 
-use basalt_model::{Result, TableDescriptor};
+use basalt_model::{Result, TableDescriptor, TableName};
 use basalt_storage::region::{RegionInfo, RegionLoad};
 
 /// One region as its server reports it.
 #[derive(Clone, Debug)]
 pub struct RegionReport {
+    pub table: TableName,
     pub info: RegionInfo,
     /// The epoch it was opened at.
     pub open_epoch: u64,

@@ -223,6 +223,7 @@ impl RegionServerAdmin for ClusterRegionServer {
             .online_regions()
             .iter()
             .map(|r| RegionReport {
+                table: r.table().table_name(),
                 info: r.info().clone(),
                 open_epoch: epochs.get(&r.info().id).copied().unwrap_or(0),
                 load: r.load(),

@@ -1,0 +1,294 @@
+//! The master-to-region-server RPCs of a cluster (`basalt.v1.RegionServerAdmin`), both sides:
+//! [`RegionServerAdminService`] serves a region server's [`RegionServerAdmin`] over gRPC, and
+//! [`GrpcServerDirectory`] is the master's way to every region server by name.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use basalt_model::{Error, Result, TableDescriptor};
+use basalt_node::cluster::{RegionReport, RegionServerAdmin, ServerDirectory, ServerReport};
+use basalt_node::RegionInfo;
+use basalt_proto::pb;
+use basalt_proto::pb::region_server_admin_client::RegionServerAdminClient;
+use basalt_proto::schema::{
+    region_from_pb, region_load_from_pb, region_load_to_pb, region_to_pb, schema_from_pb,
+    schema_to_pb,
+};
+use basalt_proto::status::{from_status, to_status};
+use parking_lot::Mutex;
+use tonic::transport::{Channel, Endpoint};
+use tonic::{Request, Response, Status};
+
+/// How long the master waits for a region server's answer (an open may replay nothing, but
+/// a close flushes).
+pub const ADMIN_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A region server's admin RPCs over its [`RegionServerAdmin`].
+#[derive(Clone, Debug)]
+pub struct RegionServerAdminService {
+    rs: Arc<dyn RegionServerAdmin>,
+}
+
+impl RegionServerAdminService {
+    /// The service over `rs`.
+    #[must_use]
+    pub fn new(rs: Arc<dyn RegionServerAdmin>) -> Self {
+        RegionServerAdminService { rs }
+    }
+
+    /// The tonic service to add to a server.
+    #[must_use]
+    pub fn into_server(self) -> pb::region_server_admin_server::RegionServerAdminServer<Self> {
+        pb::region_server_admin_server::RegionServerAdminServer::new(self)
+    }
+
+    /// Runs `f` on the blocking pool (opens read files, closes flush).
+    async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&dyn RegionServerAdmin) -> Result<T> + Send + 'static,
+    ) -> std::result::Result<Response<T>, Status> {
+        let rs = Arc::clone(&self.rs);
+        tokio::task::spawn_blocking(move || f(rs.as_ref()))
+            .await
+            .map_err(|e| Status::internal(format!("the request's task failed: {e}")))?
+            .map(Response::new)
+            .map_err(|e| to_status(&e))
+    }
+}
+
+fn missing(what: &str) -> Error {
+    Error::illegal(format!("the request has no {what}"))
+}
+
+#[tonic::async_trait]
+impl pb::region_server_admin_server::RegionServerAdmin for RegionServerAdminService {
+    async fn open_region(
+        &self,
+        r: Request<pb::OpenRegionRequest>,
+    ) -> std::result::Result<Response<pb::Empty>, Status> {
+        let r = r.into_inner();
+        self.blocking(move |rs| {
+            let table = schema_from_pb(r.table.ok_or_else(|| missing("table"))?)?;
+            let region = region_from_pb(r.region.ok_or_else(|| missing("region"))?);
+            rs.open_region(r.master_epoch, &table, &region, r.open_epoch)?;
+            Ok(pb::Empty {})
+        })
+        .await
+    }
+
+    async fn close_region(
+        &self,
+        r: Request<pb::CloseRegionRequest>,
+    ) -> std::result::Result<Response<pb::Empty>, Status> {
+        let r = r.into_inner();
+        self.blocking(move |rs| {
+            rs.close_region(r.master_epoch, r.region_id)?;
+            Ok(pb::Empty {})
+        })
+        .await
+    }
+
+    async fn report(
+        &self,
+        r: Request<pb::ReportRequest>,
+    ) -> std::result::Result<Response<pb::ServerReport>, Status> {
+        let epoch = r.into_inner().master_epoch;
+        self.blocking(move |rs| {
+            let report = rs.report(epoch)?;
+            Ok(report_to_pb(&report))
+        })
+        .await
+    }
+}
+
+fn report_to_pb(r: &ServerReport) -> pb::ServerReport {
+    pb::ServerReport {
+        server: r.server.clone(),
+        regions: r
+            .regions
+            .iter()
+            .map(|x| pb::RegionReport {
+                region: Some(region_load_to_pb(&x.table, &x.info, &x.load, &r.server)),
+                open_epoch: x.open_epoch,
+            })
+            .collect(),
+    }
+}
+
+fn report_from_pb(r: pb::ServerReport) -> Result<ServerReport> {
+    let regions = r
+        .regions
+        .into_iter()
+        .map(|x| {
+            let region = x.region.ok_or_else(|| missing("region"))?;
+            let table = region_table(&region)?;
+            Ok(RegionReport {
+                load: region_load_from_pb(&region),
+                info: region_from_pb(region),
+                table,
+                open_epoch: x.open_epoch,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(ServerReport {
+        server: r.server,
+        regions,
+    })
+}
+
+/// The table of a region, from its name (`table,start key,id.encoded.`).
+fn region_table(r: &pb::Region) -> Result<basalt_model::TableName> {
+    let name = String::from_utf8_lossy(&r.name);
+    let table = name.split(',').next().unwrap_or_default();
+    basalt_model::TableName::parse(table)
+}
+
+/// The master's way to region servers by name (`host,port,start code`): one lazily
+/// connected channel per server, used from the master's blocking threads on a runtime of
+/// its own.
+pub struct GrpcServerDirectory {
+    channels: Mutex<HashMap<String, Channel>>,
+    handle: tokio::runtime::Handle,
+    /// Always `Some` until dropped.
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl std::fmt::Debug for GrpcServerDirectory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GrpcServerDirectory")
+            .finish_non_exhaustive()
+    }
+}
+
+impl GrpcServerDirectory {
+    /// A directory with its own small runtime.
+    ///
+    /// # Errors
+    /// `Io` when the runtime cannot start.
+    pub fn new() -> Result<Self> {
+        let runtime = basalt_node::runtime::start("basalt-master-rpc", 2)
+            .map_err(|e| Error::io("starting the master's RPC runtime", e))?;
+        Ok(GrpcServerDirectory {
+            channels: Mutex::new(HashMap::new()),
+            handle: runtime.handle().clone(),
+            runtime: Some(runtime),
+        })
+    }
+}
+
+impl Drop for GrpcServerDirectory {
+    fn drop(&mut self) {
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// `host:port` of a server name `host,port,start code`.
+fn address(name: &str) -> Result<String> {
+    let mut parts = name.split(',');
+    match (parts.next(), parts.next(), parts.next(), parts.next()) {
+        (Some(host), Some(port), Some(_), None) if port.parse::<u16>().is_ok() => {
+            Ok(format!("{host}:{port}"))
+        }
+        _ => Err(Error::illegal(format!(
+            "{name:?} is not a server name (host,port,start code)"
+        ))),
+    }
+}
+
+impl ServerDirectory for GrpcServerDirectory {
+    fn connect(&self, name: &str) -> Result<Arc<dyn RegionServerAdmin>> {
+        let channel = {
+            let mut channels = self.channels.lock();
+            match channels.get(name) {
+                Some(c) => c.clone(),
+                None => {
+                    let uri = format!("http://{}", address(name)?);
+                    let endpoint = Endpoint::from_shared(uri)
+                        .map_err(|e| Error::illegal(e.to_string()))?
+                        .connect_timeout(Duration::from_secs(5));
+                    let _guard = self.handle.enter();
+                    let c = endpoint.connect_lazy();
+                    channels.insert(name.to_owned(), c.clone());
+                    c
+                }
+            }
+        };
+        Ok(Arc::new(RemoteRegionServer {
+            name: name.to_owned(),
+            client: RegionServerAdminClient::new(channel),
+            handle: self.handle.clone(),
+        }))
+    }
+}
+
+/// A region server reached over gRPC.
+#[derive(Debug)]
+struct RemoteRegionServer {
+    name: String,
+    client: RegionServerAdminClient<Channel>,
+    handle: tokio::runtime::Handle,
+}
+
+impl RemoteRegionServer {
+    fn call<T: Send + 'static>(
+        &self,
+        f: impl std::future::Future<Output = std::result::Result<Response<T>, Status>> + Send + 'static,
+    ) -> Result<T> {
+        let name = self.name.clone();
+        basalt_node::runtime::wait_for(&self.handle, async move {
+            tokio::time::timeout(ADMIN_TIMEOUT, f).await
+        })
+        .ok_or_else(|| {
+            Error::io(
+                "calling a region server",
+                std::io::Error::other("the RPC runtime stopped"),
+            )
+        })?
+        .map_err(|_| {
+            Error::io(
+                format!("calling region server {name}"),
+                std::io::Error::new(std::io::ErrorKind::TimedOut, "no answer in time"),
+            )
+        })?
+        .map(Response::into_inner)
+        .map_err(|s| from_status(&s))
+    }
+}
+
+impl RegionServerAdmin for RemoteRegionServer {
+    fn open_region(
+        &self,
+        master_epoch: u64,
+        table: &TableDescriptor,
+        info: &RegionInfo,
+        open_epoch: u64,
+    ) -> Result<()> {
+        let req = pb::OpenRegionRequest {
+            master_epoch,
+            table: Some(schema_to_pb(table)),
+            region: Some(region_to_pb(&table.table_name(), info)),
+            open_epoch,
+        };
+        let mut c = self.client.clone();
+        self.call(async move { c.open_region(req).await }).map(drop)
+    }
+
+    fn close_region(&self, master_epoch: u64, region_id: u64) -> Result<()> {
+        let req = pb::CloseRegionRequest {
+            master_epoch,
+            region_id,
+        };
+        let mut c = self.client.clone();
+        self.call(async move { c.close_region(req).await })
+            .map(drop)
+    }
+
+    fn report(&self, master_epoch: u64) -> Result<ServerReport> {
+        let mut c = self.client.clone();
+        let r = self.call(async move { c.report(pb::ReportRequest { master_epoch }).await })?;
+        report_from_pb(r)
+    }
+}
