@@ -6,14 +6,22 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use basalt_api::leases::Scanners;
 use basalt_model::ops::{Get, Mutation, Put};
 use basalt_model::{ColumnFamilyDescriptor, Error, TableDescriptor, TableName};
-use basalt_node::cluster::{ClusterMaster, ClusterRegionServer, ServerDirectory};
+use basalt_node::cluster::{
+    ClusterMaster, ClusterRegionServer, RegionServerConnection, ServerDirectory,
+};
 use basalt_node::coordination::memory::MemoryEnsemble;
 use basalt_node::coordination::{Coordinator, Election};
 use basalt_node::env::{Env, MemoryStore, SystemClock};
 use basalt_node::Options;
+use basalt_proto::convert::{get_to_pb, mutation_to_pb, result_from_pb};
+use basalt_proto::pb;
+use basalt_proto::status::from_status;
 use basalt_server::cluster::{GrpcServerDirectory, RegionServerAdminService};
+use basalt_server::grpc::{self, Services};
+use basalt_server::metrics::RequestMetrics;
 use basalt_testkit::services::free_port;
 use bytes::Bytes;
 
@@ -74,10 +82,17 @@ impl Fixture {
         let rs =
             Arc::new(ClusterRegionServer::start(Path::new(ROOT), STORAGE, &options, c).unwrap());
         let svc = RegionServerAdminService::new(rs.clone()).into_server();
+        let data = Services {
+            conn: Arc::new(RegionServerConnection::new(rs.clone())),
+            node: None,
+            scanners: Arc::new(Scanners::new(Duration::from_secs(60))),
+            metrics: Arc::new(RequestMetrics::new(&[("native", &grpc::OPS)])),
+        };
         let addr = format!("127.0.0.1:{port}").parse().unwrap();
         self.runtime.spawn(
             tonic::transport::Server::builder()
                 .add_service(svc)
+                .add_service(pb::table_server::TableServer::new(data))
                 .serve(addr),
         );
         // Serving once a report comes back over the socket.
@@ -186,4 +201,53 @@ fn an_unreachable_server_leaves_its_regions_unassigned() {
         "{:?}",
         c.assignments
     );
+}
+
+#[test]
+fn a_region_server_serves_its_rows_over_grpc_and_refuses_others() {
+    let fx = Fixture::new();
+    let m = fx.master("m1,16000,1");
+    let servers = [fx.region_server(), fx.region_server()];
+    let t = create(&m, 2); // [, row1) and [row1, )
+    let (here, server) = m.locate(&t, b"row0").unwrap();
+    let holder = servers.iter().find(|s| Some(s.name()) == server).unwrap();
+    let port = holder.name().split(',').nth(1).unwrap().to_owned();
+    let client = fx.runtime.block_on(async {
+        pb::table_client::TableClient::connect(format!("http://127.0.0.1:{port}"))
+            .await
+            .unwrap()
+    });
+    let mutate = |row: &str| {
+        let mut c = client.clone();
+        let m = Mutation::Put(Put::new(row.to_owned()).add("f", "q", "v"));
+        let req = pb::MutateRequest {
+            table: t.to_string(),
+            mutation: Some(mutation_to_pb(&m)),
+            region: None,
+        };
+        fx.runtime
+            .block_on(async move { c.mutate(req).await })
+            .map_err(|s| from_status(&s))
+    };
+    mutate("row0").unwrap();
+    let mut c = client.clone();
+    let req = pb::GetRequest {
+        table: t.to_string(),
+        get: Some(get_to_pb(&Get::new("row0"))),
+        region: Some(here.encoded_name(&t)),
+    };
+    let got = fx
+        .runtime
+        .block_on(async move { c.get(req).await })
+        .unwrap();
+    let got = result_from_pb(got.into_inner()).unwrap();
+    assert_eq!(
+        got.value(b"f", b"q").map(|v| v.to_vec()),
+        Some(b"v".to_vec())
+    );
+    // The other region's row: refused, so a client asks the master where it is.
+    let (_, elsewhere) = m.locate(&t, b"row1").unwrap();
+    assert_ne!(elsewhere, server, "two regions over two servers: one each");
+    let e = mutate("row1").unwrap_err();
+    assert!(matches!(e, Error::NotServingRegion(_)), "{e}");
 }

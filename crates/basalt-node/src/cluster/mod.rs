@@ -18,10 +18,12 @@ mod balancer;
 mod ddl;
 mod master;
 mod regionserver;
+mod serving;
 
 pub use balancer::{plan_moves, Move};
 pub use master::ClusterMaster;
 pub use regionserver::ClusterRegionServer;
+pub use serving::RegionServerConnection;
 
 use std::sync::Arc;
 

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use basalt_model::{Error, Result, TableDescriptor};
+use basalt_model::{Error, Result, TableDescriptor, TableName};
 use basalt_storage::region::{Region, RegionInfo};
 use parking_lot::Mutex;
 
@@ -25,6 +25,8 @@ pub struct ClusterRegionServer {
     root: PathBuf,
     rs: RegionServer,
     coordinator: Arc<dyn Coordinator>,
+    /// `hbase.server.keyvalue.maxsize`.
+    max_cell_size_bytes: usize,
     /// The highest master epoch a call has carried, and the epoch each online region was
     /// opened at.
     epochs: Mutex<Epochs>,
@@ -75,6 +77,7 @@ impl ClusterRegionServer {
             root: root.to_owned(),
             rs,
             coordinator,
+            max_cell_size_bytes: options.max_cell_size_bytes,
             epochs: Mutex::new(Epochs::default()),
         })
     }
@@ -95,6 +98,38 @@ impl ClusterRegionServer {
         self.rs.region(id).ok_or_else(|| {
             Error::NotServingRegion(format!("region {id} is not online on {}", self.name()))
         })
+    }
+
+    /// The online regions of `table`, in key order: refused once the session's lease has
+    /// run out.
+    ///
+    /// # Errors
+    /// `DoNotRetry` without a lease.
+    pub fn regions_of(&self, table: &TableName) -> Result<Vec<Arc<Region>>> {
+        self.check_lease()?;
+        let mut regions: Vec<Arc<Region>> = self
+            .rs
+            .online_regions()
+            .into_iter()
+            .filter(|r| r.table().table_name() == *table)
+            .collect();
+        regions.sort_by(|a, b| a.info().start_key.cmp(&b.info().start_key));
+        Ok(regions)
+    }
+
+    /// Flow control before a write (see `RegionServer::before_write`).
+    pub(crate) fn before_write(&self, region: &Region) -> Result<()> {
+        self.rs.before_write(region)
+    }
+
+    /// Flushes a write may have made due.
+    pub(crate) fn after_write(&self, region: &Region) {
+        self.rs.after_write(region);
+    }
+
+    /// `hbase.server.keyvalue.maxsize`.
+    pub(crate) fn max_cell_size_bytes(&self) -> usize {
+        self.max_cell_size_bytes
     }
 
     /// A clean stop: every region is flushed and closed (so it reopens elsewhere without

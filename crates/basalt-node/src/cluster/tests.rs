@@ -545,3 +545,63 @@ fn a_dead_servers_regions_wait_while_its_log_holds_edits() {
     assert_eq!(c.len(), 1, "its regions stay assigned to it: {c:?}");
     assert_eq!(c.values().sum::<usize>(), 4);
 }
+
+#[test]
+fn a_region_server_serves_reads_and_writes_of_its_own_regions_only() {
+    use basalt_api::Connection as _;
+    let cluster = Cluster::new();
+    let (m, _mc) = cluster.master("m1,16000,1");
+    let (rs, session) = cluster.region_server(16021);
+    let t = create(&m, "t", 4); // row0000.. | row0010.. | row0020.. | row0030..
+    let conn = RegionServerConnection::new(rs.clone());
+    let table = conn.table(&t).unwrap();
+    for i in 0..40 {
+        let put = Put::new(format!("row{i:04}")).add("f", "q", format!("v{i}"));
+        table.put(put).unwrap();
+    }
+    // All four regions are here: a scan crosses them.
+    let rows = table.scan(basalt_model::ops::Scan::new()).unwrap();
+    assert_eq!(rows.count(), 40);
+    // One region moves to another server: its rows are not served here any more.
+    let (_other, _os) = cluster.region_server(16022);
+    let (info, _) = m.locate(&t, b"row0015").unwrap();
+    m.move_region(info.id, None).unwrap();
+    let e = table.get(Get::new("row0015")).unwrap_err();
+    assert!(matches!(e, Error::NotServingRegion(_)), "{e}");
+    let loc = conn.locate_region(&t, b"row0025").unwrap();
+    assert_eq!(loc.server, rs.name());
+    assert!(conn.locate_region(&t, b"row0015").is_err());
+    let results = table.batch(vec![
+        Mutation::Put(Put::new("row0001").add("f", "q", "x")),
+        Mutation::Put(Put::new("row0011").add("f", "q", "x")),
+    ]);
+    assert!(results[0].is_ok());
+    assert!(
+        matches!(results[1], Err(Error::NotServingRegion(_))),
+        "{results:?}"
+    );
+    // A scan from a hosted region stops with NotServingRegion where the next one is not here.
+    let mut scan = table.scan(basalt_model::ops::Scan::new()).unwrap();
+    let mut seen = 0;
+    let end = loop {
+        match scan.next_row() {
+            Ok(Some(_)) => seen += 1,
+            other => break other,
+        }
+    };
+    assert_eq!(seen, 10);
+    assert!(matches!(end, Err(Error::NotServingRegion(_))), "{end:?}");
+    // Administration is the master's.
+    let e = conn.admin().list_tables(None).unwrap_err();
+    assert!(e.to_string().contains("served by the master"), "{e}");
+    // Without a lease, nothing is served.
+    cluster.ensemble.disconnect(
+        &session,
+        std::time::Instant::now() - std::time::Duration::from_secs(60),
+    );
+    let e = table.get(Get::new("row0001")).unwrap_err();
+    assert!(
+        e.to_string().contains("lost its coordination session"),
+        "{e}"
+    );
+}

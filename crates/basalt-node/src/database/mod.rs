@@ -19,7 +19,7 @@
 //! Everything else the engine drops goes through the archive (basalt_storage::archive).
 
 mod admin;
-mod table;
+pub(crate) mod table;
 
 pub use table::{Table, TableScanner};
 

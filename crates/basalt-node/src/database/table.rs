@@ -11,7 +11,121 @@ use bytes::Bytes;
 
 use super::Handle;
 use crate::master::TableState;
+use basalt_model::TableName;
 use basalt_storage::region::{Region, RegionInfo, RegionScanner};
+
+/// Where a lookup wants the region: the one holding `row`, the one holding the rows just
+/// below `row` (a reversed scan moving down), or the last one.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum At<'a> {
+    Row(&'a [u8]),
+    Below(&'a [u8]),
+    Last,
+}
+
+impl At<'_> {
+    /// Whether a region starting at `start` begins at or before the rows wanted.
+    pub fn starts_before(self, start: &[u8]) -> bool {
+        match self {
+            At::Row(row) => start <= row,
+            At::Below(row) => start < row,
+            At::Last => true,
+        }
+    }
+
+    /// Whether region `info` (the last to start before) holds the rows wanted.
+    pub fn held_by(self, info: &RegionInfo) -> bool {
+        let end = &info.end_key[..];
+        match self {
+            At::Row(row) => end.is_empty() || row < end,
+            At::Below(row) => end.is_empty() || row <= end,
+            At::Last => end.is_empty(),
+        }
+    }
+}
+
+/// The regions a [`Table`] reads and writes: every region of the table in a standalone node
+/// (the master's view), or those a cluster's region server hosts.
+pub(crate) trait RegionSource: Send + Sync + std::fmt::Debug {
+    /// The table's name.
+    fn name(&self) -> &TableName;
+
+    /// The region holding the rows `at` wants.
+    ///
+    /// # Errors
+    /// `TableNotEnabled`, `TableNotFound`, `RegionOffline`; `NotServingRegion` when the
+    /// region is not online here now (callers retry, or a client looks it up again).
+    fn locate(&self, at: At<'_>) -> Result<Arc<Region>>;
+
+    /// Refuses a scan of a table that is disabled or gone, before it starts.
+    ///
+    /// # Errors
+    /// `TableNotEnabled`, `TableNotFound`.
+    fn check_scan(&self) -> Result<()>;
+
+    /// Flow control before a write to `region`.
+    ///
+    /// # Errors
+    /// `RegionTooBusy`.
+    fn before_write(&self, region: &Region) -> Result<()>;
+
+    /// Asks for the flushes a write may have made due.
+    fn after_write(&self, region: &Region);
+
+    /// How long a request retries a region that is not serving.
+    fn retry_limit(&self) -> Duration;
+
+    /// `hbase.server.keyvalue.maxsize`.
+    fn max_cell_size_bytes(&self) -> usize;
+}
+
+/// A standalone node's table: the master knows every region, the region server hosts them.
+#[derive(Debug)]
+struct NodeTable {
+    /// Keeps the database (its WAL and directory lock) open while a handle lives.
+    db: Arc<Handle>,
+    state: Arc<TableState>,
+}
+
+impl RegionSource for NodeTable {
+    fn name(&self) -> &TableName {
+        &self.state.name
+    }
+
+    /// When no region is online, the master says why (`TableNotEnabled`, `TableNotFound`,
+    /// or `NotServingRegion` while regions are being assigned, which callers retry).
+    fn locate(&self, at: At<'_>) -> Result<Arc<Region>> {
+        self.state
+            .region_where(|s| at.starts_before(s))?
+            .ok_or_else(|| self.db.master.why_not_serving(&self.state.name))
+    }
+
+    fn check_scan(&self) -> Result<()> {
+        if !self.state.has_online() {
+            let why = self.db.master.why_not_serving(&self.state.name);
+            if let Error::TableNotEnabled(_) | Error::TableNotFound(_) = why {
+                return Err(why);
+            }
+        }
+        Ok(())
+    }
+
+    fn before_write(&self, region: &Region) -> Result<()> {
+        self.db.rs.before_write(region)
+    }
+
+    fn after_write(&self, region: &Region) {
+        self.db.rs.after_write(region);
+    }
+
+    fn retry_limit(&self) -> Duration {
+        self.db.options.region_retry_timeout
+    }
+
+    fn max_cell_size_bytes(&self) -> usize {
+        self.db.options.max_cell_size_bytes
+    }
+}
 
 /// The most mutations one region writes with one WAL sync (`hbase.regionserver.minibatch.size`
 /// is larger; smaller batches hold fewer row locks at once).
@@ -20,30 +134,35 @@ const MINI_BATCH: usize = 1000;
 /// A handle on one table (HBase's `Table`). Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct Table {
-    /// Keeps the database (its WAL and directory lock) open while the handle lives.
-    db: Arc<Handle>,
-    state: Arc<TableState>,
+    src: Arc<dyn RegionSource>,
 }
 
 impl Table {
     pub(super) fn new(db: Arc<Handle>, state: Arc<TableState>) -> Table {
-        Table { db, state }
+        Table {
+            src: Arc::new(NodeTable { db, state }),
+        }
+    }
+
+    /// A table over the regions `src` gives.
+    pub(crate) fn over(src: Arc<dyn RegionSource>) -> Table {
+        Table { src }
     }
 
     /// The table's name.
     #[must_use]
     pub fn name(&self) -> &basalt_model::TableName {
-        &self.state.name
+        self.src.name()
     }
 
     fn region_for(&self, row: &[u8]) -> Result<Arc<Region>> {
-        locate(&self.db, &self.state, |start| start <= row)
+        self.src.locate(At::Row(row))
     }
 
     /// Runs `f` on the region of `row`, looking the region up again while a split or merge
     /// has it closed (`NotServingRegion`), as an HBase client does.
     fn with_region<T>(&self, row: &[u8], mut f: impl FnMut(&Region) -> Result<T>) -> Result<T> {
-        let limit = self.db.options.region_retry_timeout;
+        let limit = self.src.retry_limit();
         retry_not_serving(limit, || f(&*self.region_for(row)?))
     }
 
@@ -124,9 +243,9 @@ impl Table {
     /// refused with `RegionTooBusy`, before anything is applied.
     fn write_to<T>(&self, row: &[u8], f: impl Fn(&Region) -> Result<T>) -> Result<T> {
         self.with_region(row, |region| {
-            self.db.rs.before_write(region)?;
+            self.src.before_write(region)?;
             let out = f(region);
-            self.db.rs.after_write(region);
+            self.src.after_write(region);
             out
         })
     }
@@ -195,7 +314,7 @@ impl Table {
     /// Every item's error when any mutation fails the client-side checks; `None` when all
     /// pass.
     fn refuse_invalid(&self, ms: &[Mutation]) -> Option<Vec<Result<Option<RowResult>>>> {
-        let max = self.db.options.max_cell_size_bytes;
+        let max = self.src.max_cell_size_bytes();
         let errors: Vec<Option<Error>> = ms
             .iter()
             .map(|m| m.validate_for_client(max).err())
@@ -235,7 +354,7 @@ impl Table {
             }
         }
         for (region, idx) in groups {
-            if self.db.rs.before_write(&region).is_err() {
+            if self.src.before_write(&region).is_err() {
                 // Too busy: each mutation waits (or fails) on its own.
                 for i in idx {
                     out[i] = Some(self.mutate(ms[i].clone()));
@@ -244,7 +363,7 @@ impl Table {
             }
             let refs: Vec<&Mutation> = idx.iter().map(|i| &ms[*i]).collect();
             let results = region.mutate_batch(&refs);
-            self.db.rs.after_write(&region);
+            self.src.after_write(&region);
             for (i, r) in idx.into_iter().zip(results) {
                 // A split or merge closed the region meanwhile: look it up again.
                 out[i] = Some(match r {
@@ -272,16 +391,10 @@ impl Table {
     pub fn scan(&self, scan: Scan) -> Result<TableScanner> {
         scan.validate()?;
         // A disabled or dropped table refuses the scan up front, as HBase's does.
-        if !self.state.has_online() {
-            let why = self.db.master.why_not_serving(&self.state.name);
-            if let Error::TableNotEnabled(_) | Error::TableNotFound(_) = why {
-                return Err(why);
-            }
-        }
+        self.src.check_scan()?;
         Ok(TableScanner {
-            retry_limit: self.db.options.region_retry_timeout,
-            db: Arc::clone(&self.db),
-            state: Arc::clone(&self.state),
+            retry_limit: self.src.retry_limit(),
+            src: Arc::clone(&self.src),
             current: None,
             scan,
             rows: 0,
@@ -307,19 +420,6 @@ fn retry_not_serving<T>(limit: Duration, mut op: impl FnMut() -> Result<T>) -> R
     }
 }
 
-/// The online region of `state` whose start key is the last to pass `starts_before`; when
-/// none is online, the master says why (`TableNotEnabled`, `TableNotFound`, or
-/// `NotServingRegion` while regions are being assigned, which callers retry).
-fn locate(
-    db: &Handle,
-    state: &TableState,
-    starts_before: impl Fn(&[u8]) -> bool,
-) -> Result<Arc<Region>> {
-    state
-        .region_where(starts_before)?
-        .ok_or_else(|| db.master.why_not_serving(&state.name))
-}
-
 /// Rows of a scan across regions, in order or reverse order. The next region is looked up
 /// when the current one ends, from where it ended, so a scan crosses regions split or merged
 /// while it runs and returns every row once. Each region gets its own copy of the filter,
@@ -327,8 +427,7 @@ fn locate(
 #[derive(Debug)]
 pub struct TableScanner {
     retry_limit: Duration,
-    db: Arc<Handle>,
-    state: Arc<TableState>,
+    src: Arc<dyn RegionSource>,
     current: Option<(RegionInfo, RegionScanner)>,
     scan: Scan,
     rows: u64,
@@ -388,22 +487,22 @@ impl TableScanner {
         let mut scan = self.scan.clone();
         scan.limit = scan.limit.saturating_sub(self.rows);
         let region = match (&self.position, self.scan.reversed) {
-            (None, false) => locate(&self.db, &self.state, |s| s <= &scan.start_row[..])?,
-            (None, true) if scan.start_row.is_empty() => locate(&self.db, &self.state, |_| true)?,
-            (None, true) => locate(&self.db, &self.state, |s| s <= &scan.start_row[..])?,
+            (None, false) => self.src.locate(At::Row(&scan.start_row))?,
+            (None, true) if scan.start_row.is_empty() => self.src.locate(At::Last)?,
+            (None, true) => self.src.locate(At::Row(&scan.start_row))?,
             (Some(p), false) => {
                 if *p > scan.start_row {
                     scan.start_row = p.clone();
                     scan.include_start_row = true;
                 }
-                locate(&self.db, &self.state, |s| s <= &p[..])?
+                self.src.locate(At::Row(p))?
             }
             (Some(p), true) => {
                 if scan.start_row.is_empty() || *p <= scan.start_row {
                     scan.start_row = p.clone();
                     scan.include_start_row = false;
                 }
-                locate(&self.db, &self.state, |s| s < &p[..])?
+                self.src.locate(At::Below(p))?
             }
         };
         let s = region.scanner(&scan)?;
