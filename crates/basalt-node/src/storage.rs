@@ -56,9 +56,7 @@ pub fn open(url: &str) -> Result<Arc<dyn ObjectStore>> {
 pub struct RemoteStore {
     url: String,
     inner: Arc<dyn Remote>,
-    handle: tokio::runtime::Handle,
-    /// Always `Some` until dropped.
-    runtime: Option<tokio::runtime::Runtime>,
+    runtime: crate::runtime::OwnedRuntime,
 }
 
 impl std::fmt::Debug for RemoteStore {
@@ -117,13 +115,12 @@ impl RemoteStore {
                 "expected file:///path, s3://bucket/prefix or memory:///",
             ));
         };
-        let runtime = crate::runtime::start("basalt-storage-io", 2)
+        let runtime = crate::runtime::OwnedRuntime::start("basalt-storage-io", 2)
             .map_err(|e| Error::io("starting the storage runtime", e))?;
         Ok(RemoteStore {
             url: url.trim_end_matches('/').to_owned(),
             inner,
-            handle: runtime.handle().clone(),
-            runtime: Some(runtime),
+            runtime,
         })
     }
 
@@ -132,17 +129,7 @@ impl RemoteStore {
         &self,
         f: impl Future<Output = object_store::Result<T>> + Send + 'static,
     ) -> io::Result<T> {
-        run_on(&self.handle, f)
-    }
-}
-
-impl Drop for RemoteStore {
-    fn drop(&mut self) {
-        // Dropping a runtime blocks for its tasks, which panics inside another runtime: the
-        // store may be dropped by a server's async code.
-        if let Some(rt) = self.runtime.take() {
-            rt.shutdown_background();
-        }
+        run_on(self.runtime.handle(), f)
     }
 }
 
@@ -202,7 +189,7 @@ impl ObjectStore for RemoteStore {
         let up = self.block(async move { inner.put_multipart(&k).await })?;
         Ok(Box::new(RemoteUpload {
             up,
-            handle: self.handle.clone(),
+            handle: self.runtime.handle().clone(),
         }))
     }
 

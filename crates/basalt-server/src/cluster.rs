@@ -149,9 +149,7 @@ fn region_table(r: &pb::Region) -> Result<basalt_model::TableName> {
 /// its own.
 pub struct GrpcServerDirectory {
     channels: Mutex<HashMap<String, Channel>>,
-    handle: tokio::runtime::Handle,
-    /// Always `Some` until dropped.
-    runtime: Option<tokio::runtime::Runtime>,
+    runtime: basalt_node::runtime::OwnedRuntime,
 }
 
 impl std::fmt::Debug for GrpcServerDirectory {
@@ -167,21 +165,12 @@ impl GrpcServerDirectory {
     /// # Errors
     /// `Io` when the runtime cannot start.
     pub fn new() -> Result<Self> {
-        let runtime = basalt_node::runtime::start("basalt-master-rpc", 2)
+        let runtime = basalt_node::runtime::OwnedRuntime::start("basalt-master-rpc", 2)
             .map_err(|e| Error::io("starting the master's RPC runtime", e))?;
         Ok(GrpcServerDirectory {
             channels: Mutex::new(HashMap::new()),
-            handle: runtime.handle().clone(),
-            runtime: Some(runtime),
+            runtime,
         })
-    }
-}
-
-impl Drop for GrpcServerDirectory {
-    fn drop(&mut self) {
-        if let Some(rt) = self.runtime.take() {
-            rt.shutdown_background();
-        }
     }
 }
 
@@ -209,7 +198,7 @@ impl ServerDirectory for GrpcServerDirectory {
                     let endpoint = Endpoint::from_shared(uri)
                         .map_err(|e| Error::illegal(e.to_string()))?
                         .connect_timeout(Duration::from_secs(5));
-                    let _guard = self.handle.enter();
+                    let _guard = self.runtime.handle().enter();
                     let c = endpoint.connect_lazy();
                     channels.insert(name.to_owned(), c.clone());
                     c
@@ -219,7 +208,7 @@ impl ServerDirectory for GrpcServerDirectory {
         Ok(Arc::new(RemoteRegionServer {
             name: name.to_owned(),
             client: RegionServerAdminClient::new(channel),
-            handle: self.handle.clone(),
+            handle: self.runtime.handle().clone(),
         }))
     }
 }

@@ -49,6 +49,26 @@ struct Hooked {
     overwrite: bool,
     fail_next_create_after_storing: std::sync::atomic::AtomicBool,
     uploads: AtomicUsize,
+    aborts: Arc<AtomicUsize>,
+}
+
+/// An upload whose aborts [`Hooked`] counts.
+struct CountedUpload {
+    inner: Box<dyn Upload>,
+    aborts: Arc<AtomicUsize>,
+}
+
+impl Upload for CountedUpload {
+    fn put_part(&mut self, data: Bytes) -> io::Result<()> {
+        self.inner.put_part(data)
+    }
+    fn complete(self: Box<Self>) -> io::Result<()> {
+        self.inner.complete()
+    }
+    fn abort(self: Box<Self>) {
+        self.aborts.fetch_add(1, Ordering::SeqCst);
+        self.inner.abort();
+    }
 }
 
 impl ObjectStore for Hooked {
@@ -74,7 +94,10 @@ impl ObjectStore for Hooked {
     }
     fn upload(&self, key: &str) -> io::Result<Box<dyn Upload>> {
         self.uploads.fetch_add(1, Ordering::SeqCst);
-        self.inner.upload(key)
+        Ok(Box::new(CountedUpload {
+            inner: self.inner.upload(key)?,
+            aborts: Arc::clone(&self.aborts),
+        }))
     }
     fn get(&self, key: &str) -> io::Result<Option<Bytes>> {
         self.inner.get(key)
@@ -173,8 +196,22 @@ fn a_large_file_goes_up_in_parts_and_reads_back_by_ranges() {
         "a failed writer stays failed: {e}"
     );
     drop(rival);
+    // A writer dropped before its sync gives its upload up; its claim goes with the file.
+    let abandoned_path = path("abandoned");
+    let mut abandoned = env.create(&abandoned_path).unwrap();
+    abandoned.write_all(&data[..2 * PART_BYTES]).unwrap();
+    drop(abandoned);
+    assert_eq!(store.aborts.load(Ordering::SeqCst), 1);
+    assert_eq!(store.inner.size("abandoned").unwrap(), Some(0));
+    env.remove_file(&abandoned_path).unwrap();
+    assert_eq!(store.inner.size("abandoned").unwrap(), None);
     f.sync_all().unwrap();
-    assert_eq!(store.uploads.load(Ordering::SeqCst), 1);
+    assert_eq!(store.uploads.load(Ordering::SeqCst), 2);
+    assert_eq!(
+        store.aborts.load(Ordering::SeqCst),
+        1,
+        "the completed upload is not aborted"
+    );
     let r = env.open(&p).unwrap();
     assert_eq!(r.len(), data.len() as u64);
     let at = PART_BYTES as u64 - 10;
@@ -186,7 +223,7 @@ fn a_large_file_goes_up_in_parts_and_reads_back_by_ranges() {
     let mut small = env.create(&path("small")).unwrap();
     small.write_all(&data[..1000]).unwrap();
     small.sync_all().unwrap();
-    assert_eq!(store.uploads.load(Ordering::SeqCst), 1);
+    assert_eq!(store.uploads.load(Ordering::SeqCst), 2);
 }
 
 #[test]

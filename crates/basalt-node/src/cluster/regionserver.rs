@@ -7,11 +7,12 @@ use std::sync::Arc;
 
 use basalt_model::{Error, Result, TableDescriptor, TableName};
 use basalt_storage::region::{Region, RegionInfo};
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 
 use super::{RegionReport, RegionServerAdmin, ServerReport};
 use crate::catalog::Catalog;
 use crate::coordination::Coordinator;
+use crate::database::table::At;
 use crate::options::Options;
 use crate::regionserver::{MasterQueue, RegionServer, RegionServerServices};
 
@@ -19,7 +20,8 @@ use crate::regionserver::{MasterQueue, RegionServer, RegionServerServices};
 ///
 /// # Lock order
 /// `epochs` is held across a whole open or close (so a check of an epoch and the open it
-/// allows are one step), before the region server's own locks.
+/// allows are one step), before the region server's own locks; `hosted` is a leaf, changed
+/// under `epochs` and read alone.
 #[derive(Debug)]
 pub struct ClusterRegionServer {
     root: PathBuf,
@@ -30,6 +32,9 @@ pub struct ClusterRegionServer {
     /// The highest master epoch a call has carried, and the epoch each online region was
     /// opened at.
     epochs: Mutex<Epochs>,
+    /// The online regions by table, in key order: the data path's lookup, so a request
+    /// finds its region without going through every region the server holds.
+    hosted: RwLock<HashMap<TableName, Vec<Arc<Region>>>>,
 }
 
 #[derive(Debug, Default)]
@@ -79,6 +84,7 @@ impl ClusterRegionServer {
             coordinator,
             max_cell_size_bytes: options.max_cell_size_bytes,
             epochs: Mutex::new(Epochs::default()),
+            hosted: RwLock::new(HashMap::new()),
         })
     }
 
@@ -88,8 +94,8 @@ impl ClusterRegionServer {
         self.rs.name().to_string()
     }
 
-    /// The online region `id`, for the data path: refused once the session's lease has run
-    /// out (the master may be giving the region to another server).
+    /// The online region `id`: refused once the session's lease has run out (the master may
+    /// be giving the region to another server).
     ///
     /// # Errors
     /// `DoNotRetry` without a lease; `NotServingRegion` when the region is not open here.
@@ -100,21 +106,39 @@ impl ClusterRegionServer {
         })
     }
 
-    /// The online regions of `table`, in key order: refused once the session's lease has
-    /// run out.
+    /// The online region of `table` holding the rows `at` wants: refused once the
+    /// session's lease has run out (the master may be giving its regions to another server).
     ///
     /// # Errors
-    /// `DoNotRetry` without a lease.
-    pub fn regions_of(&self, table: &TableName) -> Result<Vec<Arc<Region>>> {
+    /// `DoNotRetry` without a lease; `NotServingRegion` when the region is not here.
+    pub(crate) fn locate(&self, table: &TableName, at: At<'_>) -> Result<Arc<Region>> {
         self.check_lease()?;
-        let mut regions: Vec<Arc<Region>> = self
-            .rs
-            .online_regions()
-            .into_iter()
-            .filter(|r| r.table().table_name() == *table)
-            .collect();
-        regions.sort_by(|a, b| a.info().start_key.cmp(&b.info().start_key));
-        Ok(regions)
+        let hosted = self.hosted.read();
+        let regions = hosted.get(table).map_or(&[][..], Vec::as_slice);
+        let n = regions.partition_point(|r| at.starts_before(&r.info().start_key));
+        match n.checked_sub(1).map(|i| &regions[i]) {
+            Some(r) if at.held_by(r.info()) => Ok(Arc::clone(r)),
+            _ => Err(Error::NotServingRegion(format!(
+                "the region of {table} holding {at:?} is not online on {}",
+                self.name()
+            ))),
+        }
+    }
+
+    /// Lists `region` in the data path's index (in key order, once).
+    fn host(&self, region: Arc<Region>) {
+        let mut hosted = self.hosted.write();
+        let list = hosted.entry(region.table().table_name()).or_default();
+        list.retain(|r| r.info().id != region.info().id);
+        let at = list.partition_point(|r| r.info().start_key < region.info().start_key);
+        list.insert(at, region);
+    }
+
+    /// Takes region `id` out of the data path's index.
+    fn unhost(&self, id: u64) {
+        for list in self.hosted.write().values_mut() {
+            list.retain(|r| r.info().id != id);
+        }
     }
 
     /// Flow control before a write (see `RegionServer::before_write`).
@@ -138,6 +162,7 @@ impl ClusterRegionServer {
     /// # Errors
     /// The final WAL sync failed.
     pub fn stop(&self) -> Result<()> {
+        self.hosted.write().clear();
         for r in self.rs.online_regions() {
             if let Err(e) = self.rs.close_region(&r) {
                 tracing::warn!(region = %r.name(), error = %e, "closing at stop failed");
@@ -231,7 +256,8 @@ impl RegionServerAdmin for ClusterRegionServer {
             tracing::info!(region = %r.name(), open_epoch, "region reassigned to the server holding it");
         } else {
             let dir = self.region_dir(table, info.id);
-            self.rs.open_region(&dir, info, &Arc::new(table.clone()))?;
+            let r = self.rs.open_region(&dir, info, &Arc::new(table.clone()))?;
+            self.host(r);
         }
         epochs.regions.insert(info.id, open_epoch);
         Ok(())
@@ -241,7 +267,12 @@ impl RegionServerAdmin for ClusterRegionServer {
         let mut epochs = self.epochs.lock();
         epochs.check_master(master_epoch)?;
         if let Some(r) = self.rs.region(region_id) {
-            self.rs.close_region(&r)?;
+            // Out of the data path first: requests then find it gone, not closing.
+            self.unhost(region_id);
+            if let Err(e) = self.rs.close_region(&r) {
+                self.host(r);
+                return Err(e);
+            }
         }
         epochs.regions.remove(&region_id);
         Ok(())

@@ -30,16 +30,7 @@ impl RegionSource for HostedTable {
     }
 
     fn locate(&self, at: At<'_>) -> Result<Arc<Region>> {
-        let regions = self.rs.regions_of(&self.name)?;
-        let n = regions.partition_point(|r| at.starts_before(&r.info().start_key));
-        match n.checked_sub(1).map(|i| &regions[i]) {
-            Some(r) if at.held_by(r.info()) => Ok(Arc::clone(r)),
-            _ => Err(Error::NotServingRegion(format!(
-                "the region of {} holding {at:?} is not online on {}",
-                self.name,
-                self.rs.name()
-            ))),
-        }
+        self.rs.locate(&self.name, at)
     }
 
     /// A region server cannot tell a disabled table from one it hosts nothing of: the

@@ -23,9 +23,8 @@ pub struct ZooKeeperCoordinator {
     ended: Mutex<Receiver<()>>,
     /// Stops the heartbeat (which holds a client clone) when dropped or sent.
     stop_heartbeat: Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
-    handle: tokio::runtime::Handle,
-    /// `Some` until dropped.
-    runtime: Option<tokio::runtime::Runtime>,
+    /// Declared last: dropped (stopped) after the session is closed.
+    runtime: crate::runtime::OwnedRuntime,
 }
 
 impl std::fmt::Debug for ZooKeeperCoordinator {
@@ -112,7 +111,7 @@ impl ZooKeeperCoordinator {
         parent: &str,
         session_timeout: Duration,
     ) -> Result<ZooKeeperCoordinator> {
-        let runtime = crate::runtime::start("basalt-zookeeper", 1)
+        let runtime = crate::runtime::OwnedRuntime::start("basalt-zookeeper", 1)
             .map_err(|e| Error::io("starting the ZooKeeper runtime", e))?;
         let handle = runtime.handle().clone();
         let started = Instant::now();
@@ -155,8 +154,7 @@ impl ZooKeeperCoordinator {
             parent: parent.trim_end_matches('/').to_owned(),
             health,
             ended: Mutex::new(ended),
-            handle,
-            runtime: Some(runtime),
+            runtime,
         };
         for dir in ["rs", "backup-masters"] {
             let path = zk.path(dir);
@@ -190,7 +188,7 @@ impl ZooKeeperCoordinator {
 
     /// Runs `f` on the session's runtime and waits for it, errors left to the caller.
     fn run<T: Send + 'static>(&self, f: impl Future<Output = T> + Send + 'static) -> Result<T> {
-        crate::runtime::wait_for(&self.handle, f).ok_or_else(stopped)
+        self.runtime.wait_for(f).ok_or_else(stopped)
     }
 
     /// Creates `path` holding `data`; `Ok(false)` when it exists.
@@ -270,7 +268,7 @@ impl ZooKeeperCoordinator {
             c.check_and_watch_stat(&p).await
         })?;
         let (tx, rx) = sync_channel(1);
-        self.handle.spawn(async move {
+        self.runtime.handle().spawn(async move {
             watcher.changed().await;
             let _ = tx.try_send(());
         });
@@ -285,9 +283,6 @@ impl Drop for ZooKeeperCoordinator {
         drop(self.stop_heartbeat.lock().take());
         drop(self.client.take());
         let _ = self.ended.lock().recv_timeout(Duration::from_secs(2));
-        if let Some(rt) = self.runtime.take() {
-            rt.shutdown_background();
-        }
     }
 }
 
@@ -383,7 +378,7 @@ impl Coordinator for ZooKeeperCoordinator {
         })?;
         names.sort();
         let (tx, rx) = sync_channel(1);
-        self.handle.spawn(async move {
+        self.runtime.handle().spawn(async move {
             watcher.changed().await;
             let _ = tx.try_send(());
         });

@@ -155,12 +155,6 @@ impl Env {
         }
     }
 
-    /// The root of the shared storage the files live in, or `None` on the local file system.
-    #[must_use]
-    pub fn shared_root(&self) -> Option<&Path> {
-        self.shared.as_deref().map(SharedFs::root)
-    }
-
     /// An environment whose file operations pass through `faults` (tests).
     #[must_use]
     pub fn with_faults(clock: Arc<dyn Clock>, faults: Arc<FaultInjector>) -> Env {

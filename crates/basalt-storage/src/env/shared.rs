@@ -25,10 +25,6 @@ impl SharedFs {
         SharedFs { root, store }
     }
 
-    pub fn root(&self) -> &Path {
-        &self.root
-    }
-
     /// The key of `path`: its components below the root, joined by `/`.
     fn key(&self, path: &Path) -> io::Result<String> {
         let rest = path.strip_prefix(&self.root).map_err(|_| {
@@ -455,7 +451,10 @@ impl LogWriter {
             let n = usize::try_from(upto.saturating_sub(sync.stored))
                 .unwrap_or(usize::MAX)
                 .min(p.bytes.len());
-            p.bytes.drain(..n).collect()
+            // The synced part leaves without a copy; only bytes written after the clone
+            // (usually none) are moved.
+            let rest = p.bytes.split_off(n);
+            std::mem::replace(&mut p.bytes, rest)
         };
         if data.is_empty() {
             return Ok(());
