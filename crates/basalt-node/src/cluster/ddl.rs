@@ -69,10 +69,7 @@ impl ClusterMaster {
         let mut first_error = None;
         for id in ids {
             let r = match self.assigned(id) {
-                Some(server) => self
-                    .servers
-                    .connect(&server)
-                    .and_then(|s| s.close_region(self.epoch, id)),
+                Some(server) => self.close_on(&server, id),
                 None => Ok(()),
             };
             match r {
@@ -164,9 +161,7 @@ impl ClusterMaster {
             let Some(server) = self.assigned(id) else {
                 continue;
             };
-            self.servers
-                .connect(&server)?
-                .close_region(self.epoch, id)?;
+            self.close_on(&server, id)?;
             let epoch = self.edit(|c| {
                 let a = c.assignments.entry(id).or_default();
                 a.open_epoch += 1;

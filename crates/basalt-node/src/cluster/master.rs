@@ -315,6 +315,11 @@ impl ClusterMaster {
         r
     }
 
+    /// Asks `server` to close region `id` (flushed), carrying this master's epoch.
+    pub(super) fn close_on(&self, server: &str, id: u64) -> Result<()> {
+        self.servers.connect(server)?.close_region(self.epoch, id)
+    }
+
     pub(super) fn mark_unassigned(&self, ids: &[u64]) -> Result<()> {
         if ids.is_empty() {
             return Ok(());
@@ -407,7 +412,7 @@ impl ClusterMaster {
             return Ok(());
         }
         if let Some(from) = &from {
-            self.servers.connect(from)?.close_region(self.epoch, id)?;
+            self.close_on(from, id)?;
         }
         let committed = self.edit(|c| {
             let a = c.assignments.entry(id).or_default();
@@ -450,9 +455,7 @@ impl ClusterMaster {
         let _p = self.procedure.lock();
         self.region(id)?;
         if let Some(server) = self.assigned(id) {
-            self.servers
-                .connect(&server)?
-                .close_region(self.epoch, id)?;
+            self.close_on(&server, id)?;
         }
         self.mark_unassigned(&[id])
     }
