@@ -43,6 +43,35 @@ pub struct RegionReport {
     pub server: String,
 }
 
+/// A live region server as `status` shows it: its regions and their summed load.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ServerStatus {
+    /// `host,port,startcode`.
+    pub name: String,
+    pub regions: usize,
+    pub load: RegionLoad,
+}
+
+/// The cluster as the active master sees it (HBase's `ClusterMetrics`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClusterStatus {
+    pub cluster_id: String,
+    /// The active master's name; empty while none is active.
+    pub master: String,
+    pub backup_masters: Vec<String>,
+    /// Live region servers, by name.
+    pub servers: Vec<ServerStatus>,
+    /// Servers that were live and are gone.
+    pub dead_servers: Vec<String>,
+    pub decommissioned: Vec<String>,
+    /// Regions of enabled tables not open on a live server, by region name, with why.
+    pub in_transition: Vec<String>,
+    pub balancer_on: bool,
+    /// The process that answered: a client reaching the cluster through any server
+    /// learns that server's name.
+    pub answered_by: String,
+}
+
 /// The entry point (HBase's `Connection`): an admin, tables, region locations.
 pub trait Connection: Send + Sync {
     /// The administrative interface.
@@ -104,6 +133,25 @@ pub trait Admin: Send + Sync {
     fn run_catalog_janitor(&self) -> Result<usize>;
     /// The cluster's id (HBase's `ClusterMetrics.getClusterId`).
     fn cluster_id(&self) -> Result<String>;
+
+    /// Masters, servers, loads and regions in transition (`status`).
+    fn cluster_status(&self) -> Result<ClusterStatus>;
+    /// Moves a region (full or encoded name) to `dest` (`host,port,startcode`), or to the
+    /// server with the fewest regions.
+    fn move_region(&self, region: &[u8], dest: Option<&str>) -> Result<()>;
+    /// Opens a region that is not open on a live server.
+    fn assign(&self, region: &[u8]) -> Result<()>;
+    /// Closes a region and leaves it unassigned.
+    fn unassign(&self, region: &[u8]) -> Result<()>;
+    /// Runs the balancer; says whether it ran (not when switched off).
+    fn balance(&self) -> Result<bool>;
+    /// Switches the balancer; returns the previous setting.
+    fn balance_switch(&self, on: bool) -> Result<bool>;
+    /// Takes region servers out of assignment, moving their regions off with `offload`.
+    fn decommission(&self, servers: &[String], offload: bool) -> Result<()>;
+    /// Puts a decommissioned region server back into assignment.
+    fn recommission(&self, server: &str) -> Result<()>;
+    fn list_decommissioned(&self) -> Result<Vec<String>>;
 }
 
 /// Reads and writes of one table (HBase's `Table`).

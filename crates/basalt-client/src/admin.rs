@@ -4,19 +4,20 @@ use std::collections::BTreeMap;
 
 use basalt_model::region::RegionInfo;
 use basalt_model::{Result, TableDescriptor, TableName};
-use basalt_proto::pb::admin_client::AdminClient;
+use std::sync::Arc;
+
 use basalt_proto::pb::{self};
 use basalt_proto::schema::{region_from_pb, schema_from_pb, schema_to_pb};
 use bytes::Bytes;
-use tonic::transport::Channel;
 
 use crate::retry::Idempotence;
+use crate::servers::Servers;
 use crate::ClientConfig;
 
-/// HBase's Admin. Cheap to clone.
+/// HBase's Admin, served by the active master. Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct Admin {
-    client: AdminClient<Channel>,
+    servers: Arc<Servers>,
     config: ClientConfig,
 }
 
@@ -27,11 +28,8 @@ fn name(n: &TableName) -> pb::NameRequest {
 }
 
 impl Admin {
-    pub(crate) fn new(channel: Channel, config: ClientConfig) -> Admin {
-        Admin {
-            client: AdminClient::new(channel),
-            config,
-        }
+    pub(crate) fn new(servers: Arc<Servers>, config: ClientConfig) -> Admin {
+        Admin { servers, config }
     }
 
     pub async fn create_namespace(&self, ns: &str, props: BTreeMap<String, String>) -> Result<()> {
@@ -243,5 +241,101 @@ impl Admin {
     /// The cluster's id (HBase's `hbase.id`).
     pub async fn cluster_id(&self) -> Result<String> {
         Ok(rpc!(self, Idempotence::Idempotent, get_cluster_id, pb::Empty {})?.cluster_id)
+    }
+
+    /// Masters, servers, loads and regions in transition (`status`).
+    pub async fn cluster_status(&self) -> Result<basalt_api::ClusterStatus> {
+        let s = rpc!(
+            self,
+            Idempotence::Idempotent,
+            get_cluster_status,
+            pb::Empty {}
+        )?;
+        Ok(status_from_pb(s))
+    }
+
+    /// Moves a region (full or encoded name) to `dest`, or where the master chooses.
+    pub async fn move_region(&self, region: &[u8], dest: Option<&str>) -> Result<()> {
+        let r = pb::MoveRequest {
+            region: Bytes::copy_from_slice(region),
+            destination: dest.unwrap_or_default().to_owned(),
+        };
+        rpc!(self, Idempotence::Idempotent, move_region, r.clone()).map(drop)
+    }
+
+    pub async fn assign(&self, region: &[u8]) -> Result<()> {
+        let r = pb::RegionRequest {
+            region: Bytes::copy_from_slice(region),
+        };
+        rpc!(self, Idempotence::Idempotent, assign, r.clone()).map(drop)
+    }
+
+    pub async fn unassign(&self, region: &[u8]) -> Result<()> {
+        let r = pb::RegionRequest {
+            region: Bytes::copy_from_slice(region),
+        };
+        rpc!(self, Idempotence::Idempotent, unassign, r.clone()).map(drop)
+    }
+
+    /// Runs the balancer; whether it ran.
+    pub async fn balance(&self) -> Result<bool> {
+        Ok(rpc!(self, Idempotence::Idempotent, balance, pb::Empty {})?.value)
+    }
+
+    /// Switches the balancer; the previous setting.
+    pub async fn balance_switch(&self, on: bool) -> Result<bool> {
+        let r = pb::BoolRequest { value: on };
+        Ok(rpc!(self, Idempotence::Idempotent, balance_switch, r.clone())?.value)
+    }
+
+    pub async fn decommission(&self, servers: &[String], offload: bool) -> Result<()> {
+        let r = pb::DecommissionRequest {
+            servers: servers.to_vec(),
+            offload,
+        };
+        rpc!(self, Idempotence::Idempotent, decommission, r.clone()).map(drop)
+    }
+
+    pub async fn recommission(&self, server: &str) -> Result<()> {
+        let r = pb::NameRequest {
+            name: server.to_owned(),
+        };
+        rpc!(self, Idempotence::Idempotent, recommission, r.clone()).map(drop)
+    }
+
+    pub async fn list_decommissioned(&self) -> Result<Vec<String>> {
+        Ok(rpc!(
+            self,
+            Idempotence::Idempotent,
+            list_decommissioned,
+            pb::Empty {}
+        )?
+        .names)
+    }
+}
+
+fn status_from_pb(s: pb::ClusterStatus) -> basalt_api::ClusterStatus {
+    basalt_api::ClusterStatus {
+        cluster_id: s.cluster_id,
+        master: s.master,
+        backup_masters: s.backup_masters,
+        servers: s
+            .servers
+            .into_iter()
+            .map(|x| basalt_api::ServerStatus {
+                name: x.name,
+                regions: usize::try_from(x.regions).unwrap_or(usize::MAX),
+                load: x
+                    .load
+                    .as_ref()
+                    .map(basalt_proto::schema::region_load_from_pb)
+                    .unwrap_or_default(),
+            })
+            .collect(),
+        dead_servers: s.dead_servers,
+        decommissioned: s.decommissioned,
+        in_transition: s.in_transition,
+        balancer_on: s.balancer_on,
+        answered_by: s.answered_by,
     }
 }

@@ -196,6 +196,33 @@ impl Admin for Connection {
     fn cluster_id(&self) -> Result<String> {
         self.rt.block_on(self.admin.cluster_id())
     }
+    fn cluster_status(&self) -> Result<basalt_api::ClusterStatus> {
+        self.rt.block_on(self.admin.cluster_status())
+    }
+    fn move_region(&self, region: &[u8], dest: Option<&str>) -> Result<()> {
+        self.rt.block_on(self.admin.move_region(region, dest))
+    }
+    fn assign(&self, region: &[u8]) -> Result<()> {
+        self.rt.block_on(self.admin.assign(region))
+    }
+    fn unassign(&self, region: &[u8]) -> Result<()> {
+        self.rt.block_on(self.admin.unassign(region))
+    }
+    fn balance(&self) -> Result<bool> {
+        self.rt.block_on(self.admin.balance())
+    }
+    fn balance_switch(&self, on: bool) -> Result<bool> {
+        self.rt.block_on(self.admin.balance_switch(on))
+    }
+    fn decommission(&self, servers: &[String], offload: bool) -> Result<()> {
+        self.rt.block_on(self.admin.decommission(servers, offload))
+    }
+    fn recommission(&self, server: &str) -> Result<()> {
+        self.rt.block_on(self.admin.recommission(server))
+    }
+    fn list_decommissioned(&self) -> Result<Vec<String>> {
+        self.rt.block_on(self.admin.list_decommissioned())
+    }
 }
 
 /// A table of a remote server, used synchronously.

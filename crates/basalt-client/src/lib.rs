@@ -23,21 +23,28 @@
 //! once. Increments, appends and check-and-mutates, which must not apply twice, are retried
 //! only on errors that prove nothing was applied.
 
-/// One unary call with retries and the operation timeout: `$call` is the gRPC method of
-/// `$self.client`, `$req` builds its request (again for each attempt).
+/// One unary admin call to the active master with retries and the operation timeout:
+/// `$call` is the gRPC method, `$req` builds its request (again for each attempt). A call
+/// that fails as a lost or deposed master would makes the next attempt find the master again.
 macro_rules! rpc {
     ($self:ident, $how:expr, $call:ident, $req:expr) => {{
-        let config = $self.config.clone();
-        crate::retry::retry(&$self.config, $how, || {
-            let mut c = $self.client.clone();
+        let servers = &$self.servers;
+        let timeout = $self.config.operation_timeout;
+        crate::retry::retry(&$self.config, $how, || async {
+            let mut c = basalt_proto::pb::admin_client::AdminClient::new(servers.master().await?)
+                .max_decoding_message_size(crate::MAX_MESSAGE_BYTES)
+                .max_encoding_message_size(crate::MAX_MESSAGE_BYTES);
             let mut req = tonic::Request::new($req);
-            req.set_timeout(config.operation_timeout);
-            async move {
-                c.$call(req)
-                    .await
-                    .map(tonic::Response::into_inner)
-                    .map_err(|s| basalt_proto::status::from_status(&s))
+            req.set_timeout(timeout);
+            let out = c
+                .$call(req)
+                .await
+                .map(tonic::Response::into_inner)
+                .map_err(|s| basalt_proto::status::from_status(&s));
+            if let Err(e) = &out {
+                servers.master_failed(e);
             }
+            out
         })
         .await
     }};
@@ -47,18 +54,20 @@ mod admin;
 pub mod blocking;
 mod mutator;
 mod retry;
+mod scanner;
+mod servers;
 mod table;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use basalt_model::{Error, Result, TableName};
-use tonic::transport::{Channel, Endpoint};
+use basalt_model::{Result, TableName};
 
 pub use admin::Admin;
 pub use mutator::BufferedMutator;
-pub use table::{ResultScanner, Table};
+pub use scanner::ResultScanner;
+pub use table::Table;
 
 /// The largest message the client sends or accepts (the server's limit, 256 MiB).
 pub(crate) const MAX_MESSAGE_BYTES: usize = 256 << 20;
@@ -90,55 +99,41 @@ impl Default for ClientConfig {
     }
 }
 
-/// A connection to a Basalt server. Cheap to clone; clones share the channel and the
-/// region location cache.
+/// A connection to a Basalt server or cluster. Cheap to clone; clones share the channels
+/// and the region location cache.
 #[derive(Clone, Debug)]
 pub struct Connection {
-    channel: Channel,
+    servers: Arc<servers::Servers>,
     config: ClientConfig,
     locations: Arc<Mutex<HashMap<TableName, table::LocationSlot>>>,
 }
 
 impl Connection {
-    /// Connects to `addr` (`http://host:port`) with default settings.
+    /// Connects to `seeds` (`host:port`, or several separated by commas: a standalone
+    /// server, or any masters and region servers of a cluster) with default settings.
     ///
     /// # Errors
-    /// The address is malformed or the server cannot be reached.
-    pub async fn connect(addr: &str) -> Result<Connection> {
-        Connection::connect_with(addr, ClientConfig::default()).await
+    /// An address is malformed, or no seed can be reached.
+    pub async fn connect(seeds: &str) -> Result<Connection> {
+        Connection::connect_with(seeds, ClientConfig::default()).await
     }
 
     /// Connects with `config`.
     ///
     /// # Errors
     /// As [`Connection::connect`].
-    pub async fn connect_with(addr: &str, config: ClientConfig) -> Result<Connection> {
-        let uri = if addr.contains("://") {
-            addr.to_owned()
-        } else {
-            format!("http://{addr}")
-        };
-        let endpoint = Endpoint::from_shared(uri)
-            .map_err(|e| Error::illegal(format!("bad server address {addr}: {e}")))?
-            .connect_timeout(Duration::from_secs(10))
-            .tcp_nodelay(true);
-        let channel = endpoint.connect().await.map_err(|e| {
-            Error::io(
-                format!("connecting to {addr}"),
-                std::io::Error::new(std::io::ErrorKind::ConnectionRefused, e.to_string()),
-            )
-        })?;
+    pub async fn connect_with(seeds: &str, config: ClientConfig) -> Result<Connection> {
         Ok(Connection {
-            channel,
+            servers: Arc::new(servers::Servers::connect(seeds).await?),
             config,
             locations: Arc::default(),
         })
     }
 
-    /// The administrative API.
+    /// The administrative API (served by the active master).
     #[must_use]
     pub fn admin(&self) -> Admin {
-        Admin::new(self.channel.clone(), self.config.clone())
+        Admin::new(Arc::clone(&self.servers), self.config.clone())
     }
 
     /// A handle on table `name` (not checked until used).
@@ -155,7 +150,7 @@ impl Connection {
             Arc::clone(map.entry(name.clone()).or_default())
         };
         Ok(Table::new(
-            self.channel.clone(),
+            Arc::clone(&self.servers),
             self.config.clone(),
             name,
             slot,

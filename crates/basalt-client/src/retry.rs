@@ -28,6 +28,11 @@ fn may_retry(e: &Error, how: Idempotence) -> bool {
     }
 }
 
+/// The pause before retry number `attempt` (from 0).
+pub fn pause(config: &ClientConfig, attempt: u32) -> std::time::Duration {
+    config.pause * BACKOFF[(attempt as usize).min(BACKOFF.len() - 1)]
+}
+
 /// Runs `call` until it succeeds, fails with an error not to retry, runs out of retries, or
 /// the operation timeout passes.
 pub async fn retry<T, F, Fut>(config: &ClientConfig, how: Idempotence, mut call: F) -> Result<T>
@@ -40,8 +45,7 @@ where
     loop {
         match call().await {
             Err(e) if may_retry(&e, how) && attempt < config.retries as usize => {
-                let factor = BACKOFF[attempt.min(BACKOFF.len() - 1)];
-                let pause = config.pause * factor;
+                let pause = pause(config, u32::try_from(attempt).unwrap_or(u32::MAX));
                 if Instant::now() + pause >= deadline {
                     return Err(e);
                 }

@@ -1,17 +1,17 @@
-//! `Table`: reads, writes and scanners of one table.
+//! `Table`: reads, writes and scanners of one table, each sent to the region server that
+//! holds its row.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
 
 use basalt_model::ops::{
     Append, CheckAndMutate, Delete, Get, Increment, Mutation, Put, RowMutations, Scan,
 };
-use std::sync::{Arc, RwLock};
-
 use basalt_model::region::RegionInfo;
 use basalt_model::{Error, Result, RowResult, TableName};
 use basalt_proto::convert::{
     check_and_mutate_to_pb, get_to_pb, mutation_to_pb, result_from_pb, row_mutations_to_pb,
-    scan_to_pb,
 };
-use basalt_proto::pb::admin_client::AdminClient;
 use basalt_proto::pb::table_client::TableClient;
 use basalt_proto::pb::{self};
 use basalt_proto::schema::region_from_pb;
@@ -19,23 +19,30 @@ use basalt_proto::status::from_status;
 use tonic::transport::Channel;
 
 use crate::retry::Idempotence;
+use crate::servers::Servers;
 use crate::ClientConfig;
 
 /// HBase's Table. Cheap to clone; clones share the region location cache.
 #[derive(Clone, Debug)]
 pub struct Table {
-    client: TableClient<Channel>,
-    admin: AdminClient<Channel>,
-    config: ClientConfig,
+    pub(crate) servers: Arc<Servers>,
+    pub(crate) config: ClientConfig,
     name: TableName,
-    /// The table's regions as last looked up (`None`: look them up before the next call).
-    /// Single-row calls name the region they expect; a `NotServingRegion` answer (the region
-    /// split or merged) empties the cache.
+    /// The table's regions and their servers as last looked up (`None`: look them up before
+    /// the next call). Single-row calls name the region they expect; a `NotServingRegion`
+    /// answer (the region moved, split or merged) empties the cache.
     locations: LocationSlot,
 }
 
+/// A region and the server holding it (empty while it is assigned to none).
+#[derive(Clone, Debug)]
+pub(crate) struct Location {
+    pub info: RegionInfo,
+    pub server: String,
+}
+
 /// A table's cached regions, shared by every handle of one connection.
-pub(crate) type LocationSlot = Arc<RwLock<Option<Arc<Vec<RegionInfo>>>>>;
+pub(crate) type LocationSlot = Arc<RwLock<Option<Arc<Vec<Location>>>>>;
 
 fn idempotence(m: &Mutation) -> Idempotence {
     match m {
@@ -55,18 +62,22 @@ fn entry_error(e: pb::Error) -> Error {
     from_status(&status)
 }
 
+/// The index of the region of `locations` (in key order) holding `row`.
+pub(crate) fn region_index(locations: &[Location], row: &[u8]) -> usize {
+    locations
+        .partition_point(|l| l.info.start_key[..] <= *row)
+        .saturating_sub(1)
+}
+
 impl Table {
     pub(crate) fn new(
-        channel: Channel,
+        servers: Arc<Servers>,
         config: ClientConfig,
         name: TableName,
         locations: LocationSlot,
     ) -> Table {
         Table {
-            client: TableClient::new(channel.clone())
-                .max_decoding_message_size(crate::MAX_MESSAGE_BYTES)
-                .max_encoding_message_size(crate::MAX_MESSAGE_BYTES),
-            admin: AdminClient::new(channel),
+            servers,
             config,
             name,
             locations,
@@ -78,6 +89,12 @@ impl Table {
     /// # Errors
     /// The lookup failed (`TableNotFound`, a transport error).
     pub async fn region_locations(&self) -> Result<Arc<Vec<RegionInfo>>> {
+        let l = self.locations().await?;
+        Ok(Arc::new(l.iter().map(|l| l.info.clone()).collect()))
+    }
+
+    /// The cached regions and servers, looked up from the master when the cache is empty.
+    pub(crate) async fn locations(&self) -> Result<Arc<Vec<Location>>> {
         let cached = self
             .locations
             .read()
@@ -86,22 +103,42 @@ impl Table {
         if let Some(cached) = cached {
             return Ok(cached);
         }
-        let mut admin = self.admin.clone();
         let req = pb::NameRequest {
             name: self.name.to_string(),
         };
-        let regions = admin
-            .list_regions(req)
-            .await
-            .map_err(|s| from_status(&s))?
-            .into_inner();
-        let regions: Arc<Vec<RegionInfo>> =
-            Arc::new(regions.regions.into_iter().map(region_from_pb).collect());
+        let regions = rpc!(self, Idempotence::Idempotent, list_regions, req.clone())?;
+        let regions: Arc<Vec<Location>> = Arc::new(
+            regions
+                .regions
+                .into_iter()
+                .map(|r| Location {
+                    server: r.server.clone(),
+                    info: region_from_pb(r),
+                })
+                .collect(),
+        );
         *self
             .locations
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Arc::clone(&regions));
         Ok(regions)
+    }
+
+    /// Empties the location cache after an answer showed it stale.
+    pub(crate) fn forget_locations(&self, e: &Error) {
+        if e.is_retryable() {
+            *self
+                .locations
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+        }
+    }
+
+    /// A data client on the server named `server`.
+    pub(crate) fn client(&self, server: &str) -> Result<TableClient<Channel>> {
+        Ok(TableClient::new(self.servers.channel(server)?)
+            .max_decoding_message_size(crate::MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(crate::MAX_MESSAGE_BYTES))
     }
 
     /// A request with the operation timeout.
@@ -111,32 +148,30 @@ impl Table {
         req
     }
 
-    /// The encoded name of the cached region holding `row`.
-    async fn locate(&self, row: &[u8]) -> Result<Option<String>> {
-        let regions = self.region_locations().await?;
-        let i = regions
-            .partition_point(|r| r.start_key[..] <= *row)
-            .saturating_sub(1);
-        Ok(regions.get(i).map(|r| r.encoded_name(&self.name)))
-    }
-
-    /// A single-row call aimed at the row's region, with retries; a stale location empties
-    /// the cache, so the retry looks the regions up again.
+    /// A single-row call sent to the server of the row's region, naming the region, with
+    /// retries; a stale location empties the cache, so the retry looks the regions up again.
     async fn located<T, F, Fut>(&self, row: &[u8], how: Idempotence, call: F) -> Result<T>
     where
         F: Fn(TableClient<Channel>, Option<String>) -> Fut,
         Fut: std::future::Future<Output = std::result::Result<T, tonic::Status>>,
     {
         crate::retry::retry(&self.config, how, || async {
-            let region = self.locate(row).await?;
-            let out = call(self.client.clone(), region)
-                .await
-                .map_err(|s| from_status(&s));
-            if matches!(out, Err(Error::NotServingRegion(_))) {
-                *self
-                    .locations
-                    .write()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+            let out = async {
+                let locations = self.locations().await?;
+                let Some(l) = locations.get(region_index(&locations, row)) else {
+                    return Err(Error::NotServingRegion(format!(
+                        "{} has no regions",
+                        self.name
+                    )));
+                };
+                let region = Some(l.info.encoded_name(&self.name));
+                call(self.client(&l.server)?, region)
+                    .await
+                    .map_err(|s| from_status(&s))
+            }
+            .await;
+            if let Err(e) = &out {
+                self.forget_locations(e);
             }
             out
         })
@@ -242,110 +277,129 @@ impl Table {
         Ok(r.value)
     }
 
-    /// Mutations applied each on its own: one result per mutation, in order.
+    /// Mutations applied each on its own: one result per mutation, in order. Each region
+    /// server gets the mutations of the rows it holds in one call; mutations a server
+    /// refused because their region was not there are sent again where it went.
     pub async fn batch(&self, mutations: Vec<Mutation>) -> Result<Vec<Result<Option<RowResult>>>> {
-        let req = pb::BatchRequest {
-            table: self.name.to_string(),
-            mutations: mutations.iter().map(mutation_to_pb).collect(),
-        };
-        let r = rpc!(self, Idempotence::NotIdempotent, batch, req.clone())?;
-        Ok(r.entries
+        let msgs: Vec<pb::Mutation> = mutations.iter().map(mutation_to_pb).collect();
+        let mut out: Vec<Option<Result<Option<RowResult>>>> =
+            (0..msgs.len()).map(|_| None).collect();
+        let mut pending: Vec<usize> = (0..msgs.len()).collect();
+        let deadline = std::time::Instant::now() + self.config.operation_timeout;
+        let mut attempt = 0u32;
+        while !pending.is_empty() {
+            let locations = self.locations().await?;
+            let mut by_server: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+            for &i in &pending {
+                let l = locations.get(region_index(&locations, mutations[i].row()));
+                let server = l.map(|l| l.server.clone()).unwrap_or_default();
+                by_server.entry(server).or_default().push(i);
+            }
+            let mut retry = Vec::new();
+            for (server, idx) in by_server {
+                let answers = self.batch_on(&server, &idx, &msgs, &mutations).await;
+                for (i, r) in idx.into_iter().zip(answers) {
+                    match r {
+                        Err(e) if e.is_retryable() && attempt < self.config.retries => {
+                            self.forget_locations(&e);
+                            retry.push(i);
+                            out[i] = Some(Err(e));
+                        }
+                        r => out[i] = Some(r),
+                    }
+                }
+            }
+            if !retry.is_empty() {
+                if std::time::Instant::now() + self.config.pause >= deadline {
+                    break;
+                }
+                tokio::time::sleep(crate::retry::pause(&self.config, attempt)).await;
+                attempt += 1;
+            }
+            pending = retry;
+        }
+        Ok(out
             .into_iter()
-            .map(|e| match e.outcome {
-                Some(pb::batch_entry::Outcome::Ok(ok)) => ok.result.map(result_from_pb).transpose(),
-                Some(pb::batch_entry::Outcome::Error(err)) => Err(entry_error(err)),
-                None => Err(Error::illegal(
-                    "malformed response: a batch entry without an outcome",
-                )),
-            })
+            .map(|r| r.unwrap_or_else(|| Err(Error::Internal("a batch entry was not sent".into()))))
             .collect())
     }
 
-    /// Opens a scanner (a lease on the server, renewed by each fetch).
-    pub async fn scan(&self, scan: Scan) -> Result<ResultScanner> {
-        scan.validate()?;
-        let req = pb::OpenScannerRequest {
+    /// One `Batch` call to `server` with the mutations `idx` of `msgs`: one answer each. A
+    /// call that failed as a whole answers each with its error, retryable only where a
+    /// retry cannot apply a mutation twice: the server refused the region, or the call was
+    /// lost and the mutation is a put or delete.
+    async fn batch_on(
+        &self,
+        server: &str,
+        idx: &[usize],
+        msgs: &[pb::Mutation],
+        mutations: &[Mutation],
+    ) -> Vec<Result<Option<RowResult>>> {
+        let req = pb::BatchRequest {
             table: self.name.to_string(),
-            scan: Some(scan_to_pb(&scan)),
+            mutations: idx.iter().map(|&i| msgs[i].clone()).collect(),
         };
-        let id = rpc!(self, Idempotence::Idempotent, open_scanner, req.clone())?.id;
-        Ok(ResultScanner {
-            table: self.clone(),
-            id,
-            buffered: std::collections::VecDeque::new(),
-            done: false,
-        })
-    }
-}
-
-/// Results of a scan, fetched from the server a batch at a time.
-#[derive(Debug)]
-pub struct ResultScanner {
-    table: Table,
-    id: u64,
-    buffered: std::collections::VecDeque<RowResult>,
-    done: bool,
-}
-
-impl ResultScanner {
-    /// The next result, `None` at the end.
-    ///
-    /// # Errors
-    /// `UnknownScanner` when the lease expired; a transport or server error.
-    pub async fn next(&mut self) -> Result<Option<RowResult>> {
-        while self.buffered.is_empty() && !self.done {
-            let req = pb::NextRequest {
-                scanner: self.id,
-                max_result_bytes: self.table.config.scanner_max_result_bytes,
-            };
-            // Not retried: a fetch that failed after the server moved on would skip rows.
-            let mut c = self.table.client.clone();
-            let r = c.next(req).await.map_err(|s| from_status(&s))?.into_inner();
-            self.done = r.done;
-            for res in r.results {
-                self.buffered.push_back(result_from_pb(res)?);
-            }
-        }
-        Ok(self.buffered.pop_front())
-    }
-
-    /// The remaining results as a `Stream` (ends after the first error).
-    pub fn into_stream(self) -> impl futures_util::Stream<Item = Result<RowResult>> {
-        futures_util::stream::unfold(Some(self), |scanner| async move {
-            let mut scanner = scanner?;
-            match scanner.next().await {
-                Ok(Some(row)) => Some((Ok(row), Some(scanner))),
-                Ok(None) => None,
-                Err(e) => Some((Err(e), None)),
-            }
-        })
-    }
-
-    /// Every remaining result.
-    ///
-    /// # Errors
-    /// As [`ResultScanner::next`].
-    pub async fn collect(mut self) -> Result<Vec<RowResult>> {
-        let mut out = Vec::new();
-        while let Some(r) = self.next().await? {
-            out.push(r);
-        }
-        Ok(out)
-    }
-
-    /// Releases the scanner on the server now (it is also released at its end, or when its
-    /// lease expires).
-    ///
-    /// # Errors
-    /// A transport error.
-    pub async fn close(mut self) -> Result<()> {
-        if !self.done {
-            self.done = true;
-            let mut c = self.table.client.clone();
-            c.close_scanner(pb::ScannerId { id: self.id })
+        let call = async {
+            let mut c = self.client(server)?;
+            c.batch(self.request(req))
                 .await
-                .map_err(|s| from_status(&s))?;
+                .map(tonic::Response::into_inner)
+                .map_err(|s| from_status(&s))
+        };
+        match call.await {
+            Ok(r) if r.entries.len() == idx.len() => r
+                .entries
+                .into_iter()
+                .map(|e| match e.outcome {
+                    Some(pb::batch_entry::Outcome::Ok(ok)) => {
+                        ok.result.map(result_from_pb).transpose()
+                    }
+                    Some(pb::batch_entry::Outcome::Error(err)) => Err(entry_error(err)),
+                    None => Err(Error::illegal(
+                        "malformed response: a batch entry without an outcome",
+                    )),
+                })
+                .collect(),
+            Ok(r) => {
+                let why = format!(
+                    "the server answered {} results for a batch of {}",
+                    r.entries.len(),
+                    idx.len()
+                );
+                idx.iter()
+                    .map(|_| Err(Error::Internal(why.clone())))
+                    .collect()
+            }
+            Err(e) => {
+                let why = e.to_string();
+                idx.iter()
+                    .map(|&i| {
+                        Err(match &e {
+                            Error::NotServingRegion(m) => Error::NotServingRegion(m.clone()),
+                            Error::RegionTooBusy(m) => Error::RegionTooBusy(m.clone()),
+                            Error::Io { source, .. }
+                                if idempotence(&mutations[i]) == Idempotence::Idempotent =>
+                            {
+                                Error::io(
+                                    format!("a batch call to {server}"),
+                                    std::io::Error::new(source.kind(), source.to_string()),
+                                )
+                            }
+                            _ => Error::DoNotRetry(why.clone()),
+                        })
+                    })
+                    .collect()
+            }
         }
-        Ok(())
+    }
+
+    /// Opens a scanner: the scan runs region server by region server, each a lease renewed
+    /// by each fetch.
+    ///
+    /// # Errors
+    /// An invalid scan.
+    pub async fn scan(&self, scan: Scan) -> Result<crate::ResultScanner> {
+        scan.validate()?;
+        Ok(crate::ResultScanner::new(self.clone(), scan))
     }
 }

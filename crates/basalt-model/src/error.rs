@@ -68,6 +68,10 @@ pub enum Error {
     /// (`UnknownScannerException`); open a new scanner from the last row seen.
     #[error("Unknown scanner '{0}'. This can happen due to any of the following reasons: a) Scanner id given is wrong, b) Scanner lease expired because of long wait between consecutive client checkins, c) Server may be closing down, d) RegionServer restart during upgrade.\nIf the issue is due to reason (b), a possible fix would be increasing the value of'hbase.client.scanner.timeout.period' configuration.")]
     UnknownScanner(u64),
+    /// This master is not the active one, or is still taking over (`PleaseHoldException`):
+    /// ask the active master, found through any server, and retry.
+    #[error("{0}")]
+    PleaseHold(String),
     /// Regions that cannot be merged (`MergeRegionException`).
     #[error("{0}")]
     MergeRegion(String),
@@ -116,6 +120,7 @@ impl Error {
             Error::UnknownRegion(_) => "org.apache.hadoop.hbase.UnknownRegionException",
             Error::RegionOffline(_) => "org.apache.hadoop.hbase.client.RegionOfflineException",
             Error::MergeRegion(_) => "org.apache.hadoop.hbase.exceptions.MergeRegionException",
+            Error::PleaseHold(_) => "org.apache.hadoop.hbase.PleaseHoldException",
             Error::UnknownScanner(_) => "org.apache.hadoop.hbase.UnknownScannerException",
             Error::RowTooBig(_) => "org.apache.hadoop.hbase.regionserver.RowTooBigException",
             Error::Corruption { .. } => "org.apache.hadoop.hbase.io.hfile.CorruptHFileException",
@@ -128,7 +133,10 @@ impl Error {
     pub fn is_retryable(&self) -> bool {
         matches!(
             self,
-            Error::RegionTooBusy(_) | Error::NotServingRegion(_) | Error::Io { .. }
+            Error::RegionTooBusy(_)
+                | Error::NotServingRegion(_)
+                | Error::PleaseHold(_)
+                | Error::Io { .. }
         )
     }
 

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use basalt_api::{Admin, Connection, RegionLocation, RegionReport, ResultScanner};
+use basalt_api::{Admin, ClusterStatus, Connection, RegionLocation, RegionReport, ResultScanner};
 use basalt_model::ops::{CheckAndMutate, Get, Mutation, RowMutations, Scan};
 use basalt_model::region::RegionInfo;
 use basalt_model::{Result, RowResult, TableDescriptor, TableName};
@@ -123,6 +123,36 @@ impl Admin for Database {
     }
     fn cluster_id(&self) -> Result<String> {
         Ok(Database::cluster_id(self))
+    }
+    fn cluster_status(&self) -> Result<ClusterStatus> {
+        Database::cluster_status(self)
+    }
+    fn move_region(&self, region: &[u8], dest: Option<&str>) -> Result<()> {
+        Database::move_region(self, region, dest)
+    }
+    fn assign(&self, region: &[u8]) -> Result<()> {
+        Database::assign(self, region)
+    }
+    fn unassign(&self, region: &[u8]) -> Result<()> {
+        Database::assign(self, region)?;
+        Err(basalt_model::Error::DoNotRetry(
+            "a standalone server keeps every region of an enabled table open; disable the table to close its regions".to_owned(),
+        ))
+    }
+    fn balance(&self) -> Result<bool> {
+        Ok(Database::balance(self))
+    }
+    fn balance_switch(&self, on: bool) -> Result<bool> {
+        Ok(Database::balance_switch(self, on))
+    }
+    fn decommission(&self, servers: &[String], _offload: bool) -> Result<()> {
+        Database::decommission(self, servers)
+    }
+    fn recommission(&self, _server: &str) -> Result<()> {
+        Ok(())
+    }
+    fn list_decommissioned(&self) -> Result<Vec<String>> {
+        Ok(Vec::new())
     }
 }
 

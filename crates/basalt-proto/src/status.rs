@@ -29,7 +29,9 @@ fn code_of(e: &Error) -> Code {
         | Error::TableNotDisabled(_)
         | Error::Constraint(_)
         | Error::RegionOffline(_) => Code::FailedPrecondition,
-        Error::RegionTooBusy(_) | Error::NotServingRegion(_) => Code::Unavailable,
+        Error::RegionTooBusy(_) | Error::NotServingRegion(_) | Error::PleaseHold(_) => {
+            Code::Unavailable
+        }
         Error::Corruption { .. } => Code::DataLoss,
         Error::RowTooBig(_) => Code::ResourceExhausted,
         _ => Code::Internal,
@@ -74,6 +76,7 @@ fn message_of(e: &Error) -> String {
         | Error::RowTooBig(m)
         | Error::RegionTooBusy(m)
         | Error::NotServingRegion(m)
+        | Error::PleaseHold(m)
         | Error::UnknownRegion(m)
         | Error::RegionOffline(m)
         | Error::MergeRegion(m) => m.clone(),
@@ -109,6 +112,7 @@ pub fn from_status(s: &Status) -> Error {
         "org.apache.hadoop.hbase.regionserver.RowTooBigException" => Error::RowTooBig(m),
         "org.apache.hadoop.hbase.RegionTooBusyException" => Error::RegionTooBusy(m),
         "org.apache.hadoop.hbase.NotServingRegionException" => Error::NotServingRegion(m),
+        "org.apache.hadoop.hbase.PleaseHoldException" => Error::PleaseHold(m),
         "org.apache.hadoop.hbase.UnknownRegionException" => Error::UnknownRegion(m),
         "org.apache.hadoop.hbase.client.RegionOfflineException" => Error::RegionOffline(m),
         "org.apache.hadoop.hbase.exceptions.MergeRegionException" => Error::MergeRegion(m),

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use basalt_model::{Error, Result, TableDescriptor};
-use basalt_node::cluster::{RegionReport, RegionServerAdmin, ServerDirectory, ServerReport};
+use basalt_node::cluster::{
+    Compaction, RegionReport, RegionServerAdmin, ServerDirectory, ServerReport,
+};
 use basalt_node::RegionInfo;
 use basalt_proto::pb;
 use basalt_proto::pb::region_server_admin_client::RegionServerAdminClient;
@@ -97,6 +99,24 @@ impl pb::region_server_admin_server::RegionServerAdmin for RegionServerAdminServ
         self.blocking(move |rs| {
             let report = rs.report(epoch)?;
             Ok(report_to_pb(&report))
+        })
+        .await
+    }
+
+    async fn flush_region(
+        &self,
+        r: Request<pb::FlushRegionRequest>,
+    ) -> std::result::Result<Response<pb::Empty>, Status> {
+        let r = r.into_inner();
+        self.blocking(move |rs| {
+            let how = match r.compaction {
+                0 => Compaction::None,
+                1 => Compaction::Minor,
+                2 => Compaction::Major,
+                n => return Err(Error::illegal(format!("unknown compaction {n}"))),
+            };
+            rs.flush_region(r.master_epoch, r.region_id, how)?;
+            Ok(pb::Empty {})
         })
         .await
     }
@@ -279,5 +299,20 @@ impl RegionServerAdmin for RemoteRegionServer {
         let mut c = self.client.clone();
         let r = self.call(async move { c.report(pb::ReportRequest { master_epoch }).await })?;
         report_from_pb(r)
+    }
+
+    fn flush_region(&self, master_epoch: u64, region_id: u64, how: Compaction) -> Result<()> {
+        let req = pb::FlushRegionRequest {
+            master_epoch,
+            region_id,
+            compaction: match how {
+                Compaction::None => 0,
+                Compaction::Minor => 1,
+                Compaction::Major => 2,
+            },
+        };
+        let mut c = self.client.clone();
+        self.call(async move { c.flush_region(req).await })
+            .map(drop)
     }
 }

@@ -12,6 +12,7 @@ pub mod grpc;
 pub mod info;
 pub mod listener;
 pub mod metrics;
+pub mod roles;
 pub mod thrift;
 
 use std::net::SocketAddr;
@@ -91,9 +92,34 @@ pub struct Server {
     limits: (ConnectionLimits, ConnectionLimits),
     shutdown_grace: Duration,
     budget: Arc<budget::RequestBudget>,
+    /// A cluster region server's `RegionServerAdmin`, served beside the native API.
+    region_server_admin: Option<cluster::RegionServerAdminService>,
 }
 
 impl Server {
+    /// A server of a cluster role (master or region server) over `services`, on listeners
+    /// bound already; only `config`'s limits, lease, budget and grace are used.
+    #[must_use]
+    pub fn for_role(
+        listener: TcpListener,
+        info_listener: Option<TcpListener>,
+        services: Services,
+        region_server_admin: Option<cluster::RegionServerAdminService>,
+        config: &ServerConfig,
+    ) -> Server {
+        Server {
+            listener,
+            info_listener,
+            thrift: None,
+            services,
+            lease: config.scanner_lease,
+            limits: (config.native_limits, config.info_limits),
+            shutdown_grace: config.shutdown_grace,
+            budget: budget::RequestBudget::new(config.request_budget_bytes),
+            region_server_admin,
+        }
+    }
+
     /// Opens the data directory and binds the port.
     ///
     /// # Errors
@@ -155,6 +181,7 @@ impl Server {
             limits: (config.native_limits, config.info_limits),
             shutdown_grace: config.shutdown_grace,
             budget,
+            region_server_admin: None,
         })
     }
 
@@ -206,6 +233,7 @@ impl Server {
             limits,
             shutdown_grace,
             budget,
+            region_server_admin,
         } = self;
         // One shutdown signal for both listeners.
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
@@ -249,6 +277,9 @@ impl Server {
                     .max_encoding_message_size(MAX_MESSAGE_BYTES),
                 Arc::clone(&budget),
             ))
+            .add_optional_service(
+                region_server_admin.map(cluster::RegionServerAdminService::into_server),
+            )
             .add_service(budget::Budgeted::new(
                 pb::table_server::TableServer::new(services)
                     .max_decoding_message_size(MAX_MESSAGE_BYTES)

@@ -107,9 +107,17 @@ region name) or full names:
   hbase> merge_region 'FULL_REGIONNAME', 'FULL_REGIONNAME'
   hbase> merge_region 'ENCODED_REGIONNAME', 'ENCODED_REGIONNAME'
   hbase> merge_region ['ENCODED_REGIONNAME', 'ENCODED_REGIONNAME', 'ENCODED_REGIONNAME']"),
-    ("status", "Show cluster status: servers, regions and average load.\n\n  hbase> status"),
+    ("status", "Show cluster status: 'summary' (the default), 'simple' (servers and their loads)\nor 'detailed' (each server's regions too).\n\n  hbase> status\n  hbase> status 'simple'\n  hbase> status 'detailed'"),
     ("version", "Output this HBase (Basalt) version.\n\n  hbase> version"),
     ("whoami", "Show the current hbase user.\n\n  hbase> whoami"),
+    ("assign", "Assign a region: open it on a live server if it is not open on one.\n\n  hbase> assign 'REGIONNAME'\n  hbase> assign 'ENCODED_REGIONNAME'"),
+    ("unassign", "Unassign a region: close it (flushed) and leave it closed until assigned.\n\n  hbase> unassign 'REGIONNAME'\n  hbase> unassign 'ENCODED_REGIONNAME', true"),
+    ("move", "Move a region to a server, or, without one, to the server with the fewest regions.\nThe server name is host,port,startcode (see status 'simple').\n\n  hbase> move 'ENCODED_REGIONNAME'\n  hbase> move 'ENCODED_REGIONNAME', 'SERVER_NAME'"),
+    ("balancer", "Run the balancer: regions move until every server holds within one of the others.\nPrints whether it ran (not while switched off).\n\n  hbase> balancer"),
+    ("balance_switch", "Switch the balancer on or off; prints the previous state.\n\n  hbase> balance_switch true\n  hbase> balance_switch false"),
+    ("decommission_regionservers", "Decommission region servers: no region is assigned to them, and with offload\n(the default) their regions move to the other servers first.\n\n  hbase> decommission_regionservers 'server'\n  hbase> decommission_regionservers ['server1', 'server2'], true"),
+    ("recommission_regionserver", "Put a decommissioned region server back into assignment, moving the named regions to it.\n\n  hbase> recommission_regionserver 'server'\n  hbase> recommission_regionserver 'server', ['ENCODED_REGIONNAME']"),
+    ("list_decommissioned_regionservers", "List the decommissioned region servers.\n\n  hbase> list_decommissioned_regionservers"),
     ("table_help", "Help for table-reference commands (t = get_table 't'; t.put ...).\n\n  hbase> table_help"),
     ("help", "Show the command groups, a group's commands, or one command's help.\n\n  hbase> help\n  hbase> help 'dml'\n  hbase> help 'get'"),
     ("describe", "Describe the named table: its state, attributes and column families.\n\n  hbase> describe 't1'\n  hbase> describe 'ns1:t1'"),

@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+mod cluster;
 mod gateway;
 mod hbck;
 mod server;
@@ -31,6 +32,12 @@ enum Command {
     /// The standalone server: the native gRPC API on a local data directory. Stops cleanly
     /// on SIGINT or SIGTERM.
     Server(server::ServerArgs),
+    /// A cluster's master (HBase's HMaster): elected through ZooKeeper, keeps the catalog
+    /// on shared storage and assigns regions. Start several: the others wait as backups.
+    Master(cluster::RoleArgs),
+    /// A cluster's region server: serves the regions the master assigns it, from shared
+    /// storage, with its log there.
+    Regionserver(cluster::RoleArgs),
     /// HBase's Thrift1 gateway as its own process, over a server's native API
     /// (`hbase thrift start`). Stops on SIGINT or SIGTERM.
     Thrift(gateway::ThriftArgs),
@@ -106,6 +113,8 @@ enum BenchCommand {
 fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Server(args) => server::run(args),
+        Command::Master(args) => cluster::run(cluster::Kind::Master, args),
+        Command::Regionserver(args) => cluster::run(cluster::Kind::RegionServer, args),
         Command::Thrift(args) => gateway::run(&args),
         Command::Hbck(args) => std::process::exit(hbck::run(&args)?),
         Command::Shell {

@@ -174,4 +174,79 @@ impl ClusterMaster {
         self.mark_unassigned(&lost)?;
         self.assign_locked(&lost)
     }
+
+    /// `alter_namespace`.
+    ///
+    /// # Errors
+    /// `NamespaceNotFound`; `Io`.
+    pub fn alter_namespace(
+        &self,
+        name: &str,
+        set: BTreeMap<String, String>,
+        unset: &[String],
+    ) -> Result<()> {
+        let _p = self.procedure.lock();
+        self.edit(|c| c.alter_namespace(name, set, unset))
+    }
+
+    /// `truncate`: a disabled table is dropped and made again empty, with its regions' split
+    /// keys when `preserve_splits` (`truncate_preserve`), and enabled.
+    ///
+    /// # Errors
+    /// `TableNotFound`, `TableNotDisabled`; `Io`.
+    pub fn truncate_table(&self, name: &TableName, preserve_splits: bool) -> Result<()> {
+        let entry = self.catalog().table(name)?.clone();
+        let splits: Vec<bytes::Bytes> = if preserve_splits {
+            entry
+                .regions
+                .iter()
+                .skip(1)
+                .map(|r| r.start_key.clone())
+                .collect()
+        } else {
+            Vec::new()
+        };
+        self.delete_table(name)?;
+        self.create_table(entry.descriptor, &splits)
+    }
+
+    /// `split`: splits are decided by the active master, switched in one catalog commit.
+    ///
+    /// # Errors
+    /// `TableNotFound`; `DoNotRetry`: a cluster's regions are not split yet.
+    pub fn split_table(&self, name: &TableName, _key: Option<&[u8]>) -> Result<()> {
+        self.catalog().table(name)?;
+        Err(no_splits())
+    }
+
+    /// `split 'region'`.
+    ///
+    /// # Errors
+    /// As [`ClusterMaster::split_table`].
+    pub fn split_region(&self, _id: u64, _key: Option<&[u8]>) -> Result<()> {
+        Err(no_splits())
+    }
+
+    /// `merge_region`.
+    ///
+    /// # Errors
+    /// As [`ClusterMaster::split_table`].
+    pub fn merge_regions(&self, _ids: &[u64], _force: bool) -> Result<()> {
+        Err(no_splits())
+    }
+
+    /// `catalogjanitor_run`: regions are retired only by splits and merges, which a
+    /// cluster does not make, so there is nothing to clean.
+    ///
+    /// # Errors
+    /// None.
+    pub fn run_catalog_janitor(&self) -> Result<usize> {
+        Ok(0)
+    }
+}
+
+fn no_splits() -> Error {
+    Error::DoNotRetry(
+        "this cluster keeps its regions as created: splits and merges of a cluster's regions are not available in this version".to_owned(),
+    )
 }

@@ -18,6 +18,7 @@
 //! 0. `procedure`: one DDL, assignment, move or balance at a time. Region servers are called
 //!    under it alone.
 //! 1. `catalog`: held to read or commit it, never across a call to a region server.
+//! 2. `seen`: a leaf.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -51,6 +52,8 @@ pub struct ClusterMaster {
     pub(super) procedure: Mutex<()>,
     /// Lock order 1.
     pub(super) catalog: Mutex<(VersionedFile, Catalog)>,
+    /// Servers seen live since this master took over (a leaf).
+    pub(super) seen: Mutex<std::collections::BTreeSet<String>>,
 }
 
 impl ClusterMaster {
@@ -100,6 +103,7 @@ impl ClusterMaster {
                         epoch,
                         procedure: Mutex::new(()),
                         catalog: Mutex::new((vf, catalog)),
+                        seen: Mutex::default(),
                     })
                 }
                 Err(Error::DoNotRetry(m)) if m.contains("fenced") => {} // the old one's: reload
@@ -221,6 +225,7 @@ impl ClusterMaster {
     pub fn assign_all(&self) -> Result<()> {
         let _p = self.procedure.lock();
         let (live, _) = self.coordinator.live_servers()?;
+        self.note_live(&live);
         for server in &live {
             let told = self
                 .servers

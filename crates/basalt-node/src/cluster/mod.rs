@@ -14,14 +14,19 @@
 //! `AdminService`), found by name in a [`ServerDirectory`]: in process for the deterministic
 //! tests, over the network between processes.
 
+mod admin;
 mod balancer;
 mod ddl;
 mod master;
+mod not_master;
 mod regionserver;
 mod serving;
+mod status;
 
+pub use admin::MasterConnection;
 pub use balancer::{plan_moves, Move};
 pub use master::ClusterMaster;
+pub use not_master::NotMaster;
 pub use regionserver::ClusterRegionServer;
 pub use serving::RegionServerConnection;
 
@@ -78,6 +83,21 @@ pub trait RegionServerAdmin: Send + Sync + std::fmt::Debug {
     /// # Errors
     /// `DoNotRetry` for a stale master epoch; the server cannot be reached.
     fn report(&self, master_epoch: u64) -> Result<ServerReport>;
+
+    /// Flushes a region it holds, then compacts it as `how` says (`flush`, `compact`,
+    /// `major_compact`); a region it does not hold is not an error.
+    ///
+    /// # Errors
+    /// `DoNotRetry` for a stale master epoch; `Io`.
+    fn flush_region(&self, master_epoch: u64, region_id: u64, how: Compaction) -> Result<()>;
+}
+
+/// What follows a flush of a region.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Compaction {
+    None,
+    Minor,
+    Major,
 }
 
 /// How the master reaches a region server by name.

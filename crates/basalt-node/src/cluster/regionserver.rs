@@ -9,7 +9,7 @@ use basalt_model::{Error, Result, TableDescriptor, TableName};
 use basalt_storage::region::{Region, RegionInfo};
 use parking_lot::{Mutex, RwLock};
 
-use super::{RegionReport, RegionServerAdmin, ServerReport};
+use super::{Compaction, RegionReport, RegionServerAdmin, ServerReport};
 use crate::catalog::Catalog;
 use crate::coordination::Coordinator;
 use crate::database::table::At;
@@ -176,6 +176,12 @@ impl ClusterRegionServer {
         closed
     }
 
+    /// The coordinator this server is registered in.
+    #[must_use]
+    pub fn coordinator(&self) -> Arc<dyn Coordinator> {
+        Arc::clone(&self.coordinator)
+    }
+
     /// Refuses when the session's lease has run out: the master may be moving this server's
     /// regions elsewhere.
     fn check_lease(&self) -> Result<()> {
@@ -300,5 +306,18 @@ impl RegionServerAdmin for ClusterRegionServer {
             server: self.name(),
             regions,
         })
+    }
+
+    fn flush_region(&self, master_epoch: u64, region_id: u64, how: Compaction) -> Result<()> {
+        self.epochs.lock().check_master(master_epoch)?;
+        let Some(r) = self.rs.region(region_id) else {
+            return Ok(());
+        };
+        r.flush()?;
+        match how {
+            Compaction::None => Ok(()),
+            Compaction::Minor => r.compact(false),
+            Compaction::Major => r.compact(true),
+        }
     }
 }

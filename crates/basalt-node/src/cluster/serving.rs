@@ -4,16 +4,14 @@
 //! row whose region is not here is `NotServingRegion`, and the client asks the master again.
 //! Administration is the master's: a region server refuses it, saying so.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use basalt_api::{Admin, Connection, RegionLocation, RegionReport};
-use basalt_model::{Error, Result, TableDescriptor, TableName};
-use basalt_storage::region::{Region, RegionInfo};
-use bytes::Bytes;
+use basalt_api::{Admin, Connection, RegionLocation};
+use basalt_model::{Result, TableName};
+use basalt_storage::region::Region;
 
-use super::ClusterRegionServer;
+use super::{ClusterRegionServer, NotMaster};
 use crate::database::table::{At, RegionSource};
 use crate::Table;
 
@@ -62,19 +60,23 @@ impl RegionSource for HostedTable {
 #[derive(Debug)]
 pub struct RegionServerConnection {
     rs: Arc<ClusterRegionServer>,
+    admin: NotMaster,
 }
 
 impl RegionServerConnection {
     /// The data path of `rs`.
     #[must_use]
     pub fn new(rs: Arc<ClusterRegionServer>) -> Self {
-        RegionServerConnection { rs }
+        RegionServerConnection {
+            admin: NotMaster::region_server(rs.coordinator(), rs.name()),
+            rs,
+        }
     }
 }
 
 impl Connection for RegionServerConnection {
     fn admin(&self) -> &dyn Admin {
-        &MasterOnly
+        &self.admin
     }
 
     fn table(&self, name: &TableName) -> Result<Arc<dyn basalt_api::Table>> {
@@ -94,93 +96,5 @@ impl Connection for RegionServerConnection {
             region: src.locate(At::Row(row))?.info().clone(),
             server: self.rs.name(),
         })
-    }
-}
-
-/// A region server's answer to administration: it is the master's.
-#[derive(Debug)]
-struct MasterOnly;
-
-fn master_only<T>() -> Result<T> {
-    Err(Error::DoNotRetry(
-        "this is a region server: administration is served by the master".to_owned(),
-    ))
-}
-
-impl Admin for MasterOnly {
-    fn create_namespace(&self, _: &str, _: BTreeMap<String, String>) -> Result<()> {
-        master_only()
-    }
-    fn drop_namespace(&self, _: &str) -> Result<()> {
-        master_only()
-    }
-    fn alter_namespace(&self, _: &str, _: BTreeMap<String, String>, _: &[String]) -> Result<()> {
-        master_only()
-    }
-    fn namespace_properties(&self, _: &str) -> Result<BTreeMap<String, String>> {
-        master_only()
-    }
-    fn list_namespaces(&self) -> Result<Vec<String>> {
-        master_only()
-    }
-    fn list_namespace_tables(&self, _: &str) -> Result<Vec<String>> {
-        master_only()
-    }
-    fn create_table(&self, _: TableDescriptor, _: &[Bytes]) -> Result<()> {
-        master_only()
-    }
-    fn describe(&self, _: &TableName) -> Result<TableDescriptor> {
-        master_only()
-    }
-    fn modify_table(&self, _: TableDescriptor) -> Result<()> {
-        master_only()
-    }
-    fn table_exists(&self, _: &TableName) -> Result<bool> {
-        master_only()
-    }
-    fn is_enabled(&self, _: &TableName) -> Result<bool> {
-        master_only()
-    }
-    fn enable_table(&self, _: &TableName) -> Result<()> {
-        master_only()
-    }
-    fn disable_table(&self, _: &TableName) -> Result<()> {
-        master_only()
-    }
-    fn delete_table(&self, _: &TableName) -> Result<()> {
-        master_only()
-    }
-    fn truncate_table(&self, _: &TableName, _: bool) -> Result<()> {
-        master_only()
-    }
-    fn list_tables(&self, _: Option<&str>) -> Result<Vec<String>> {
-        master_only()
-    }
-    fn flush(&self, _: &TableName) -> Result<()> {
-        master_only()
-    }
-    fn compact(&self, _: &TableName, _: bool) -> Result<()> {
-        master_only()
-    }
-    fn split_table(&self, _: &TableName, _: Option<&[u8]>) -> Result<()> {
-        master_only()
-    }
-    fn split_region(&self, _: &[u8], _: Option<&[u8]>) -> Result<()> {
-        master_only()
-    }
-    fn merge_regions(&self, _: &[&[u8]], _: bool) -> Result<()> {
-        master_only()
-    }
-    fn regions(&self, _: &TableName) -> Result<Vec<RegionInfo>> {
-        master_only()
-    }
-    fn region_reports(&self, _: &TableName) -> Result<Vec<RegionReport>> {
-        master_only()
-    }
-    fn run_catalog_janitor(&self) -> Result<usize> {
-        master_only()
-    }
-    fn cluster_id(&self) -> Result<String> {
-        master_only()
     }
 }

@@ -19,6 +19,7 @@
 //! Everything else the engine drops goes through the archive (basalt_storage::archive).
 
 mod admin;
+pub(crate) mod status;
 pub(crate) mod table;
 
 pub use table::{Table, TableScanner};
@@ -73,6 +74,9 @@ pub(crate) struct Node {
     pub options: Options,
     pub master: Arc<Master>,
     pub rs: Arc<RegionServer>,
+    /// `balance_switch`: with one server the balancer has nothing to move, but the switch
+    /// answers as HBase's does.
+    pub balancer_on: std::sync::atomic::AtomicBool,
     _lock: DirLock,
 }
 
@@ -124,6 +128,7 @@ impl Database {
                 options,
                 master,
                 rs,
+                balancer_on: std::sync::atomic::AtomicBool::new(true),
                 _lock: lock,
             })),
         })

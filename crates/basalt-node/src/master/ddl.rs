@@ -152,22 +152,8 @@ impl Master {
     /// # Errors
     /// `IllegalArgument` for a bad pattern.
     pub fn list_tables(&self, pattern: Option<&str>) -> Result<Vec<String>> {
-        let re = pattern
-            .map(|p| {
-                regex::Regex::new(&format!("^(?:{p})$"))
-                    .map_err(|e| Error::illegal(format!("Invalid regex {p}: {e}")))
-            })
-            .transpose()?;
-        let mut names: Vec<String> = self
-            .tables
-            .read()
-            .keys()
-            .filter(|t| !t.is_system())
-            .map(ToString::to_string)
-            .filter(|n| re.as_ref().is_none_or(|re| re.is_match(n)))
-            .collect();
-        names.sort();
-        Ok(names)
+        let names: Vec<TableName> = self.tables.read().keys().cloned().collect();
+        matching_tables(names.iter(), pattern)
     }
 
     /// `list_namespace_tables`.
@@ -383,4 +369,28 @@ fn check_not_meta(name: &TableName, action: &str) -> Result<()> {
         return Err(Error::Constraint(format!("Cannot {action} catalog table")));
     }
     Ok(())
+}
+
+/// The user tables among `names` (as HBase prints them) matching the Java-style regex
+/// `pattern`, sorted (`list`).
+///
+/// # Errors
+/// `IllegalArgument` for a bad pattern.
+pub(crate) fn matching_tables<'a>(
+    names: impl Iterator<Item = &'a TableName>,
+    pattern: Option<&str>,
+) -> Result<Vec<String>> {
+    let re = pattern
+        .map(|p| {
+            regex::Regex::new(&format!("^(?:{p})$"))
+                .map_err(|e| Error::illegal(format!("Invalid regex {p}: {e}")))
+        })
+        .transpose()?;
+    let mut out: Vec<String> = names
+        .filter(|t| !t.is_system())
+        .map(ToString::to_string)
+        .filter(|n| re.as_ref().is_none_or(|re| re.is_match(n)))
+        .collect();
+    out.sort();
+    Ok(out)
 }

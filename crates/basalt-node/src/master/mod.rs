@@ -26,7 +26,7 @@
 //! clippy's `significant_drop_in_scrutinee`, which flags it).
 
 mod chores;
-mod ddl;
+pub(crate) mod ddl;
 mod janitor;
 mod meta;
 mod split;

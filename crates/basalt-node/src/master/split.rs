@@ -93,7 +93,7 @@ impl Master {
     }
 
     /// The online region named `name` (full region name or encoded name).
-    fn find_region(&self, name: &[u8]) -> Result<(Arc<TableState>, Arc<Region>)> {
+    pub(crate) fn find_region(&self, name: &[u8]) -> Result<(Arc<TableState>, Arc<Region>)> {
         let tables: Vec<Arc<TableState>> = self.tables.read().values().cloned().collect();
         for state in &tables {
             for r in state.online() {

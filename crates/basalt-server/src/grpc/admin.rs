@@ -322,4 +322,143 @@ impl pb::admin_server::Admin for Services {
         })
         .await
     }
+
+    async fn get_cluster_status(
+        &self,
+        _r: Request<pb::Empty>,
+    ) -> std::result::Result<Response<pb::ClusterStatus>, Status> {
+        blocking(self, "get_cluster_status", |s| {
+            Ok(status_to_pb(&s.conn.admin().cluster_status()?))
+        })
+        .await
+    }
+
+    async fn move_region(
+        &self,
+        r: Request<pb::MoveRequest>,
+    ) -> std::result::Result<Response<pb::Empty>, Status> {
+        let r = r.into_inner();
+        blocking(self, "move_region", move |s| {
+            let dest = (!r.destination.is_empty()).then_some(r.destination.as_str());
+            s.conn
+                .admin()
+                .move_region(&r.region, dest)
+                .map(|()| empty())
+        })
+        .await
+    }
+
+    async fn assign(
+        &self,
+        r: Request<pb::RegionRequest>,
+    ) -> std::result::Result<Response<pb::Empty>, Status> {
+        let r = r.into_inner();
+        blocking(self, "assign", move |s| {
+            s.conn.admin().assign(&r.region).map(|()| empty())
+        })
+        .await
+    }
+
+    async fn unassign(
+        &self,
+        r: Request<pb::RegionRequest>,
+    ) -> std::result::Result<Response<pb::Empty>, Status> {
+        let r = r.into_inner();
+        blocking(self, "unassign", move |s| {
+            s.conn.admin().unassign(&r.region).map(|()| empty())
+        })
+        .await
+    }
+
+    async fn balance(
+        &self,
+        _r: Request<pb::Empty>,
+    ) -> std::result::Result<Response<pb::BoolResponse>, Status> {
+        blocking(self, "balance", |s| {
+            Ok(pb::BoolResponse {
+                value: s.conn.admin().balance()?,
+            })
+        })
+        .await
+    }
+
+    async fn balance_switch(
+        &self,
+        r: Request<pb::BoolRequest>,
+    ) -> std::result::Result<Response<pb::BoolResponse>, Status> {
+        let on = r.into_inner().value;
+        blocking(self, "balance_switch", move |s| {
+            Ok(pb::BoolResponse {
+                value: s.conn.admin().balance_switch(on)?,
+            })
+        })
+        .await
+    }
+
+    async fn decommission(
+        &self,
+        r: Request<pb::DecommissionRequest>,
+    ) -> std::result::Result<Response<pb::Empty>, Status> {
+        let r = r.into_inner();
+        blocking(self, "decommission", move |s| {
+            s.conn
+                .admin()
+                .decommission(&r.servers, r.offload)
+                .map(|()| empty())
+        })
+        .await
+    }
+
+    async fn recommission(
+        &self,
+        r: Request<pb::NameRequest>,
+    ) -> std::result::Result<Response<pb::Empty>, Status> {
+        let r = r.into_inner();
+        blocking(self, "recommission", move |s| {
+            s.conn.admin().recommission(&r.name).map(|()| empty())
+        })
+        .await
+    }
+
+    async fn list_decommissioned(
+        &self,
+        _r: Request<pb::Empty>,
+    ) -> std::result::Result<Response<pb::Names>, Status> {
+        blocking(self, "list_decommissioned", |s| {
+            Ok(pb::Names {
+                names: s.conn.admin().list_decommissioned()?,
+            })
+        })
+        .await
+    }
+}
+
+fn status_to_pb(s: &basalt_api::ClusterStatus) -> pb::ClusterStatus {
+    let servers = s
+        .servers
+        .iter()
+        .map(|x| pb::ServerStatus {
+            name: x.name.clone(),
+            regions: x.regions as u64,
+            load: Some(pb::Region {
+                store_files: u32::try_from(x.load.store_files).unwrap_or(u32::MAX),
+                store_file_bytes: x.load.store_file_bytes,
+                memstore_bytes: x.load.memstore_bytes,
+                read_requests: x.load.read_requests,
+                write_requests: x.load.write_requests,
+                ..pb::Region::default()
+            }),
+        })
+        .collect();
+    pb::ClusterStatus {
+        cluster_id: s.cluster_id.clone(),
+        master: s.master.clone(),
+        backup_masters: s.backup_masters.clone(),
+        servers,
+        dead_servers: s.dead_servers.clone(),
+        decommissioned: s.decommissioned.clone(),
+        in_transition: s.in_transition.clone(),
+        balancer_on: s.balancer_on,
+        answered_by: s.answered_by.clone(),
+    }
 }

@@ -23,7 +23,7 @@ use basalt_api::leases::Scanners;
 pub const DEFAULT_MAX_RESULT_BYTES: u64 = 2 << 20;
 
 /// The operations measured, by their gRPC method names.
-pub const OPS: [&str; 31] = [
+pub const OPS: [&str; 40] = [
     "create_namespace",
     "drop_namespace",
     "alter_namespace",
@@ -47,6 +47,15 @@ pub const OPS: [&str; 31] = [
     "list_regions",
     "run_catalog_janitor",
     "get_cluster_id",
+    "get_cluster_status",
+    "move_region",
+    "assign",
+    "unassign",
+    "balance",
+    "balance_switch",
+    "decommission",
+    "recommission",
+    "list_decommissioned",
     "get",
     "mutate",
     "mutate_row",

@@ -1,5 +1,6 @@
 //! The shell's commands by group, each a function of the session and its arguments.
 
+mod cluster;
 mod ddl;
 mod dml;
 mod namespace;
@@ -15,7 +16,7 @@ pub type Command = fn(&mut Shell<'_>, Args) -> Result<Returned, ShellError>;
 
 /// Every command: name, group, implementation.
 pub const COMMANDS: &[(&str, &str, Command)] = &[
-    ("status", "general", tools::status),
+    ("status", "general", cluster::status),
     ("version", "general", tools::version),
     ("whoami", "general", tools::whoami),
     ("table_help", "general", tools::table_help),
@@ -58,6 +59,18 @@ pub const COMMANDS: &[(&str, &str, Command)] = &[
     ("major_compact", "tools", tools::major_compact),
     ("merge_region", "tools", tools::merge_region),
     ("split", "tools", tools::split),
+    ("assign", "tools", cluster::assign),
+    ("balance_switch", "tools", cluster::balance_switch),
+    ("balancer", "tools", cluster::balancer),
+    ("decommission_regionservers", "tools", cluster::decommission),
+    (
+        "list_decommissioned_regionservers",
+        "tools",
+        cluster::list_decommissioned,
+    ),
+    ("move", "tools", cluster::move_region),
+    ("recommission_regionserver", "tools", cluster::recommission),
+    ("unassign", "tools", cluster::unassign),
 ];
 
 /// The command named `name`.

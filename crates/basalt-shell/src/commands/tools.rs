@@ -31,36 +31,6 @@ pub const FILTERS: [&str; 19] = [
     "ColumnPaginationFilter",
 ];
 
-pub fn status(sh: &mut Shell<'_>, a: Args) -> Result<Returned, ShellError> {
-    drop(a);
-    let mut regions = 0;
-    let mut failed = Vec::new();
-    for t in sh.admin().list_tables(None)? {
-        let name = TableName::parse(&t)?;
-        for report in sh.admin().region_reports(&name)? {
-            regions += 1;
-            if let Some(why) = report.load.failed_open {
-                let region = report.region.region_name_string(&name);
-                failed.push(format!("  {region}: {why}"));
-            }
-        }
-    }
-    sh.println(format!(
-        "1 active master, 0 backup masters, 1 servers, 0 dead, {regions}.0000 average load"
-    ))?;
-    // HBase's regions in transition: here, regions that failed to open.
-    if !failed.is_empty() {
-        sh.println(format!(
-            "{} regions in FAILED_OPEN (they serve nothing; `basalt hbck` repairs them):",
-            failed.len()
-        ))?;
-        for f in failed {
-            sh.println(f)?;
-        }
-    }
-    Ok(Returned::Nothing)
-}
-
 pub fn version(sh: &mut Shell<'_>, _a: Args) -> Result<Returned, ShellError> {
     sh.println(format!(
         "Basalt {}, HBase 2.5 compatible",
