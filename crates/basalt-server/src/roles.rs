@@ -225,9 +225,16 @@ impl Role {
         options.server_port = port;
         let storage = config.storage.clone();
         let c = Arc::clone(&coordinator);
-        let rs = tokio::task::spawn_blocking(move || {
+        let rs = tokio::task::spawn_blocking(move || loop {
             wait_for_cluster(c.as_ref())?;
-            ClusterRegionServer::start(Path::new(CLUSTER_ROOT), &storage, &options, c)
+            match ClusterRegionServer::start(Path::new(CLUSTER_ROOT), &storage, &options, c.clone())
+            {
+                Err(basalt_model::Error::PleaseHold(why)) => {
+                    tracing::info!(%why, "waiting for the master");
+                    std::thread::sleep(Duration::from_millis(250));
+                }
+                started => break started,
+            }
         })
         .await
         .map_err(|e| ServerError(format!("starting: {e}")))?

@@ -64,7 +64,7 @@ impl ClusterRegionServer {
     ///
     /// # Errors
     /// `DoNotRetry` when no master has published the cluster yet, or it is another
-    /// cluster's; `Io`.
+    /// cluster's; `PleaseHold` while the master has not written its first catalog; `Io`.
     pub fn start(
         root: &Path,
         storage: &str,
@@ -228,7 +228,12 @@ fn check_cluster(
         )));
     }
     let (_, catalog) = Catalog::load(&options.env, &root.join("catalog"))?;
-    let id = catalog.map(|c| c.cluster_id).unwrap_or_default();
+    let Some(id) = catalog.map(|c| c.cluster_id) else {
+        // A new cluster's master publishes it, then writes its first catalog.
+        return Err(Error::PleaseHold(format!(
+            "the master has not written the cluster's catalog to {storage} yet"
+        )));
+    };
     if id != published.cluster_id {
         return Err(Error::DoNotRetry(format!(
             "the storage {storage} belongs to cluster {id:?}, but the coordinator's cluster is {:?}",

@@ -489,6 +489,10 @@ impl TableScanner {
         let region = match (&self.position, self.scan.reversed) {
             (None, false) => self.src.locate(At::Row(&scan.start_row))?,
             (None, true) if scan.start_row.is_empty() => self.src.locate(At::Last)?,
+            // Rows below a start row left out are in the region before one starting there.
+            (None, true) if !scan.include_start_row => {
+                self.src.locate(At::Below(&scan.start_row))?
+            }
             (None, true) => self.src.locate(At::Row(&scan.start_row))?,
             (Some(p), false) => {
                 if *p > scan.start_row {

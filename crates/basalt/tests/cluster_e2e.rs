@@ -1,0 +1,380 @@
+//! A cluster as separate processes: a real ZooKeeper, `basalt master` and three
+//! `basalt regionserver`s on loopback, over a shared directory and over SeaweedFS's S3.
+//! Thirty regions spread over the servers, written and read through the client and the
+//! shell; a server decommissioned and recommissioned; the balancer; 100 moves under eight
+//! writers that see no error and lose nothing; a whole-cluster restart; a backup master
+//! taking over from one that stops cleanly.
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use basalt_api::ClusterStatus;
+use basalt_client::{Admin, Connection};
+use basalt_model::ops::{Get, Mutation, Put, Scan};
+use basalt_model::{ColumnFamilyDescriptor, TableDescriptor, TableName};
+use basalt_testkit::services::{SeaweedFs, ZooKeeper};
+use bytes::Bytes;
+
+const ROWS: usize = 3000;
+
+/// A master or region server process; killed when dropped, stopped cleanly by `stop`.
+struct Process {
+    child: Child,
+    addr: String,
+    name: String,
+    /// Kept open: the process prints a second line, and a closed pipe would fail it.
+    _stdout: BufReader<std::process::ChildStdout>,
+}
+
+impl Process {
+    fn start(kind: &str, zookeeper: &str, storage: &str, env: &[(&str, String)]) -> Process {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_basalt"))
+            .args([kind, "--zookeeper", zookeeper, "--storage", storage])
+            .args(["--port", "0", "--info-port", "0"])
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        stdout.read_line(&mut line).unwrap();
+        // `Basalt master NAME listening on ADDR`, `Basalt region server NAME listening on ADDR`.
+        let words: Vec<&str> = line.split_whitespace().collect();
+        assert!(words.len() >= 5, "{kind} printed {line:?}");
+        Process {
+            addr: words[words.len() - 1].to_owned(),
+            name: words[words.len() - 4].to_owned(),
+            child,
+            _stdout: stdout,
+        }
+    }
+
+    /// SIGTERM, and the process ends cleanly.
+    fn stop(mut self) {
+        let pid = self.child.id().to_string();
+        assert!(Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success());
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "{} stopped with {status}", self.name);
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// ZooKeeper, a master and three region servers.
+struct Cluster {
+    zookeeper: ZooKeeper,
+    storage: String,
+    env: Vec<(&'static str, String)>,
+    masters: Vec<Process>,
+    servers: Vec<Process>,
+}
+
+impl Cluster {
+    fn start(storage: String, env: Vec<(&'static str, String)>) -> Cluster {
+        let mut c = Cluster {
+            zookeeper: ZooKeeper::start(),
+            storage,
+            env,
+            masters: Vec::new(),
+            servers: Vec::new(),
+        };
+        c.start_processes();
+        c
+    }
+
+    fn start_processes(&mut self) {
+        let zk = self.zookeeper.address.clone();
+        self.masters
+            .push(Process::start("master", &zk, &self.storage, &self.env));
+        for _ in 0..3 {
+            let rs = Process::start("regionserver", &zk, &self.storage, &self.env);
+            self.servers.push(rs);
+        }
+    }
+
+    /// Every process's address: any of them is a seed.
+    fn seeds(&self) -> String {
+        let all: Vec<&str> = self
+            .servers
+            .iter()
+            .chain(&self.masters)
+            .map(|p| p.addr.as_str())
+            .collect();
+        all.join(",")
+    }
+
+    fn stop_all(&mut self) {
+        for p in self.servers.drain(..) {
+            p.stop();
+        }
+        for p in self.masters.drain(..) {
+            p.stop();
+        }
+    }
+}
+
+/// Polls the active master's status (a service outside this process) until `ready`.
+async fn wait_for(
+    admin: &Admin,
+    what: &str,
+    ready: impl Fn(&ClusterStatus) -> bool,
+) -> ClusterStatus {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Ok(s) = admin.cluster_status().await {
+            if ready(&s) {
+                return s;
+            }
+            assert!(Instant::now() < deadline, "{what}: still {s:#?}");
+        }
+        assert!(Instant::now() < deadline, "{what}: no status");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn all_assigned(live: usize) -> impl Fn(&ClusterStatus) -> bool {
+    move |s| s.servers.len() == live && s.in_transition.is_empty() && !s.master.is_empty()
+}
+
+fn counts(s: &ClusterStatus) -> Vec<usize> {
+    s.servers.iter().map(|x| x.regions).collect()
+}
+
+fn spread_within_one(s: &ClusterStatus) -> bool {
+    let c = counts(s);
+    c.iter().max().unwrap() - c.iter().min().unwrap() <= 1
+}
+
+fn row(i: usize) -> String {
+    format!("row{i:05}")
+}
+
+async fn create_table(admin: &Admin) -> TableName {
+    let desc = TableDescriptor::new(
+        &TableName::parse("t").unwrap(),
+        [ColumnFamilyDescriptor::new("f")],
+    );
+    let splits: Vec<Bytes> = (1..30).map(|i| Bytes::from(row(i * ROWS / 30))).collect();
+    admin.create_table(&desc, &splits).await.unwrap();
+    desc.table_name()
+}
+
+async fn count_rows(conn: &Connection) -> usize {
+    conn.table("t")
+        .unwrap()
+        .scan(Scan::new())
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap()
+        .len()
+}
+
+/// Eight writers put distinct rows until `stop`; each returns the rows it had acknowledged.
+fn writers(conn: &Connection, stop: &Arc<AtomicBool>) -> Vec<tokio::task::JoinHandle<Vec<String>>> {
+    (0..8)
+        .map(|w| {
+            let t = conn.table("t").unwrap();
+            let stop = Arc::clone(stop);
+            tokio::spawn(async move {
+                let mut done = Vec::new();
+                let mut n = 0usize;
+                while !stop.load(Ordering::SeqCst) {
+                    let key = format!("{}-w{w}", row(n * 7919 % ROWS));
+                    t.put(Put::new(key.clone()).add("f", "w", "x"))
+                        .await
+                        .unwrap();
+                    done.push(key);
+                    n += 1;
+                }
+                done
+            })
+        })
+        .collect()
+}
+
+/// 100 moves of regions to another server, timed.
+async fn hundred_moves(admin: &Admin, table: &TableName, servers: &[String]) -> Vec<Duration> {
+    let mut took = Vec::new();
+    for i in 0..100 {
+        let reports = admin.region_loads(table).await.unwrap();
+        let (region, _, from) = &reports[(i * 7) % reports.len()];
+        let to = servers.iter().find(|s| *s != from).unwrap();
+        let started = Instant::now();
+        admin
+            .move_region(region.encoded_name(table).as_bytes(), Some(to))
+            .await
+            .unwrap();
+        took.push(started.elapsed());
+    }
+    took
+}
+
+async fn scenario(cluster: &mut Cluster) {
+    let conn = Connection::connect(&cluster.seeds()).await.unwrap();
+    let admin = conn.admin();
+    wait_for(&admin, "three servers", all_assigned(3)).await;
+    let table = create_table(&admin).await;
+    let s = wait_for(&admin, "30 regions assigned", all_assigned(3)).await;
+    assert_eq!(counts(&s).iter().sum::<usize>(), 30, "{s:#?}");
+    assert!(spread_within_one(&s), "{s:#?}");
+    // Written and read through the client, each row on its region's server.
+    let t = conn.table("t").unwrap();
+    let puts: Vec<Mutation> = (0..ROWS)
+        .map(|i| Mutation::Put(Put::new(row(i)).add("f", "q", format!("v{i}"))))
+        .collect();
+    for r in t.batch(puts).await.unwrap() {
+        r.unwrap();
+    }
+    let got = t.get(Get::new(row(1234))).await.unwrap();
+    assert_eq!(got.value(b"f", b"q").unwrap(), &Bytes::from("v1234"));
+    assert_eq!(count_rows(&conn).await, ROWS);
+    let mut reversed = Scan::new();
+    reversed.reversed = true;
+    reversed.start_row = Bytes::from(row(2500));
+    reversed.stop_row = Bytes::from(row(1500));
+    let rows = t.scan(reversed).await.unwrap().collect().await.unwrap();
+    assert_eq!(rows.len(), 1000);
+    assert_eq!(rows[0].row, Bytes::from(row(2500)));
+    assert_eq!(rows[999].row, Bytes::from(row(1501)));
+
+    // A decommissioned server gives its regions away; recommissioned and balanced, it
+    // takes its share back.
+    let drained = cluster.servers[0].name.clone();
+    admin.decommission(&[drained.clone()], true).await.unwrap();
+    assert_eq!(
+        admin.list_decommissioned().await.unwrap(),
+        vec![drained.clone()]
+    );
+    let s = admin.cluster_status().await.unwrap();
+    let on_drained = s
+        .servers
+        .iter()
+        .find(|x| x.name == drained)
+        .unwrap()
+        .regions;
+    assert_eq!(on_drained, 0, "{s:#?}");
+    assert_eq!(count_rows(&conn).await, ROWS);
+    admin.recommission(&drained).await.unwrap();
+    assert!(admin.list_decommissioned().await.unwrap().is_empty());
+    assert!(admin.balance().await.unwrap());
+    let s = admin.cluster_status().await.unwrap();
+    assert!(spread_within_one(&s), "{s:#?}");
+
+    // 100 moves under 8 writers: the writers see retries only, and every acknowledged
+    // row is there afterwards.
+    let stop = Arc::new(AtomicBool::new(false));
+    let writing = writers(&conn, &stop);
+    let names: Vec<String> = cluster.servers.iter().map(|p| p.name.clone()).collect();
+    let took = hundred_moves(&admin, &table, &names).await;
+    stop.store(true, Ordering::SeqCst);
+    let mut written = Vec::new();
+    for w in writing {
+        written.extend(w.await.unwrap());
+    }
+    assert!(written.len() > 100, "only {} writes", written.len());
+    for key in &written {
+        let r = t.get(Get::new(key.clone())).await.unwrap();
+        assert!(!r.is_empty(), "{key} was acknowledged and is gone");
+    }
+    let mut took: Vec<u128> = took.iter().map(Duration::as_micros).collect();
+    took.sort_unstable();
+    eprintln!(
+        "region moves under load: p50 {} us, p99 {} us",
+        took[took.len() / 2],
+        took[took.len() * 99 / 100]
+    );
+
+    // The shell on the cluster, exactly as on one server.
+    let out = Command::new(env!("CARGO_BIN_EXE_basalt"))
+        .args(["shell", "-n", "--server", &cluster.seeds()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            use std::io::Write;
+            c.stdin
+                .take()
+                .unwrap()
+                .write_all(b"get 't', 'row00042'\nstatus 'simple'\n")?;
+            c.wait_with_output()
+        })
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("value=v42"), "{text}");
+    assert!(text.contains("3 live servers"), "{text}");
+    let total = ROWS
+        + written
+            .iter()
+            .collect::<std::collections::BTreeSet<_>>()
+            .len();
+
+    // A whole-cluster stop and start keeps every row.
+    cluster.stop_all();
+    cluster.start_processes();
+    let conn = Connection::connect(&cluster.seeds()).await.unwrap();
+    let admin = conn.admin();
+    wait_for(
+        &admin,
+        "regions reopened after the restart",
+        all_assigned(3),
+    )
+    .await;
+    assert_eq!(count_rows(&conn).await, total);
+
+    // A backup master takes over when the active one stops cleanly.
+    let zk = cluster.zookeeper.address.clone();
+    let backup = Process::start("master", &zk, &cluster.storage, &cluster.env);
+    let backup_name = backup.name.clone();
+    let s = wait_for(&admin, "a backup master", |s| s.backup_masters.len() == 1).await;
+    assert_eq!(s.backup_masters, vec![backup_name.clone()]);
+    cluster.masters.remove(0).stop();
+    cluster.masters.push(backup);
+    let s = wait_for(&admin, "the backup took over", |s| {
+        s.master == backup_name && all_assigned(3)(s)
+    })
+    .await;
+    assert!(s.backup_masters.is_empty(), "{s:#?}");
+    assert_eq!(count_rows(&conn).await, total);
+    // The new master serves administration; writes go on.
+    let desc = admin.describe(&table).await.unwrap();
+    assert_eq!(desc.table_name(), table);
+    let t = conn.table("t").unwrap();
+    t.put(Put::new("after-takeover").add("f", "q", "v"))
+        .await
+        .unwrap();
+    assert!(!t.get(Get::new("after-takeover")).await.unwrap().is_empty());
+    cluster.stop_all();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_cluster_on_a_shared_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = format!("file://{}", dir.path().display());
+    let mut cluster = Cluster::start(storage, Vec::new());
+    scenario(&mut cluster).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_cluster_on_seaweedfs() {
+    let weed = SeaweedFs::start();
+    let mut cluster = Cluster::start(weed.url("cluster"), weed.aws_env());
+    scenario(&mut cluster).await;
+}
