@@ -285,7 +285,7 @@ impl Admin {
     /// Switches the balancer; the previous setting.
     pub async fn balance_switch(&self, on: bool) -> Result<bool> {
         let r = pb::BoolRequest { value: on };
-        Ok(rpc!(self, Idempotence::Idempotent, balance_switch, r.clone())?.value)
+        Ok(rpc!(self, Idempotence::Idempotent, balance_switch, r)?.value)
     }
 
     pub async fn decommission(&self, servers: &[String], offload: bool) -> Result<()> {

@@ -228,6 +228,20 @@ async fn hundred_moves(admin: &Admin, table: &TableName, servers: &[String]) -> 
 
 async fn scenario(cluster: &mut Cluster) {
     let conn = Connection::connect(&cluster.seeds()).await.unwrap();
+    let table = write_and_read(&conn).await;
+    drain_and_balance(cluster, &conn).await;
+    let written = moves_under_load(cluster, &conn, &table).await;
+    shell_on_cluster(cluster);
+    let total = ROWS
+        + written
+            .iter()
+            .collect::<std::collections::BTreeSet<_>>()
+            .len();
+    restart_and_take_over(cluster, &table, total).await;
+}
+
+/// Thirty regions over three servers, written and read through the client.
+async fn write_and_read(conn: &Connection) -> TableName {
     let admin = conn.admin();
     wait_for(&admin, "three servers", all_assigned(3)).await;
     let table = create_table(&admin).await;
@@ -244,7 +258,7 @@ async fn scenario(cluster: &mut Cluster) {
     }
     let got = t.get(Get::new(row(1234))).await.unwrap();
     assert_eq!(got.value(b"f", b"q").unwrap(), &Bytes::from("v1234"));
-    assert_eq!(count_rows(&conn).await, ROWS);
+    assert_eq!(count_rows(conn).await, ROWS);
     let mut reversed = Scan::new();
     reversed.reversed = true;
     reversed.start_row = Bytes::from(row(2500));
@@ -253,11 +267,18 @@ async fn scenario(cluster: &mut Cluster) {
     assert_eq!(rows.len(), 1000);
     assert_eq!(rows[0].row, Bytes::from(row(2500)));
     assert_eq!(rows[999].row, Bytes::from(row(1501)));
+    table
+}
 
-    // A decommissioned server gives its regions away; recommissioned and balanced, it
-    // takes its share back.
+/// A decommissioned server gives its regions away; recommissioned and balanced, it takes
+/// its share back.
+async fn drain_and_balance(cluster: &Cluster, conn: &Connection) {
+    let admin = conn.admin();
     let drained = cluster.servers[0].name.clone();
-    admin.decommission(&[drained.clone()], true).await.unwrap();
+    admin
+        .decommission(std::slice::from_ref(&drained), true)
+        .await
+        .unwrap();
     assert_eq!(
         admin.list_decommissioned().await.unwrap(),
         vec![drained.clone()]
@@ -270,19 +291,23 @@ async fn scenario(cluster: &mut Cluster) {
         .unwrap()
         .regions;
     assert_eq!(on_drained, 0, "{s:#?}");
-    assert_eq!(count_rows(&conn).await, ROWS);
+    assert_eq!(count_rows(conn).await, ROWS);
     admin.recommission(&drained).await.unwrap();
     assert!(admin.list_decommissioned().await.unwrap().is_empty());
     assert!(admin.balance().await.unwrap());
     let s = admin.cluster_status().await.unwrap();
     assert!(spread_within_one(&s), "{s:#?}");
+}
 
-    // 100 moves under 8 writers: the writers see retries only, and every acknowledged
-    // row is there afterwards.
+/// 100 moves under 8 writers: the writers see retries only, and every acknowledged row is
+/// there afterwards. Returns the rows the writers wrote.
+async fn moves_under_load(cluster: &Cluster, conn: &Connection, table: &TableName) -> Vec<String> {
+    let admin = conn.admin();
+    let t = conn.table("t").unwrap();
     let stop = Arc::new(AtomicBool::new(false));
-    let writing = writers(&conn, &stop);
+    let writing = writers(conn, &stop);
     let names: Vec<String> = cluster.servers.iter().map(|p| p.name.clone()).collect();
-    let took = hundred_moves(&admin, &table, &names).await;
+    let took = hundred_moves(&admin, table, &names).await;
     stop.store(true, Ordering::SeqCst);
     let mut written = Vec::new();
     for w in writing {
@@ -300,8 +325,11 @@ async fn scenario(cluster: &mut Cluster) {
         took[took.len() / 2],
         took[took.len() * 99 / 100]
     );
+    written
+}
 
-    // The shell on the cluster, exactly as on one server.
+/// The shell on the cluster, exactly as on one server.
+fn shell_on_cluster(cluster: &Cluster) {
     let out = Command::new(env!("CARGO_BIN_EXE_basalt"))
         .args(["shell", "-n", "--server", &cluster.seeds()])
         .stdin(Stdio::piped())
@@ -320,13 +348,11 @@ async fn scenario(cluster: &mut Cluster) {
     assert!(out.status.success(), "{text}");
     assert!(text.contains("value=v42"), "{text}");
     assert!(text.contains("3 live servers"), "{text}");
-    let total = ROWS
-        + written
-            .iter()
-            .collect::<std::collections::BTreeSet<_>>()
-            .len();
+}
 
-    // A whole-cluster stop and start keeps every row.
+/// A whole-cluster stop and start keeps every row; a backup master takes over when the
+/// active one stops cleanly.
+async fn restart_and_take_over(cluster: &mut Cluster, table: &TableName, total: usize) {
     cluster.stop_all();
     cluster.start_processes();
     let conn = Connection::connect(&cluster.seeds()).await.unwrap();
@@ -354,8 +380,8 @@ async fn scenario(cluster: &mut Cluster) {
     assert!(s.backup_masters.is_empty(), "{s:#?}");
     assert_eq!(count_rows(&conn).await, total);
     // The new master serves administration; writes go on.
-    let desc = admin.describe(&table).await.unwrap();
-    assert_eq!(desc.table_name(), table);
+    let desc = admin.describe(table).await.unwrap();
+    assert_eq!(&desc.table_name(), table);
     let t = conn.table("t").unwrap();
     t.put(Put::new("after-takeover").add("f", "q", "v"))
         .await

@@ -48,7 +48,7 @@ impl ClusterMaster {
                     }
                 }
                 Err(e) => {
-                    tracing::warn!(server = %name, error = %e, "no report from a live region server")
+                    tracing::warn!(server = %name, error = %e, "no report from a live region server");
                 }
             }
             servers.push(s);
@@ -99,7 +99,9 @@ impl ClusterMaster {
                 .and_then(|rs| rs.report(self.epoch))
             {
                 Ok(report) => loads.extend(report.regions.into_iter().map(|r| (r.info.id, r.load))),
-                Err(e) => tracing::warn!(server = %s, error = %e, "no report from a region server"),
+                Err(e) => {
+                    tracing::warn!(server = %s, error = %e, "no report from a region server");
+                }
             }
         }
         Ok(entry
