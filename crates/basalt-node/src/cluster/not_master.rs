@@ -53,7 +53,7 @@ impl NotMaster {
             }))
         } else {
             Err(Error::DoNotRetry(format!(
-                "{} is a region server: administration is served by the active master ({})",
+                "{} is a region server: administration is served by the master (active now: {})",
                 self.name,
                 active.as_deref().unwrap_or("none right now")
             )))
