@@ -150,8 +150,7 @@ impl ResultScanner {
             self.finished = true;
             return Err(e);
         }
-        self.table
-            .forget_locations(&Error::NotServingRegion(String::new()));
+        self.table.forget_locations();
         self.close_run().await;
         tokio::time::sleep(crate::retry::pause(&self.table.config, self.attempt)).await;
         self.attempt += 1;

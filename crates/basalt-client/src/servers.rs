@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use basalt_model::name::server_address;
 use basalt_model::{Error, Result};
 use basalt_proto::pb;
 use basalt_proto::pb::admin_client::AdminClient;
@@ -28,19 +29,6 @@ pub(crate) struct Servers {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// `host:port` of a server name `host,port,start code`.
-pub(crate) fn address(name: &str) -> Result<String> {
-    let mut parts = name.split(',');
-    match (parts.next(), parts.next(), parts.next(), parts.next()) {
-        (Some(host), Some(port), Some(_), None) if port.parse::<u16>().is_ok() => {
-            Ok(format!("{host}:{port}"))
-        }
-        _ => Err(Error::illegal(format!(
-            "{name:?} is not a server name (host,port,start code)"
-        ))),
-    }
 }
 
 fn endpoint(addr: &str) -> Result<Endpoint> {
@@ -154,7 +142,7 @@ impl Servers {
         if let Some(c) = channels.get(name) {
             return Ok(c.clone());
         }
-        let c = endpoint(&address(name)?)?.connect_lazy();
+        let c = endpoint(&server_address(name)?)?.connect_lazy();
         channels.insert(name.to_owned(), c.clone());
         Ok(c)
     }

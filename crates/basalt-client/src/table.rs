@@ -124,14 +124,12 @@ impl Table {
         Ok(regions)
     }
 
-    /// Empties the location cache after an answer showed it stale.
-    pub(crate) fn forget_locations(&self, e: &Error) {
-        if e.is_retryable() {
-            *self
-                .locations
-                .write()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
-        }
+    /// Empties the location cache: the next call looks the regions up again.
+    pub(crate) fn forget_locations(&self) {
+        *self
+            .locations
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
     }
 
     /// A data client on the server named `server`.
@@ -170,8 +168,9 @@ impl Table {
                     .map_err(|s| from_status(&s))
             }
             .await;
-            if let Err(e) = &out {
-                self.forget_locations(e);
+            // A retryable failure may mean the region went elsewhere.
+            if out.as_ref().is_err_and(Error::is_retryable) {
+                self.forget_locations();
             }
             out
         })
@@ -301,7 +300,7 @@ impl Table {
                 for (i, r) in idx.into_iter().zip(answers) {
                     match r {
                         Err(e) if e.is_retryable() && attempt < self.config.retries => {
-                            self.forget_locations(&e);
+                            self.forget_locations();
                             retry.push(i);
                             out[i] = Some(Err(e));
                         }

@@ -81,6 +81,25 @@ impl fmt::Display for TableName {
 /// file system halfway through a create.
 pub const MAX_NAME_BYTES: usize = 255;
 
+/// `host:port` of a server name (HBase's `ServerName`, `host,port,start code`): where a
+/// client or the master reaches that server.
+///
+/// # Errors
+/// `IllegalArgument` for anything else.
+pub fn server_address(name: &str) -> Result<String> {
+    let mut parts = name.split(',');
+    match (parts.next(), parts.next(), parts.next(), parts.next()) {
+        (Some(host), Some(port), Some(start), None)
+            if port.parse::<u16>().is_ok() && start.parse::<i64>().is_ok() =>
+        {
+            Ok(format!("{host}:{port}"))
+        }
+        _ => Err(Error::illegal(format!(
+            "{name:?} is not a server name (host,port,start code)"
+        ))),
+    }
+}
+
 fn check_name_length(what: &str, name: &str) -> Result<()> {
     if name.len() > MAX_NAME_BYTES {
         return Err(Error::illegal(format!(
@@ -185,6 +204,25 @@ pub type FamilyName = Bytes;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_server_name_gives_its_address() {
+        assert_eq!(
+            server_address("rs1.example.com,16020,1700000000000").unwrap(),
+            "rs1.example.com:16020"
+        );
+        for bad in [
+            "rs1:16020",
+            "rs1,port,1",
+            "rs1,16020",
+            "rs1,16020,x",
+            "a,1,2,3",
+            "",
+        ] {
+            let e = server_address(bad).unwrap_err();
+            assert!(matches!(e, Error::IllegalArgument(_)), "{bad}: {e}");
+        }
+    }
 
     #[test]
     fn default_namespace_is_implicit() {

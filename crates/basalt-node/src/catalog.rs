@@ -24,6 +24,19 @@ pub struct TableEntry {
     pub retired: Vec<RetiredRegion>,
 }
 
+impl TableEntry {
+    /// The start keys of the table's regions after the first: what `truncate_preserve` and
+    /// `get_splits` give back.
+    #[must_use]
+    pub fn split_keys(&self) -> Vec<bytes::Bytes> {
+        self.regions
+            .iter()
+            .skip(1)
+            .map(|r| r.start_key.clone())
+            .collect()
+    }
+}
+
 /// A region that stopped serving because it was split or merged.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RetiredRegion {

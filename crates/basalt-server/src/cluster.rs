@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use basalt_model::name::server_address;
 use basalt_model::{Error, Result, TableDescriptor};
 use basalt_node::cluster::{
     Compaction, RegionReport, RegionServerAdmin, ServerDirectory, ServerReport,
@@ -194,19 +195,6 @@ impl GrpcServerDirectory {
     }
 }
 
-/// `host:port` of a server name `host,port,start code`.
-fn address(name: &str) -> Result<String> {
-    let mut parts = name.split(',');
-    match (parts.next(), parts.next(), parts.next(), parts.next()) {
-        (Some(host), Some(port), Some(_), None) if port.parse::<u16>().is_ok() => {
-            Ok(format!("{host}:{port}"))
-        }
-        _ => Err(Error::illegal(format!(
-            "{name:?} is not a server name (host,port,start code)"
-        ))),
-    }
-}
-
 impl ServerDirectory for GrpcServerDirectory {
     fn connect(&self, name: &str) -> Result<Arc<dyn RegionServerAdmin>> {
         let channel = {
@@ -214,7 +202,7 @@ impl ServerDirectory for GrpcServerDirectory {
             match channels.get(name) {
                 Some(c) => c.clone(),
                 None => {
-                    let uri = format!("http://{}", address(name)?);
+                    let uri = format!("http://{}", server_address(name)?);
                     let endpoint = Endpoint::from_shared(uri)
                         .map_err(|e| Error::illegal(e.to_string()))?
                         .connect_timeout(Duration::from_secs(5));

@@ -196,13 +196,8 @@ impl ClusterMaster {
     /// `TableNotFound`, `TableNotDisabled`; `Io`.
     pub fn truncate_table(&self, name: &TableName, preserve_splits: bool) -> Result<()> {
         let entry = self.catalog().table(name)?.clone();
-        let splits: Vec<bytes::Bytes> = if preserve_splits {
-            entry
-                .regions
-                .iter()
-                .skip(1)
-                .map(|r| r.start_key.clone())
-                .collect()
+        let splits = if preserve_splits {
+            entry.split_keys()
         } else {
             Vec::new()
         };

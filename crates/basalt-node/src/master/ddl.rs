@@ -280,13 +280,8 @@ impl Master {
     pub fn truncate_table(&self, name: &TableName, preserve_splits: bool) -> Result<()> {
         check_not_meta(name, "truncate")?;
         let entry = self.catalog.lock().1.table(name)?.clone();
-        let splits: Vec<Bytes> = if preserve_splits {
-            entry
-                .regions
-                .iter()
-                .skip(1)
-                .map(|r| r.start_key.clone())
-                .collect()
+        let splits = if preserve_splits {
+            entry.split_keys()
         } else {
             Vec::new()
         };
