@@ -321,3 +321,79 @@ fn namespaces_table_references_and_help() {
         r.out
     );
 }
+
+/// A standalone server answers the cluster's commands as a cluster of one: it is its own
+/// master and only server, the balancer switch remembers, and a move elsewhere or a
+/// decommission is refused, saying why.
+#[test]
+fn cluster_commands_on_a_standalone_server() {
+    let (_d, db) = db();
+    ok(&db, "create 't', 'f', SPLITS => ['m']");
+    let me = db.server_name();
+    let out = ok(&db, "status 'simple'");
+    let mut p = me.splitn(3, ',');
+    let (host, port, start) = (p.next().unwrap(), p.next().unwrap(), p.next().unwrap());
+    assert!(
+        out.contains(&format!("active master:  {host}:{port} {start}")),
+        "{out}"
+    );
+    assert!(out.contains("0 backup masters"), "{out}");
+    assert!(out.contains("1 live servers"), "{out}");
+    assert!(out.contains("numberOfOnlineRegions=3"), "{out}"); // two of t's and hbase:meta
+    assert!(out.contains("0 dead servers"), "{out}");
+    let out = ok(&db, "status 'detailed'");
+    assert!(out.contains("0 regionsInTransition"), "{out}");
+    let region = db
+        .regions(&basalt_model::TableName::parse("t").unwrap())
+        .unwrap()[1]
+        .encoded_name(&basalt_model::TableName::parse("t").unwrap());
+    assert!(out.contains(&region), "{out}");
+    let out = ok(
+        &db,
+        "balance_switch false\nbalancer\nbalance_switch true\nbalancer",
+    );
+    let printed: Vec<&str> = out.lines().filter(|l| !l.starts_with("Took")).collect();
+    assert_eq!(
+        printed,
+        [
+            "Previous balancer state : true",
+            "false",
+            "Previous balancer state : false",
+            "true"
+        ],
+        "{out}"
+    );
+    let out = ok(
+        &db,
+        &format!("move '{region}'\nmove '{region}', '{me}'\nassign '{region}'"),
+    );
+    assert!(!out.contains("ERROR"), "{out}");
+    let out = ok(&db, "list_decommissioned_regionservers");
+    assert!(
+        out.contains("DECOMMISSIONED REGION SERVERS\n0 row(s)"),
+        "{out}"
+    );
+    for (script, why) in [
+        (
+            format!("move '{region}', 'other,16020,1'"),
+            "is the only one",
+        ),
+        (
+            format!("decommission_regionservers '{me}'"),
+            "would leave no server",
+        ),
+        (format!("unassign '{region}'"), "keeps every region"),
+        ("move 'nosuchregion'".to_owned(), "nosuchregion"),
+        (
+            "status 'sideways'".to_owned(),
+            "'summary', 'simple' or 'detailed'",
+        ),
+    ] {
+        let r = run_on(&db, &script);
+        assert_eq!(r.end, ScriptEnd::Failed, "{script}: {}", r.out);
+        assert!(r.out.contains(why), "{script}: {}", r.out);
+    }
+    // Rows are where they were.
+    ok(&db, "put 't', 'z', 'f:q', 'v'");
+    assert!(ok(&db, "get 't', 'z'").contains("value=v"));
+}

@@ -256,6 +256,13 @@ async fn write_and_read(conn: &Connection) -> TableName {
     for r in t.batch(puts).await.unwrap() {
         r.unwrap();
     }
+    // Flushes and compactions go to each region's server; loads come back from them.
+    admin.flush(&table).await.unwrap();
+    for (region, load, server) in admin.region_loads(&table).await.unwrap() {
+        assert_eq!(load.store_files, 1, "{region:?} on {server}");
+        assert!(server.contains(','), "{region:?} on {server:?}");
+    }
+    admin.compact(&table, true).await.unwrap();
     let got = t.get(Get::new(row(1234))).await.unwrap();
     assert_eq!(got.value(b"f", b"q").unwrap(), &Bytes::from("v1234"));
     assert_eq!(count_rows(conn).await, ROWS);
