@@ -42,15 +42,35 @@ pub fn open(url: &str) -> Result<Arc<dyn ObjectStore>> {
     } else {
         Arc::new(RemoteStore::new(url)?)
     };
-    self_test(store.as_ref(), SELF_TEST_WRITERS).map_err(|e| {
-        if e.kind() == io::ErrorKind::Unsupported {
-            Error::DoNotRetry(e.to_string())
-        } else {
-            Error::io(format!("checking the storage {url}"), e)
-        }
-    })?;
-    Ok(store)
+    checked(store, url)
 }
+
+/// `store` once it passes the self-test. A store that lacks atomic create-if-absent is
+/// refused at once; one that failed to answer (a request timed out, a connection dropped)
+/// is tested again with fresh keys before the start gives up, so a moment of slowness does
+/// not refuse a good store.
+///
+/// # Errors
+/// As [`open`].
+pub fn checked(store: Arc<dyn ObjectStore>, url: &str) -> Result<Arc<dyn ObjectStore>> {
+    let mut attempt = 1;
+    loop {
+        match self_test(store.as_ref(), SELF_TEST_WRITERS) {
+            Ok(()) => return Ok(store),
+            Err(e) if e.kind() == io::ErrorKind::Unsupported => {
+                return Err(Error::DoNotRetry(e.to_string()))
+            }
+            Err(e) if attempt < SELF_TEST_ATTEMPTS => {
+                tracing::warn!(url, attempt, error = %e, "the storage's self-test could not finish; trying again");
+                attempt += 1;
+            }
+            Err(e) => return Err(Error::io(format!("checking the storage {url}"), e)),
+        }
+    }
+}
+
+/// How many times [`checked`] runs the self-test when the store fails to answer.
+const SELF_TEST_ATTEMPTS: usize = 3;
 
 /// A store reached through the `object_store` crate.
 pub struct RemoteStore {

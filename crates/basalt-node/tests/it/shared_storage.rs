@@ -104,3 +104,65 @@ fn a_bad_storage_url_is_refused_with_the_reason() {
     let e = storage::open("file://relative/path").unwrap_err();
     assert!(e.to_string().contains("absolute path"), "{e}");
 }
+
+/// A store whose first `failures` creates time out, then answers as a memory store.
+#[derive(Debug)]
+struct SlowAtFirst {
+    inner: Arc<basalt_storage::env::MemoryStore>,
+    failures: std::sync::atomic::AtomicUsize,
+}
+
+impl ObjectStore for SlowAtFirst {
+    fn url(&self) -> &str {
+        self.inner.url()
+    }
+    fn put_if_absent(&self, key: &str, data: bytes::Bytes) -> std::io::Result<()> {
+        let left = self.failures.load(std::sync::atomic::Ordering::SeqCst);
+        if left > 0 {
+            self.failures
+                .store(left - 1, std::sync::atomic::Ordering::SeqCst);
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "no answer in 30 s",
+            ));
+        }
+        self.inner.put_if_absent(key, data)
+    }
+    fn upload(&self, key: &str) -> std::io::Result<Box<dyn basalt_storage::env::object::Upload>> {
+        self.inner.upload(key)
+    }
+    fn get(&self, key: &str) -> std::io::Result<Option<bytes::Bytes>> {
+        self.inner.get(key)
+    }
+    fn get_range(&self, key: &str, offset: u64, len: usize) -> std::io::Result<bytes::Bytes> {
+        self.inner.get_range(key, offset, len)
+    }
+    fn size(&self, key: &str) -> std::io::Result<Option<u64>> {
+        self.inner.size(key)
+    }
+    fn list(&self, prefix: &str) -> std::io::Result<basalt_storage::env::object::Listing> {
+        self.inner.list(prefix)
+    }
+    fn list_all(&self, prefix: &str) -> std::io::Result<Vec<String>> {
+        self.inner.list_all(prefix)
+    }
+    fn delete(&self, key: &str) -> std::io::Result<()> {
+        self.inner.delete(key)
+    }
+}
+
+/// A store that fails to answer the self-test once or twice is tested again and used; one
+/// that keeps failing is refused with the reason.
+#[test]
+fn a_store_slow_at_start_is_tested_again_before_it_is_refused() {
+    let slow = |failures| -> Arc<dyn ObjectStore> {
+        Arc::new(SlowAtFirst {
+            inner: basalt_storage::env::MemoryStore::new(),
+            failures: std::sync::atomic::AtomicUsize::new(failures),
+        })
+    };
+    assert!(storage::checked(slow(2), "memory:///").is_ok());
+    let e = storage::checked(slow(usize::MAX), "memory:///").unwrap_err();
+    assert!(matches!(e, Error::Io { .. }), "{e}");
+    assert!(e.to_string().contains("no answer in 30 s"), "{e}");
+}
