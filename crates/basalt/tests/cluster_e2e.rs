@@ -2,9 +2,12 @@
 //! `basalt regionserver`s on loopback, over a shared directory and over SeaweedFS's S3.
 //! Thirty regions spread over the servers, written and read through the client and the
 //! shell; a server decommissioned and recommissioned; the balancer; 100 moves under eight
-//! writers that see no error and lose nothing; a whole-cluster restart; a backup master
-//! taking over from one that stops cleanly.
+//! writers that see no error and lose nothing; happybase through a `basalt thrift` gateway
+//! seeded with the cluster's addresses; a whole-cluster restart; a backup master taking over
+//! from one that stops cleanly.
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
+mod python;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -32,24 +35,35 @@ struct Process {
 
 impl Process {
     fn start(kind: &str, zookeeper: &str, storage: &str, env: &[(&str, String)]) -> Process {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_basalt"))
-            .args([kind, "--zookeeper", zookeeper, "--storage", storage])
-            .args(["--port", "0", "--info-port", "0"])
-            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        let mut stdout = BufReader::new(child.stdout.take().unwrap());
-        stdout.read_line(&mut line).unwrap();
+        let (child, stdout, line) = spawn(
+            Command::new(env!("CARGO_BIN_EXE_basalt"))
+                .args([kind, "--zookeeper", zookeeper, "--storage", storage])
+                .args(["--port", "0", "--info-port", "0"])
+                .envs(env.iter().map(|(k, v)| (*k, v.as_str()))),
+        );
         // `Basalt master NAME listening on ADDR`, `Basalt region server NAME listening on ADDR`.
         let words: Vec<&str> = line.split_whitespace().collect();
         assert!(words.len() >= 5, "{kind} printed {line:?}");
         Process {
             addr: words[words.len() - 1].to_owned(),
             name: words[words.len() - 4].to_owned(),
+            child,
+            _stdout: stdout,
+        }
+    }
+
+    /// `basalt thrift --server SEEDS`: HBase's Thrift gateway as a client of the cluster.
+    fn thrift_gateway(seeds: &str) -> Process {
+        let (child, stdout, line) = spawn(
+            Command::new(env!("CARGO_BIN_EXE_basalt"))
+                .args(["thrift", "--server", seeds, "--port", "0"]),
+        );
+        // `HBase Thrift gateway on ADDR, serving the server at SEEDS`.
+        let addr = line.split_whitespace().nth(4).unwrap_or_default();
+        assert!(addr.ends_with(','), "the gateway printed {line:?}");
+        Process {
+            addr: addr.trim_end_matches(',').to_owned(),
+            name: "thrift".to_owned(),
             child,
             _stdout: stdout,
         }
@@ -66,6 +80,20 @@ impl Process {
         let status = self.child.wait().unwrap();
         assert!(status.success(), "{} stopped with {status}", self.name);
     }
+}
+
+/// Starts `cmd` and reads the first line it prints (its address).
+fn spawn(cmd: &mut Command) -> (Child, BufReader<std::process::ChildStdout>, String) {
+    let mut child = cmd
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    stdout.read_line(&mut line).unwrap();
+    (child, stdout, line)
 }
 
 impl Drop for Process {
@@ -230,6 +258,7 @@ async fn scenario(cluster: &mut Cluster) {
     let conn = Connection::connect(&cluster.seeds()).await.unwrap();
     let table = write_and_read(&conn).await;
     drain_and_balance(cluster, &conn).await;
+    thrift_on_cluster(cluster);
     let written = moves_under_load(cluster, &conn, &table).await;
     shell_on_cluster(cluster);
     let total = ROWS
@@ -355,6 +384,21 @@ fn shell_on_cluster(cluster: &Cluster) {
     assert!(out.status.success(), "{text}");
     assert!(text.contains("value=v42"), "{text}");
     assert!(text.contains("3 live servers"), "{text}");
+}
+
+/// happybase through a Thrift gateway whose only knowledge of the cluster is the seed list:
+/// the 30-region table read, written and cleaned up, and happybase's own test module.
+fn thrift_on_cluster(cluster: &Cluster) {
+    let gateway = Process::thrift_gateway(&cluster.seeds());
+    python::python(&["cluster_check.py", &gateway.addr, "t", &ROWS.to_string()]);
+    python::python(&[
+        "upstream.py",
+        "happybase",
+        &python::sdists(),
+        "--thrift",
+        &gateway.addr,
+    ]);
+    gateway.stop();
 }
 
 /// A whole-cluster stop and start keeps every row; a backup master takes over when the

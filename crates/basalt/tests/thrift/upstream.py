@@ -8,10 +8,12 @@ against a real `basalt server`:
 - aiohappybase 1.4.0's tests (asyncio and sync), with buffered and framed transports and the
   binary and compact protocols.
 
-    python upstream.py happybase|aiohappybase SDIST_DIR [--gateway]
+    python upstream.py happybase|aiohappybase SDIST_DIR [--gateway | --thrift HOST:PORT]
 
 With `--gateway` the clients talk to a `basalt thrift --server` process in front of the server
-(HBase's separate Thrift server) instead of the server's own gateway.
+(HBase's separate Thrift server) instead of the server's own gateway. With `--thrift` they
+talk to a gateway already running (in front of a cluster, say), which this script leaves as
+it found it.
 """
 
 import glob
@@ -53,9 +55,29 @@ def run(args, env, cwd):
     return subprocess.run(args, env={**os.environ, **env}, cwd=cwd).returncode
 
 
-def main(which, sdists, gateway=False):
+class RunningGateway:
+    """A gateway someone else started and will stop."""
+
+    def __init__(self, address):
+        self.host, port = address.rsplit(":", 1)
+        self.port = int(port)
+
+    def alive(self):
+        return True
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        pass
+
+
+def main(which, sdists, gateway=False, thrift=None):
     failures = 0
-    start = BasaltThriftGateway if gateway else BasaltServer
+    if thrift:
+        start = lambda: RunningGateway(thrift)  # noqa: E731
+    else:
+        start = BasaltThriftGateway if gateway else BasaltServer
     with tempfile.TemporaryDirectory() as work, start() as server:
         root = extract(sdists, which, work)
         pytest = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
@@ -80,4 +102,6 @@ def main(which, sdists, gateway=False):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], gateway="--gateway" in sys.argv[3:])
+    rest = sys.argv[3:]
+    main(sys.argv[1], sys.argv[2], gateway="--gateway" in rest,
+         thrift=rest[rest.index("--thrift") + 1] if "--thrift" in rest else None)
