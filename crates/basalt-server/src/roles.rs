@@ -393,7 +393,7 @@ fn master_loop(
         name,
         epoch,
     )?);
-    let _ = role.active.set(MasterConnection::new(Arc::clone(&master)));
+    let _ = role.active.set(MasterConnection::new(Arc::clone(&master))?);
     let mut balanced = Instant::now();
     while !stopping.load(Ordering::SeqCst) {
         let (_, changed) = coordinator.live_servers()?;

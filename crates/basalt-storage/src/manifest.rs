@@ -93,6 +93,12 @@ impl VersionedFile {
         ))
     }
 
+    /// The version last loaded or committed (0 before the first).
+    #[must_use]
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
     /// Commits `doc` as the next version, created only if absent (invariant 3): written,
     /// synced, directory synced, then older versions removed. An error means the new version
     /// is not durable, and the caller must keep using its previous document (see

@@ -373,10 +373,14 @@ fn shell_on_cluster(cluster: &Cluster) {
         .spawn()
         .and_then(|mut c| {
             use std::io::Write;
-            c.stdin
-                .take()
-                .unwrap()
-                .write_all(b"get 't', 'row00042'\nstatus 'simple'\n")?;
+            c.stdin.take().unwrap().write_all(
+                concat!(
+                    "get 't', 'row00042'\n",
+                    "status 'simple'\n",
+                    "scan 'hbase:meta', {COLUMNS => 'info:sn'}\n",
+                )
+                .as_bytes(),
+            )?;
             c.wait_with_output()
         })
         .unwrap();
@@ -384,6 +388,16 @@ fn shell_on_cluster(cluster: &Cluster) {
     assert!(out.status.success(), "{text}");
     assert!(text.contains("value=v42"), "{text}");
     assert!(text.contains("3 live servers"), "{text}");
+    // hbase:meta, served by the master: a row per region, naming a live server.
+    assert!(text.contains("30 row(s)"), "{text}");
+    let named: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains(" column=info:sn, timestamp="))
+        .filter_map(|l| l.rsplit_once("value=").map(|(_, v)| v))
+        .collect();
+    assert_eq!(named.len(), 30, "{text}");
+    let live: Vec<&str> = cluster.servers.iter().map(|p| p.name.as_str()).collect();
+    assert!(named.iter().all(|n| live.contains(n)), "{text}");
 }
 
 /// happybase through a Thrift gateway whose only knowledge of the cluster is the seed list:

@@ -1,7 +1,8 @@
 //! The active master's operation layer: HBase's `Admin` over the cluster's catalog. Reads
 //! answer from the catalog; changes are the master's procedures; flushes, compactions and
-//! loads go to the region servers holding the regions. A master serves no rows: the client
-//! locates a row's region here and reads or writes it on its region server.
+//! loads go to the region servers holding the regions. A master serves no user rows: the
+//! client locates a row's region here and reads or writes it on its region server. It serves
+//! `hbase:meta`, the catalog's mirror, itself.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -12,19 +13,30 @@ use basalt_model::{Error, Result, TableDescriptor, TableName};
 use basalt_storage::region::RegionInfo;
 use bytes::Bytes;
 
+use super::meta::ClusterMeta;
 use super::{ClusterMaster, Compaction};
 use crate::master::ddl::matching_tables;
+use crate::master::meta::{meta_descriptor, meta_region, META_TABLE};
 
 /// The operation layer of the active master.
 #[derive(Debug)]
 pub struct MasterConnection {
     master: Arc<ClusterMaster>,
+    meta: Arc<ClusterMeta>,
+}
+
+fn is_meta(name: &TableName) -> bool {
+    name.namespace() == SYSTEM_NAMESPACE && name.to_string() == META_TABLE
 }
 
 impl MasterConnection {
-    #[must_use]
-    pub fn new(master: Arc<ClusterMaster>) -> Self {
-        MasterConnection { master }
+    /// The operation layer of `master`, with its `hbase:meta`.
+    ///
+    /// # Errors
+    /// `Io` making the mirror's region in memory.
+    pub fn new(master: Arc<ClusterMaster>) -> Result<Self> {
+        let meta = Arc::new(ClusterMeta::new(master.env.clock())?);
+        Ok(MasterConnection { master, meta })
     }
 
     /// The master it serves.
@@ -40,12 +52,21 @@ impl Connection for MasterConnection {
     }
 
     fn table(&self, name: &TableName) -> Result<Arc<dyn basalt_api::Table>> {
+        if is_meta(name) {
+            return Ok(Arc::new(self.meta.table(&self.master)?));
+        }
         Err(Error::DoNotRetry(format!(
             "this is the master: rows of {name} are served by the region servers (a client locates them through ListRegions)"
         )))
     }
 
     fn locate_region(&self, table: &TableName, row: &[u8]) -> Result<RegionLocation> {
+        if is_meta(table) {
+            return Ok(RegionLocation {
+                region: self.meta.region().info().clone(),
+                server: self.master.name().to_owned(),
+            });
+        }
         let (region, server) = self.master.locate(table, row)?;
         let server = server.ok_or_else(|| {
             Error::NotServingRegion(format!(
@@ -102,16 +123,19 @@ impl Admin for MasterConnection {
         self.master.create_table(desc, splits)
     }
     fn describe(&self, name: &TableName) -> Result<TableDescriptor> {
+        if is_meta(name) {
+            return Ok(meta_descriptor());
+        }
         Ok(self.master.catalog().table(name)?.descriptor.clone())
     }
     fn modify_table(&self, desc: TableDescriptor) -> Result<()> {
         self.master.modify_table(desc)
     }
     fn table_exists(&self, name: &TableName) -> Result<bool> {
-        Ok(self.master.catalog().table(name).is_ok())
+        Ok(is_meta(name) || self.master.catalog().table(name).is_ok())
     }
     fn is_enabled(&self, name: &TableName) -> Result<bool> {
-        Ok(self.master.catalog().table(name)?.enabled)
+        Ok(is_meta(name) || self.master.catalog().table(name)?.enabled)
     }
     fn enable_table(&self, name: &TableName) -> Result<()> {
         self.master.enable_table(name)
@@ -160,9 +184,19 @@ impl Admin for MasterConnection {
         self.master.merge_regions(&ids, force)
     }
     fn regions(&self, name: &TableName) -> Result<Vec<RegionInfo>> {
+        if is_meta(name) {
+            return Ok(vec![meta_region()]);
+        }
         Ok(self.master.catalog().table(name)?.regions.clone())
     }
     fn region_reports(&self, name: &TableName) -> Result<Vec<RegionReport>> {
+        if is_meta(name) {
+            return Ok(vec![RegionReport {
+                region: meta_region(),
+                load: self.meta.region().load(),
+                server: self.master.name().to_owned(),
+            }]);
+        }
         self.master.region_reports(name)
     }
     fn run_catalog_janitor(&self) -> Result<usize> {

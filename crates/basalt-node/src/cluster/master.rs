@@ -140,6 +140,12 @@ impl ClusterMaster {
         self.catalog.lock().1.clone()
     }
 
+    /// The catalog and its version, unless its version is still `seen`.
+    pub(super) fn catalog_if_changed(&self, seen: u64) -> Option<(u64, Catalog)> {
+        let g = self.catalog.lock();
+        (g.0.version() != seen).then(|| (g.0.version(), g.1.clone()))
+    }
+
     /// Live region servers that may take regions: registered, and not decommissioned.
     ///
     /// # Errors

@@ -18,6 +18,7 @@ mod admin;
 mod balancer;
 mod ddl;
 mod master;
+mod meta;
 mod not_master;
 mod regionserver;
 mod serving;

@@ -605,3 +605,64 @@ fn a_region_server_serves_reads_and_writes_of_its_own_regions_only() {
         "{e}"
     );
 }
+
+/// `hbase:meta` on a cluster: the master serves it, a row per region naming the server the
+/// catalog assigned it to, following moves and unassigns; it cannot be written.
+#[test]
+fn hbase_meta_shows_each_region_on_its_assigned_server() {
+    use basalt_api::Connection as _;
+    let cluster = Cluster::new();
+    let (m, _mc) = cluster.master("m1,16000,1");
+    let servers = cluster.region_servers(16020, 2);
+    let t = create(&m, "t", 4);
+    let m = Arc::new(m);
+    let conn = MasterConnection::new(Arc::clone(&m)).unwrap();
+    let meta = TableName::parse("hbase:meta").unwrap();
+    let cell = |region: &basalt_storage::region::RegionInfo, q: &str| {
+        let got = conn.table(&meta).unwrap();
+        let r = got.get(Get::new(region.region_name(&t))).unwrap();
+        r.value(b"info", q.as_bytes()).cloned()
+    };
+    let regions = m.catalog().table(&t).unwrap().regions.clone();
+    let rows = conn
+        .table(&meta)
+        .unwrap()
+        .scan(basalt_model::ops::Scan::new())
+        .unwrap()
+        .collect::<Result<Vec<_>>>()
+        .unwrap();
+    assert_eq!(
+        rows.len(),
+        1 + regions.len(),
+        "the table's row and one per region"
+    );
+    for r in &regions {
+        let server = m.catalog().assignments[&r.id].server.clone().unwrap();
+        assert_eq!(cell(r, "sn").as_deref(), Some(server.as_bytes()));
+        assert_eq!(cell(r, "state").as_deref(), Some(&b"OPEN"[..]));
+        let parts: Vec<&str> = server.split(',').collect();
+        let want = format!("{}:{}", parts[0], parts[1]);
+        assert_eq!(cell(r, "server").as_deref(), Some(want.as_bytes()));
+    }
+
+    // A move shows at once; an unassigned region is CLOSED, on no server.
+    let r = &regions[0];
+    let from = m.catalog().assignments[&r.id].server.clone().unwrap();
+    let to = servers
+        .iter()
+        .map(|s| s.name())
+        .find(|s| *s != from)
+        .unwrap();
+    m.move_region(r.id, Some(&to)).unwrap();
+    assert_eq!(cell(r, "sn").as_deref(), Some(to.as_bytes()));
+    m.unassign(r.id).unwrap();
+    assert_eq!(cell(r, "state").as_deref(), Some(&b"CLOSED"[..]));
+    assert_eq!(cell(r, "sn"), None);
+
+    // The master is its location, and nobody writes it.
+    let at = conn.locate_region(&meta, b"t,,").unwrap();
+    assert_eq!(at.server, "m1,16000,1");
+    let put = Put::new("x").add("info", "state", "OPEN");
+    let refused = conn.table(&meta).unwrap().put(put).unwrap_err();
+    assert!(!refused.is_retryable(), "{refused}");
+}

@@ -25,14 +25,13 @@ use parking_lot::Mutex;
 
 use super::{Master, TableState};
 use crate::catalog::{Catalog, RegionState, TableEntry};
-use crate::regionserver::ServerName;
 use basalt_storage::region::{Region, RegionInfo};
 
 /// The meta table's name.
 pub const META_TABLE: &str = "hbase:meta";
 
 /// One row's cells as (family, qualifier, value).
-type MetaRow = Vec<(&'static str, &'static str, Bytes)>;
+pub(crate) type MetaRow = Vec<(&'static str, &'static str, Bytes)>;
 
 /// The mirror's state: the rows last written.
 #[derive(Debug, Default)]
@@ -41,61 +40,20 @@ pub(crate) struct MetaMirror {
     rows: Mutex<(BTreeMap<Bytes, MetaRow>, i64)>,
 }
 
-impl Master {
-    /// Creates the meta table's region (its directory is rebuilt at every open) and fills it.
-    pub fn open_meta(&self, catalog: &Catalog) -> Result<()> {
-        let name = TableName::parse(META_TABLE)?;
-        let family = |n: &str| {
-            ColumnFamilyDescriptor::new(n.to_owned())
-                .with_max_versions(3)
-                .with_in_memory(true)
-                .with_block_size_bytes(8192)
-        };
-        let mut desc = TableDescriptor::new(
-            &name,
-            [family("info"), family("rep_barrier"), family("table")],
-        );
-        desc.read_only = true;
-        let dir = self.table_dir(&name);
-        self.env.remove_dir_all(&dir)?;
-        let info = RegionInfo {
-            id: 1,
-            start_key: Bytes::new(),
-            end_key: Bytes::new(),
-        };
-        let rdir = dir.join("1");
-        Region::create_empty(&self.env, &rdir, info.id)?;
-        let region = self.rs.open_unmanaged(&rdir, &info, &Arc::new(desc))?;
-        let state = TableState::new(name.clone());
-        *state.regions.write() = vec![Arc::new(region)];
-        self.tables.write().insert(name, state);
-        self.sync_meta(catalog)
-    }
-
-    /// Brings `hbase:meta` in line with `catalog`: rows that changed are written again, rows
-    /// that vanished are deleted.
-    fn sync_meta(&self, catalog: &Catalog) -> Result<()> {
-        let Ok(name) = TableName::parse(META_TABLE) else {
-            return Ok(());
-        };
-        let Some(state) = self.tables.read().get(&name).cloned() else {
-            return Ok(());
-        };
-        let Some(region) = state.regions.read().first().cloned() else {
-            return Ok(());
-        };
-        // Regions that failed to open show as HBase shows them: `info:state` FAILED_OPEN.
-        let failed: BTreeSet<u64> = self
-            .failed_regions()
-            .into_iter()
-            .map(|(_, f)| f.info.id)
-            .collect();
-        let want = meta_rows(catalog, self.rs.server_name(), &failed);
-        let mut guard = self.meta.rows.lock();
+impl MetaMirror {
+    /// Writes to `region` what makes it show `want`: rows that changed are written again,
+    /// rows that vanished are deleted.
+    pub(crate) fn sync(
+        &self,
+        region: &Region,
+        want: BTreeMap<Bytes, MetaRow>,
+        now_ms: i64,
+    ) -> Result<()> {
+        let mut guard = self.rows.lock();
         let (have, last_ts) = &mut *guard;
         // Strictly increasing, so a row deleted and written again in one millisecond (a
         // table dropped and created again) is not masked by its own delete.
-        let now = self.env.now_ms().max(*last_ts + 1);
+        let now = now_ms.max(*last_ts + 1);
         let empty = MetaRow::new();
         let mut by_row: BTreeMap<Bytes, Vec<Cell>> = BTreeMap::new();
         for row in have.keys().chain(want.keys()) {
@@ -129,6 +87,77 @@ impl Master {
         *last_ts = now;
         Ok(())
     }
+}
+
+/// The meta table's name.
+#[must_use]
+pub fn meta_table() -> TableName {
+    TableName::parse(META_TABLE).unwrap_or_else(|_| unreachable!("a valid system table name"))
+}
+
+/// `hbase:meta`'s schema (HBase's: `info`, `rep_barrier` and `table`), read only.
+#[must_use]
+pub fn meta_descriptor() -> TableDescriptor {
+    let family = |n: &str| {
+        ColumnFamilyDescriptor::new(n.to_owned())
+            .with_max_versions(3)
+            .with_in_memory(true)
+            .with_block_size_bytes(8192)
+    };
+    let mut desc = TableDescriptor::new(
+        &meta_table(),
+        [family("info"), family("rep_barrier"), family("table")],
+    );
+    desc.read_only = true;
+    desc
+}
+
+/// `hbase:meta`'s one region (HBase's `1588230740` is its encoded name; ours is its id's).
+#[must_use]
+pub fn meta_region() -> RegionInfo {
+    RegionInfo {
+        id: 1,
+        start_key: Bytes::new(),
+        end_key: Bytes::new(),
+    }
+}
+
+impl Master {
+    /// Creates the meta table's region (its directory is rebuilt at every open) and fills it.
+    pub fn open_meta(&self, catalog: &Catalog) -> Result<()> {
+        let name = meta_table();
+        let dir = self.table_dir(&name);
+        self.env.remove_dir_all(&dir)?;
+        let info = meta_region();
+        let rdir = dir.join("1");
+        Region::create_empty(&self.env, &rdir, info.id)?;
+        let region = self
+            .rs
+            .open_unmanaged(&rdir, &info, &Arc::new(meta_descriptor()))?;
+        let state = TableState::new(name.clone());
+        *state.regions.write() = vec![Arc::new(region)];
+        self.tables.write().insert(name, state);
+        self.sync_meta(catalog)
+    }
+
+    /// Brings `hbase:meta` in line with `catalog`.
+    fn sync_meta(&self, catalog: &Catalog) -> Result<()> {
+        let Some(state) = self.tables.read().get(&meta_table()).cloned() else {
+            return Ok(());
+        };
+        let Some(region) = state.regions.read().first().cloned() else {
+            return Ok(());
+        };
+        // Regions that failed to open show as HBase shows them: `info:state` FAILED_OPEN.
+        let failed: BTreeSet<u64> = self
+            .failed_regions()
+            .into_iter()
+            .map(|(_, f)| f.info.id)
+            .collect();
+        let server = self.rs.server_name().to_string();
+        let want = meta_rows(catalog, |_| Some(server.clone()), &failed);
+        self.meta.sync(&region, want, self.env.now_ms())
+    }
 
     /// [`Master::sync_meta`] after a catalog commit: the commit stands whatever happens to
     /// the mirror, so a failure is logged (the next commit or open repairs it).
@@ -139,10 +168,11 @@ impl Master {
     }
 }
 
-/// Every row `hbase:meta` shows for `catalog`.
-fn meta_rows(
+/// Every row `hbase:meta` shows for `catalog`, with each region on the server
+/// `server_of(id)` names (`host,port,start code`; none while unassigned).
+pub(crate) fn meta_rows(
     catalog: &Catalog,
-    server: &ServerName,
+    server_of: impl Fn(u64) -> Option<String>,
     failed: &BTreeSet<u64>,
 ) -> BTreeMap<Bytes, MetaRow> {
     let mut rows = BTreeMap::new();
@@ -153,12 +183,13 @@ fn meta_rows(
             vec![("table", "state", encode_meta_table_state(entry.enabled))],
         );
         for info in &entry.regions {
-            let state = if failed.contains(&info.id) {
-                "FAILED_OPEN"
-            } else {
-                "OPEN"
+            let server = server_of(info.id);
+            let state = match &server {
+                _ if failed.contains(&info.id) => "FAILED_OPEN",
+                Some(_) => "OPEN",
+                None => "CLOSED",
             };
-            let mut cols = region_columns(&table, info, false, state, server);
+            let mut cols = region_columns(&table, info, false, state, server.as_deref());
             for (i, p) in merged_parents(entry, info.id).enumerate() {
                 let q: &'static str = MERGE_QUALIFIERS.get(i).copied().unwrap_or("merge9999");
                 cols.push(("info", q, encode_meta_region_info(&table, p, false, false)));
@@ -171,7 +202,8 @@ fn meta_rows(
             .iter()
             .filter(|r| r.state == RegionState::Split)
         {
-            let mut cols = region_columns(&table, &r.info, true, "SPLIT", server);
+            let server = server_of(r.info.id);
+            let mut cols = region_columns(&table, &r.info, true, "SPLIT", server.as_deref());
             let daughter = |id: u64| find_region(entry, id);
             for (q, id) in ["splitA", "splitB"].into_iter().zip(&r.successors) {
                 if let Some(d) = daughter(*id) {
@@ -196,36 +228,37 @@ const MERGE_QUALIFIERS: [&str; 8] = [
     "merge0007",
 ];
 
+/// A region's columns; `server` is `host,port,start code`, and a region with none shows
+/// only its `regioninfo` and `state` (as HBase shows a closed region).
 fn region_columns(
     table: &TableName,
     info: &RegionInfo,
     split: bool,
     state: &'static str,
-    server: &ServerName,
+    server: Option<&str>,
 ) -> MetaRow {
-    let start = Bytes::copy_from_slice(&server.start_code.to_be_bytes());
-    vec![
+    let mut cols = vec![
         (
             "info",
             "regioninfo",
             encode_meta_region_info(table, info, split, split),
         ),
-        (
-            "info",
-            "server",
-            Bytes::from(format!("{}:{}", server.host, server.port)),
-        ),
-        ("info", "serverstartcode", start),
-        (
-            "info",
-            "sn",
-            Bytes::from(format!(
-                "{},{},{}",
-                server.host, server.port, server.start_code
-            )),
-        ),
         ("info", "state", Bytes::from_static(state.as_bytes())),
-    ]
+    ];
+    let parts = server.map(|s| s.rsplitn(3, ',').collect::<Vec<_>>());
+    if let (Some(sn), Some([start, port, host])) = (server, parts.as_deref()) {
+        let start_code = start.parse::<i64>().unwrap_or_default();
+        cols.extend([
+            ("info", "server", Bytes::from(format!("{host}:{port}"))),
+            (
+                "info",
+                "serverstartcode",
+                Bytes::copy_from_slice(&start_code.to_be_bytes()),
+            ),
+            ("info", "sn", Bytes::from(sn.to_owned())),
+        ]);
+    }
+    cols
 }
 
 /// The retired regions merged into region `id`.

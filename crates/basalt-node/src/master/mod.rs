@@ -28,7 +28,7 @@
 mod chores;
 pub(crate) mod ddl;
 mod janitor;
-mod meta;
+pub(crate) mod meta;
 mod split;
 
 pub(crate) use chores::Chores;

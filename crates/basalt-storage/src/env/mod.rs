@@ -165,6 +165,12 @@ impl Env {
         }
     }
 
+    /// The clock timestamps come from.
+    #[must_use]
+    pub fn clock(&self) -> Arc<dyn Clock> {
+        Arc::clone(&self.clock)
+    }
+
     /// Now, in milliseconds since the epoch.
     #[must_use]
     pub fn now_ms(&self) -> i64 {

@@ -26,6 +26,13 @@ def main(address, table_name, rows):
     servers = {(r.serverName, r.port) for r in regions}
     assert len(regions) >= 2 and len(servers) >= 2, f"one server holds everything: {regions}"
 
+    # getRegionInfo reads hbase:meta (the master serves it on a cluster), from a meta key
+    # made as HBase's clients make one: `table,row,99999999999999`.
+    middle = row(rows // 2)
+    info = conn.client.getRegionInfo(table_name.encode() + b"," + middle + b",99999999999999")
+    assert info.startKey <= middle and (info.endKey == b"" or middle < info.endKey), info
+    assert (info.serverName, info.port) in servers, info
+
     # One scan across every region, in order.
     keys = [k for k, _ in table.scan(columns=[b"f:q"], batch_size=250)]
     assert keys == [row(i) for i in range(rows)], f"scanned {len(keys)} rows of {rows}"
