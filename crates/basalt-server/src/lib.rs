@@ -149,6 +149,7 @@ impl Server {
         let services = Services {
             conn: Arc::new(db.clone()),
             node: Some(db),
+            hosted: None,
             scanners: Arc::new(Scanners::new(config.scanner_lease)),
             metrics: Arc::new(metrics::RequestMetrics::new(&[
                 ("native", &grpc::OPS),

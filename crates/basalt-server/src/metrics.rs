@@ -134,7 +134,7 @@ fn metric(out: &mut String, name: &str, kind: &str, help: &str) {
 
 /// Every metric in Prometheus' text format.
 #[must_use]
-pub fn prometheus(m: &RequestMetrics, node: Option<&Database>, open_scanners: usize) -> String {
+pub fn prometheus(m: &RequestMetrics, engine: Option<EngineView>, open_scanners: usize) -> String {
     let mut out = String::new();
     metric(
         &mut out,
@@ -187,8 +187,8 @@ pub fn prometheus(m: &RequestMetrics, node: Option<&Database>, open_scanners: us
         "Scanner leases held.",
     );
     let _ = writeln!(out, "basalt_open_scanners {open_scanners}");
-    if let Some(db) = node {
-        engine_metrics(&mut out, db);
+    if let Some(e) = engine {
+        engine_metrics(&mut out, &e);
     }
     for (name, help, read) in m.gauges.lock().iter() {
         metric(&mut out, name, "gauge", help);
@@ -197,9 +197,37 @@ pub fn prometheus(m: &RequestMetrics, node: Option<&Database>, open_scanners: us
     out
 }
 
-fn engine_metrics(out: &mut String, db: &Database) {
-    let e = db.engine_stats();
-    let c = db.block_cache_stats();
+/// The counters of the engine a process runs: a standalone node's or a cluster region
+/// server's (masters and gateways run none).
+#[derive(Clone, Debug)]
+pub struct EngineView {
+    pub engine: basalt_node::EngineStatsSnapshot,
+    pub cache: basalt_node::CacheStats,
+}
+
+impl EngineView {
+    /// The engine `node` or `hosted` runs, if either.
+    #[must_use]
+    pub fn of(
+        node: Option<&Database>,
+        hosted: Option<&basalt_node::cluster::ClusterRegionServer>,
+    ) -> Option<EngineView> {
+        match (node, hosted) {
+            (Some(db), _) => Some(EngineView {
+                engine: db.engine_stats(),
+                cache: db.block_cache_stats(),
+            }),
+            (None, Some(rs)) => Some(EngineView {
+                engine: rs.engine_stats(),
+                cache: rs.block_cache_stats(),
+            }),
+            (None, None) => None,
+        }
+    }
+}
+
+fn engine_metrics(out: &mut String, view: &EngineView) {
+    let (e, c) = (&view.engine, &view.cache);
     let gauges = [
         (
             "basalt_memstore_bytes",
@@ -221,7 +249,7 @@ fn engine_metrics(out: &mut String, db: &Database) {
         metric(out, name, "gauge", help);
         let _ = writeln!(out, "{name} {v}");
     }
-    engine_counters(out, &e, &c);
+    engine_counters(out, e, c);
 }
 
 fn engine_counters(

@@ -117,10 +117,15 @@ impl std::fmt::Debug for Role {
     }
 }
 
-fn services(conn: Arc<dyn Connection>, lease: Duration) -> Services {
+fn services(
+    conn: Arc<dyn Connection>,
+    hosted: Option<Arc<ClusterRegionServer>>,
+    lease: Duration,
+) -> Services {
     Services {
         conn,
         node: None,
+        hosted,
         scanners: Arc::new(Scanners::new(lease)),
         metrics: Arc::new(metrics::RequestMetrics::new(&[("native", &grpc::OPS)])),
     }
@@ -191,7 +196,7 @@ impl Role {
                 .spawn(run)
                 .map_err(|e| ServerError(format!("starting the master: {e}")))?
         };
-        let services = services(role.clone(), config.server.scanner_lease);
+        let services = services(role.clone(), None, config.server.scanner_lease);
         let stop = Box::new(move || {
             stopping.store(true, Ordering::SeqCst);
             let _ = chores.join();
@@ -244,7 +249,7 @@ impl Role {
         let (fatal_tx, fatal) = tokio::sync::oneshot::channel();
         watch_session(coordinator, name.clone(), fatal_tx)?;
         let conn = Arc::new(RegionServerConnection::new(Arc::clone(&rs)));
-        let services = services(conn, config.server.scanner_lease);
+        let services = services(conn, Some(Arc::clone(&rs)), config.server.scanner_lease);
         let admin = RegionServerAdminService::new(rs.clone());
         let stop = Box::new(move || rs.stop());
         let server = Server::for_role(listener, info, services, Some(admin), &config.server);

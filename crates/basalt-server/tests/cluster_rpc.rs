@@ -85,6 +85,7 @@ impl Fixture {
         let data = Services {
             conn: Arc::new(RegionServerConnection::new(rs.clone())),
             node: None,
+            hosted: Some(rs.clone()),
             scanners: Arc::new(Scanners::new(Duration::from_secs(60))),
             metrics: Arc::new(RequestMetrics::new(&[("native", &grpc::OPS)])),
         };

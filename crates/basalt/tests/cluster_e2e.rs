@@ -7,6 +7,7 @@
 //! from one that stops cleanly.
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
+mod http;
 mod python;
 
 use std::io::{BufRead, BufReader};
@@ -29,13 +30,15 @@ struct Process {
     child: Child,
     addr: String,
     name: String,
+    /// The web page's URL (`http://ADDR/`).
+    info: String,
     /// Kept open: the process prints a second line, and a closed pipe would fail it.
     _stdout: BufReader<std::process::ChildStdout>,
 }
 
 impl Process {
     fn start(kind: &str, zookeeper: &str, storage: &str, env: &[(&str, String)]) -> Process {
-        let (child, stdout, line) = spawn(
+        let (child, mut stdout, line) = spawn(
             Command::new(env!("CARGO_BIN_EXE_basalt"))
                 .args([kind, "--zookeeper", zookeeper, "--storage", storage])
                 .args(["--port", "0", "--info-port", "0"])
@@ -44,9 +47,15 @@ impl Process {
         // `Basalt master NAME listening on ADDR`, `Basalt region server NAME listening on ADDR`.
         let words: Vec<&str> = line.split_whitespace().collect();
         assert!(words.len() >= 5, "{kind} printed {line:?}");
+        // `Web page and metrics on http://ADDR/`.
+        let mut second = String::new();
+        stdout.read_line(&mut second).unwrap();
+        let info = second.split_whitespace().last().unwrap_or_default();
+        assert!(info.starts_with("http://"), "{kind} printed {second:?}");
         Process {
             addr: words[words.len() - 1].to_owned(),
             name: words[words.len() - 4].to_owned(),
+            info: info.replace("0.0.0.0", "127.0.0.1"),
             child,
             _stdout: stdout,
         }
@@ -64,6 +73,7 @@ impl Process {
         Process {
             addr: addr.trim_end_matches(',').to_owned(),
             name: "thrift".to_owned(),
+            info: String::new(),
             child,
             _stdout: stdout,
         }
@@ -327,12 +337,66 @@ async fn drain_and_balance(cluster: &Cluster, conn: &Connection) {
         .unwrap()
         .regions;
     assert_eq!(on_drained, 0, "{s:#?}");
+    pages_while_drained(cluster, &drained, &s);
     assert_eq!(count_rows(conn).await, ROWS);
     admin.recommission(&drained).await.unwrap();
     assert!(admin.list_decommissioned().await.unwrap().is_empty());
     assert!(admin.balance().await.unwrap());
     let s = admin.cluster_status().await.unwrap();
     assert!(spread_within_one(&s), "{s:#?}");
+}
+
+/// The master's page lists the live servers with their regions, marks the drained one; each
+/// region server's page lists the regions it hosts, and its `/metrics` its engine.
+fn pages_while_drained(cluster: &Cluster, drained: &str, status: &ClusterStatus) {
+    let page = http::get(&cluster.masters[0].info);
+    assert!(page.contains("<h2>Cluster</h2>"), "{page}");
+    let master = &cluster.masters[0].name;
+    assert!(
+        page.contains(&format!("id=\"active-master\">{master}<")),
+        "{page}"
+    );
+    for s in &status.servers {
+        let out = if s.name == drained { "yes" } else { "no" };
+        let row = format!(
+            "<tr data-server=\"{0}\"><td>{0}</td><td class=\"regions\">{1}</td>",
+            s.name, s.regions
+        );
+        let at = page.find(&row).unwrap_or_else(|| panic!("{row} in {page}"));
+        let tr = &page[at..at + page[at..].find("</tr>").unwrap()];
+        let mark = format!("<td class=\"decommissioned\">{out}</td>");
+        assert!(tr.ends_with(&mark), "{tr}");
+    }
+    assert!(page.contains(&format!(
+        "<ul id=\"decommissioned-servers\"><li>{drained}</li></ul>"
+    )));
+    assert!(
+        page.contains("<ul id=\"regions-in-transition\"></ul>"),
+        "{page}"
+    );
+    for p in &cluster.servers {
+        let page = http::get(&p.info);
+        assert!(
+            page.contains(&format!("<h2>Region server {}</h2>", p.name)),
+            "{page}"
+        );
+        let hosted = status
+            .servers
+            .iter()
+            .find(|s| s.name == p.name)
+            .unwrap()
+            .regions;
+        let rows = page
+            .matches(&format!("<td class=\"server\">{}</td>", p.name))
+            .count();
+        assert_eq!(rows, hosted, "{}: {page}", p.name);
+        let metrics = http::get(&format!("{}metrics", p.info));
+        assert!(
+            metrics.contains("basalt_block_cache_capacity_bytes"),
+            "{metrics}"
+        );
+        assert!(metrics.contains("basalt_requests_total{"), "{metrics}");
+    }
 }
 
 /// 100 moves under 8 writers: the writers see retries only, and every acknowledged row is

@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
 mod common;
+mod http;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -518,7 +519,7 @@ async fn the_web_page_shows_what_the_api_says() {
     assert!(dom.contains("<td>flush</td>"), "{dom}");
     let metrics = tokio::task::spawn_blocking({
         let url = format!("{info}metrics");
-        move || http_get(&url)
+        move || http::get(&url)
     })
     .await
     .unwrap();
@@ -570,22 +571,6 @@ fn headless_dom(url: &str) -> String {
         .expect("chromium must be installed (.ci/run installs Debian's chromium)");
     assert!(status.success());
     std::fs::read_to_string(dom_path).unwrap()
-}
-
-/// A plain HTTP/1.0 GET (no client library needed for one request).
-fn http_get(url: &str) -> String {
-    use std::io::{Read, Write};
-    let rest = url.strip_prefix("http://").unwrap();
-    let (host, path) = rest.split_once('/').unwrap();
-    let mut s = std::net::TcpStream::connect(host).unwrap();
-    write!(
-        s,
-        "GET /{path} HTTP/1.0\r\nHost: {host}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut body = String::new();
-    s.read_to_string(&mut body).unwrap();
-    body
 }
 
 /// `basalt bench ycsb` runs each core workload against a server and reports per operation.

@@ -176,6 +176,43 @@ impl ClusterRegionServer {
         closed
     }
 
+    /// Its online regions with their loads, by id.
+    #[must_use]
+    pub fn hosted_regions(&self) -> Vec<RegionReport> {
+        let epochs = self.epochs.lock().regions.clone();
+        let mut regions: Vec<RegionReport> = self
+            .rs
+            .online_regions()
+            .iter()
+            .map(|r| RegionReport {
+                table: r.table().table_name(),
+                info: r.info().clone(),
+                open_epoch: epochs.get(&r.info().id).copied().unwrap_or(0),
+                load: r.load(),
+            })
+            .collect();
+        regions.sort_by_key(|r| r.info.id);
+        regions
+    }
+
+    /// The engine's counters (the page and `/metrics`).
+    #[must_use]
+    pub fn engine_stats(&self) -> crate::EngineStatsSnapshot {
+        self.rs.stats()
+    }
+
+    /// The block cache's counters and size.
+    #[must_use]
+    pub fn block_cache_stats(&self) -> crate::CacheStats {
+        self.rs.block_cache_stats()
+    }
+
+    /// Recent flushes and compactions.
+    #[must_use]
+    pub fn recent_events(&self) -> Vec<basalt_storage::region::BackgroundEvent> {
+        self.rs.recent_events()
+    }
+
     /// The coordinator this server is registered in.
     #[must_use]
     pub fn coordinator(&self) -> Arc<dyn Coordinator> {
@@ -290,26 +327,10 @@ impl RegionServerAdmin for ClusterRegionServer {
     }
 
     fn report(&self, master_epoch: u64) -> Result<ServerReport> {
-        let epochs = {
-            let mut e = self.epochs.lock();
-            e.check_master(master_epoch)?;
-            e.regions.clone()
-        };
-        let mut regions: Vec<RegionReport> = self
-            .rs
-            .online_regions()
-            .iter()
-            .map(|r| RegionReport {
-                table: r.table().table_name(),
-                info: r.info().clone(),
-                open_epoch: epochs.get(&r.info().id).copied().unwrap_or(0),
-                load: r.load(),
-            })
-            .collect();
-        regions.sort_by_key(|r| r.info.id);
+        self.epochs.lock().check_master(master_epoch)?;
         Ok(ServerReport {
             server: self.name(),
-            regions,
+            regions: self.hosted_regions(),
         })
     }
 

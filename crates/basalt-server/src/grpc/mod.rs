@@ -74,6 +74,9 @@ pub struct Services {
     /// The node this process runs, when it runs one (standalone), for its engine's
     /// counters on the web page and `/metrics`; a gateway of a remote server has none.
     pub node: Option<Database>,
+    /// The cluster region server this process runs, when it runs one, for its regions and
+    /// engine counters on the web page and `/metrics`.
+    pub hosted: Option<Arc<basalt_node::cluster::ClusterRegionServer>>,
     pub scanners: Arc<Scanners>,
     pub metrics: Arc<RequestMetrics>,
 }
