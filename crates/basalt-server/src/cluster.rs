@@ -121,6 +121,18 @@ impl pb::region_server_admin_server::RegionServerAdmin for RegionServerAdminServ
         })
         .await
     }
+
+    async fn split_point(
+        &self,
+        r: Request<pb::SplitPointRequest>,
+    ) -> std::result::Result<Response<pb::SplitPointResponse>, Status> {
+        let r = r.into_inner();
+        self.blocking(move |rs| {
+            let row = rs.split_point(r.master_epoch, r.region_id)?;
+            Ok(pb::SplitPointResponse { row })
+        })
+        .await
+    }
 }
 
 fn report_to_pb(r: &ServerReport) -> pb::ServerReport {
@@ -132,6 +144,7 @@ fn report_to_pb(r: &ServerReport) -> pb::ServerReport {
             .map(|x| pb::RegionReport {
                 region: Some(region_load_to_pb(&x.table, &x.info, &x.load, &r.server)),
                 open_epoch: x.open_epoch,
+                wants_split: x.wants_split,
             })
             .collect(),
     }
@@ -149,6 +162,7 @@ fn report_from_pb(r: pb::ServerReport) -> Result<ServerReport> {
                 info: region_from_pb(region),
                 table,
                 open_epoch: x.open_epoch,
+                wants_split: x.wants_split,
             })
         })
         .collect::<Result<Vec<_>>>()?;
@@ -302,5 +316,15 @@ impl RegionServerAdmin for RemoteRegionServer {
         let mut c = self.client.clone();
         self.call(async move { c.flush_region(req).await })
             .map(drop)
+    }
+
+    fn split_point(&self, master_epoch: u64, region_id: u64) -> Result<Option<bytes::Bytes>> {
+        let req = pb::SplitPointRequest {
+            master_epoch,
+            region_id,
+        };
+        let mut c = self.client.clone();
+        let r = self.call(async move { c.split_point(req).await })?;
+        Ok(r.row)
     }
 }

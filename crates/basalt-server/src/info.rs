@@ -163,7 +163,9 @@ fn cluster(h: &mut String, c: &ClusterStatus) {
     ] {
         let _ = write!(h, "<h3>{title}</h3><ul id=\"{id}\">");
         for item in items {
-            let _ = write!(h, "<li>{}</li>", esc(item));
+            // A region's failure names files; the page never shows the server's paths.
+            let item = basalt_model::error::redact_paths(item);
+            let _ = write!(h, "<li>{}</li>", esc(&item));
         }
         h.push_str("</ul>");
     }

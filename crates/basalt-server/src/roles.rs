@@ -42,6 +42,9 @@ pub const REGIONSERVER_PORT: u16 = 16020;
 pub const REGIONSERVER_INFO_PORT: u16 = 16030;
 /// How often the master's chore looks for regions to assign when nothing wakes it.
 const ASSIGN_PERIOD: Duration = Duration::from_secs(3);
+/// How often the catalog janitor frees what splits and merges retired
+/// (`hbase.catalogjanitor.interval`).
+const JANITOR_PERIOD: Duration = Duration::from_secs(300);
 /// How often a region server checks its ZooKeeper session.
 const SESSION_CHECK: Duration = Duration::from_millis(500);
 
@@ -399,16 +402,25 @@ fn master_loop(
         epoch,
     )?);
     let _ = role.active.set(MasterConnection::new(Arc::clone(&master))?);
-    let mut balanced = Instant::now();
+    let (mut balanced, mut cleaned) = (Instant::now(), Instant::now());
     while !stopping.load(Ordering::SeqCst) {
         let (_, changed) = coordinator.live_servers()?;
         if let Err(e) = master.assign_all() {
             tracing::warn!(error = %e, "assigning regions failed; trying again shortly");
         }
+        if let Err(e) = master.split_large_regions() {
+            tracing::warn!(error = %e, "splitting large regions failed; trying again shortly");
+        }
         if balanced.elapsed() >= config.balancer_period {
             balanced = Instant::now();
             if let Err(e) = master.balance() {
                 tracing::warn!(error = %e, "the balancer's run failed");
+            }
+        }
+        if cleaned.elapsed() >= JANITOR_PERIOD {
+            cleaned = Instant::now();
+            if let Err(e) = master.run_catalog_janitor() {
+                tracing::warn!(error = %e, "the catalog janitor's run failed");
             }
         }
         let until = Instant::now() + ASSIGN_PERIOD;

@@ -267,6 +267,7 @@ async fn hundred_moves(admin: &Admin, table: &TableName, servers: &[String]) -> 
 async fn scenario(cluster: &mut Cluster) {
     let conn = Connection::connect(&cluster.seeds()).await.unwrap();
     let table = write_and_read(&conn).await;
+    split_and_merge(&conn, &table).await;
     drain_and_balance(cluster, &conn).await;
     thrift_on_cluster(cluster);
     let written = moves_under_load(cluster, &conn, &table).await;
@@ -314,6 +315,64 @@ async fn write_and_read(conn: &Connection) -> TableName {
     assert_eq!(rows[0].row, Bytes::from(row(2500)));
     assert_eq!(rows[999].row, Bytes::from(row(1501)));
     table
+}
+
+/// The janitor run until it has freed `n` retired regions: it frees a parent only once its
+/// server has compacted the references to it away, in the background.
+async fn janitor_frees(admin: &Admin, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut freed = 0;
+    while freed < n {
+        freed += admin.run_catalog_janitor().await.unwrap();
+        assert!(
+            Instant::now() < deadline,
+            "the janitor freed {freed} of {n}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(freed, n);
+}
+
+/// A split decided by the master under the client's feet, then a merge back: every row
+/// stays readable, and the table ends as it began.
+async fn split_and_merge(conn: &Connection, table: &TableName) {
+    let admin = conn.admin();
+    let before = admin.regions(table).await.unwrap();
+    let at = row(1234);
+    let parent = before
+        .iter()
+        .find(|r| r.contains(at.as_bytes()))
+        .unwrap()
+        .encoded_name(table);
+    admin
+        .split_region(parent.as_bytes(), Some(at.as_bytes()))
+        .await
+        .unwrap();
+    let split = admin.regions(table).await.unwrap();
+    assert_eq!(split.len(), 31);
+    let t = conn.table("t").unwrap();
+    let got = t.get(Get::new(at.clone())).await.unwrap();
+    assert_eq!(got.value(b"f", b"q").unwrap(), &Bytes::from("v1234"));
+    assert_eq!(count_rows(conn).await, ROWS);
+    janitor_frees(&admin, 1).await;
+
+    let daughters: Vec<String> = split
+        .iter()
+        .filter(|r| r.end_key == at.as_bytes() || r.start_key == at.as_bytes())
+        .map(|r| r.encoded_name(table))
+        .collect();
+    let names: Vec<&[u8]> = daughters.iter().map(String::as_bytes).collect();
+    admin.merge_regions(&names, false).await.unwrap();
+    let merged = admin.regions(table).await.unwrap();
+    let keys = |v: &[basalt_model::region::RegionInfo]| -> Vec<(Bytes, Bytes)> {
+        v.iter()
+            .map(|r| (r.start_key.clone(), r.end_key.clone()))
+            .collect()
+    };
+    assert_eq!(keys(&merged), keys(&before));
+    assert_eq!(count_rows(conn).await, ROWS);
+    janitor_frees(&admin, 2).await;
+    wait_for(&admin, "30 regions assigned", all_assigned(3)).await;
 }
 
 /// A decommissioned server gives its regions away; recommissioned and balanced, it takes

@@ -204,44 +204,4 @@ impl ClusterMaster {
         self.delete_table(name)?;
         self.create_table(entry.descriptor, &splits)
     }
-
-    /// `split`: splits are decided by the active master, switched in one catalog commit.
-    ///
-    /// # Errors
-    /// `TableNotFound`; `DoNotRetry`: a cluster's regions are not split yet.
-    pub fn split_table(&self, name: &TableName, _key: Option<&[u8]>) -> Result<()> {
-        self.catalog().table(name)?;
-        Err(no_splits())
-    }
-
-    /// `split 'region'`.
-    ///
-    /// # Errors
-    /// As [`ClusterMaster::split_table`].
-    pub fn split_region(&self, _id: u64, _key: Option<&[u8]>) -> Result<()> {
-        Err(no_splits())
-    }
-
-    /// `merge_region`.
-    ///
-    /// # Errors
-    /// As [`ClusterMaster::split_table`].
-    pub fn merge_regions(&self, _ids: &[u64], _force: bool) -> Result<()> {
-        Err(no_splits())
-    }
-
-    /// `catalogjanitor_run`: regions are retired only by splits and merges, which a
-    /// cluster does not make, so there is nothing to clean.
-    ///
-    /// # Errors
-    /// None.
-    pub fn run_catalog_janitor(&self) -> Result<usize> {
-        Ok(0)
-    }
-}
-
-fn no_splits() -> Error {
-    Error::DoNotRetry(
-        "this cluster keeps its regions as created: splits and merges of a cluster's regions are not available in this version".to_owned(),
-    )
 }

@@ -355,7 +355,7 @@ impl ClusterMaster {
     }
 
     /// Region `id`'s table must be enabled for it to be moved or assigned.
-    fn check_enabled(&self, id: u64) -> Result<()> {
+    pub(super) fn check_enabled(&self, id: u64) -> Result<()> {
         let g = self.catalog.lock();
         let disabled = enabled_or_not(&g.1)
             .find(|(info, _)| info.id == id)

@@ -22,6 +22,7 @@ mod meta;
 mod not_master;
 mod regionserver;
 mod serving;
+mod split;
 mod status;
 
 pub use admin::MasterConnection;
@@ -44,6 +45,9 @@ pub struct RegionReport {
     /// The epoch it was opened at.
     pub open_epoch: u64,
     pub load: RegionLoad,
+    /// Its largest store has passed the table's `MAX_FILESIZE` (HBase's split policy, which
+    /// the server applies; the master decides and splits).
+    pub wants_split: bool,
 }
 
 /// What a region server reports to the master (HBase's `RegionServerReport`).
@@ -91,6 +95,14 @@ pub trait RegionServerAdmin: Send + Sync + std::fmt::Debug {
     /// # Errors
     /// `DoNotRetry` for a stale master epoch; `Io`.
     fn flush_region(&self, master_epoch: u64, region_id: u64, how: Compaction) -> Result<()>;
+
+    /// Where a region it holds would split (its largest store's middle key); `None` when
+    /// it has too little data.
+    ///
+    /// # Errors
+    /// `DoNotRetry` for a stale master epoch, or a region that still reads its parent's
+    /// files (it must compact first); `NotServingRegion` when it does not hold the region.
+    fn split_point(&self, master_epoch: u64, region_id: u64) -> Result<Option<bytes::Bytes>>;
 }
 
 /// What follows a flush of a region.
@@ -110,5 +122,7 @@ pub trait ServerDirectory: Send + Sync + std::fmt::Debug {
     fn connect(&self, name: &str) -> Result<Arc<dyn RegionServerAdmin>>;
 }
 
+#[cfg(test)]
+mod split_tests;
 #[cfg(test)]
 mod tests;

@@ -189,10 +189,19 @@ impl ClusterRegionServer {
                 info: r.info().clone(),
                 open_epoch: epochs.get(&r.info().id).copied().unwrap_or(0),
                 load: r.load(),
+                wants_split: r.should_split(),
             })
             .collect();
         regions.sort_by_key(|r| r.info.id);
         regions
+    }
+
+    /// Waits until no flush or compaction is queued or running (tests, and a stop).
+    ///
+    /// # Errors
+    /// A flush or compaction failed since the last wait.
+    pub fn wait_idle(&self) -> Result<()> {
+        self.rs.wait_idle()
     }
 
     /// The engine's counters (the page and `/metrics`).
@@ -305,6 +314,11 @@ impl RegionServerAdmin for ClusterRegionServer {
         } else {
             let dir = self.region_dir(table, info.id);
             let r = self.rs.open_region(&dir, info, &Arc::new(table.clone()))?;
+            // A split's or merge's new region reads its parents' files until a compaction
+            // rewrites them; only then may it split or merge again, and the parents go.
+            if r.has_references() {
+                self.rs.request_compaction(&r);
+            }
             self.host(r);
         }
         epochs.regions.insert(info.id, open_epoch);
@@ -332,6 +346,18 @@ impl RegionServerAdmin for ClusterRegionServer {
             server: self.name(),
             regions: self.hosted_regions(),
         })
+    }
+
+    fn split_point(&self, master_epoch: u64, region_id: u64) -> Result<Option<bytes::Bytes>> {
+        self.epochs.lock().check_master(master_epoch)?;
+        let r = self.region(region_id)?;
+        if r.has_references() {
+            return Err(Error::DoNotRetry(format!(
+                "Split region {} failed: it still reads its parent's files; compact it first",
+                r.name()
+            )));
+        }
+        r.split_point()
     }
 
     fn flush_region(&self, master_epoch: u64, region_id: u64, how: Compaction) -> Result<()> {

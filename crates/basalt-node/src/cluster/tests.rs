@@ -23,7 +23,7 @@ const STORAGE: &str = "memory:///";
 
 /// The region servers of the process, by name.
 #[derive(Debug, Default)]
-struct LocalServers(Mutex<HashMap<String, Arc<ClusterRegionServer>>>);
+pub(super) struct LocalServers(Mutex<HashMap<String, Arc<ClusterRegionServer>>>);
 
 impl ServerDirectory for LocalServers {
     fn connect(&self, name: &str) -> Result<Arc<dyn RegionServerAdmin>> {
@@ -37,10 +37,10 @@ impl ServerDirectory for LocalServers {
     }
 }
 
-struct Cluster {
+pub(super) struct Cluster {
     store: Arc<MemoryStore>,
     ensemble: MemoryEnsemble,
-    servers: Arc<LocalServers>,
+    pub(super) servers: Arc<LocalServers>,
 }
 
 fn env(store: &Arc<MemoryStore>) -> Env {
@@ -48,7 +48,7 @@ fn env(store: &Arc<MemoryStore>) -> Env {
 }
 
 impl Cluster {
-    fn new() -> Cluster {
+    pub(super) fn new() -> Cluster {
         Cluster {
             store: MemoryStore::new(),
             ensemble: MemoryEnsemble::new(),
@@ -57,7 +57,7 @@ impl Cluster {
     }
 
     /// A master process: elected if none is active.
-    fn master(&self, name: &str) -> (ClusterMaster, Arc<MemoryCoordinator>) {
+    pub(super) fn master(&self, name: &str) -> (ClusterMaster, Arc<MemoryCoordinator>) {
         let coordinator = Arc::new(self.ensemble.connect());
         let Election::Active { epoch } = coordinator.elect(name).unwrap() else {
             panic!("{name} is not elected");
@@ -91,12 +91,12 @@ impl Cluster {
         (rs, coordinator)
     }
 
-    fn server(&self, name: &str) -> Arc<ClusterRegionServer> {
+    pub(super) fn server(&self, name: &str) -> Arc<ClusterRegionServer> {
         self.servers.0.lock().get(name).cloned().unwrap()
     }
 
     /// Writes a row where the master says its region is.
-    fn put(&self, m: &ClusterMaster, table: &TableName, row: &str, value: &str) {
+    pub(super) fn put(&self, m: &ClusterMaster, table: &TableName, row: &str, value: &str) {
         let (info, server) = m.locate(table, row.as_bytes()).unwrap();
         let region = self.server(&server.unwrap()).region(info.id).unwrap();
         let put = Put::new(row.to_owned()).add("f", "q", value.to_owned());
@@ -104,7 +104,7 @@ impl Cluster {
     }
 
     /// Reads a row's value where the master says its region is.
-    fn get(&self, m: &ClusterMaster, table: &TableName, row: &str) -> Option<Bytes> {
+    pub(super) fn get(&self, m: &ClusterMaster, table: &TableName, row: &str) -> Option<Bytes> {
         let (info, server) = m.locate(table, row.as_bytes()).unwrap();
         let region = self.server(&server.unwrap()).region(info.id).unwrap();
         let r = region.get(Get::new(row.to_owned())).unwrap();
@@ -112,20 +112,20 @@ impl Cluster {
     }
 
     /// Region servers on ports `first_port + 1 ..= first_port + n`.
-    fn region_servers(&self, first_port: u16, n: u16) -> Vec<Arc<ClusterRegionServer>> {
+    pub(super) fn region_servers(&self, first_port: u16, n: u16) -> Vec<Arc<ClusterRegionServer>> {
         (1..=n)
             .map(|i| self.region_server(first_port + i).0)
             .collect()
     }
 
     /// Writes `row0000`.. `row{n-1}` with values `v0`.. where the master says.
-    fn fill(&self, m: &ClusterMaster, table: &TableName, n: usize) {
+    pub(super) fn fill(&self, m: &ClusterMaster, table: &TableName, n: usize) {
         for i in 0..n {
             self.put(m, table, &format!("row{i:04}"), &format!("v{i}"));
         }
     }
 
-    fn assert_rows(&self, m: &ClusterMaster, table: &TableName, n: usize) {
+    pub(super) fn assert_rows(&self, m: &ClusterMaster, table: &TableName, n: usize) {
         for i in 0..n {
             let row = format!("row{i:04}");
             let want = format!("v{i}");
@@ -139,7 +139,7 @@ impl Cluster {
 }
 
 /// A table of `n` regions: split keys row0010, row0020, ...
-fn create(m: &ClusterMaster, name: &str, n: usize) -> TableName {
+pub(super) fn create(m: &ClusterMaster, name: &str, n: usize) -> TableName {
     let t = TableName::parse(name).unwrap();
     let splits: Vec<Bytes> = (1..n)
         .map(|i| Bytes::from(format!("row{:04}", i * 10)))
@@ -150,7 +150,7 @@ fn create(m: &ClusterMaster, name: &str, n: usize) -> TableName {
 }
 
 /// Regions per server, from the catalog; every region must be assigned.
-fn counts(m: &ClusterMaster) -> BTreeMap<String, usize> {
+pub(super) fn counts(m: &ClusterMaster) -> BTreeMap<String, usize> {
     let c = m.catalog();
     let mut out = BTreeMap::new();
     for e in c.tables.values() {
@@ -163,7 +163,7 @@ fn counts(m: &ClusterMaster) -> BTreeMap<String, usize> {
 }
 
 /// Every region is open on the server the catalog names, at the epoch it names.
-fn assert_catalog_matches_servers(cluster: &Cluster, m: &ClusterMaster) {
+pub(super) fn assert_catalog_matches_servers(cluster: &Cluster, m: &ClusterMaster) {
     let c = m.catalog();
     for e in c.tables.values() {
         for r in &e.regions {

@@ -29,7 +29,7 @@ mod chores;
 pub(crate) mod ddl;
 mod janitor;
 pub(crate) mod meta;
-mod split;
+pub(crate) mod split;
 
 pub(crate) use chores::Chores;
 

@@ -341,14 +341,36 @@ fn check_merge(
     parents: &[Arc<Region>],
     force: bool,
 ) -> Result<()> {
-    let names: Vec<String> = parents.iter().map(|r| r.name()).collect();
+    let infos: Vec<&RegionInfo> = parents.iter().map(|r| r.info()).collect();
+    check_merge_infos(entry, &infos, force, |i| {
+        let r = &parents[i];
+        if r.is_closed() {
+            Err(Error::NotServingRegion(r.name()))
+        } else {
+            Ok(r.has_references())
+        }
+    })
+}
+
+/// The checks of a merge of sorted `parents` that need only the catalog; `state(i)` says
+/// whether parent `i` still reads its own parent's files (or why it cannot take part).
+pub(crate) fn check_merge_infos(
+    entry: &crate::catalog::TableEntry,
+    parents: &[&RegionInfo],
+    force: bool,
+    state: impl Fn(usize) -> Result<bool>,
+) -> Result<()> {
+    let table = entry.descriptor.table_name();
+    let names: Vec<String> = parents
+        .iter()
+        .map(|r| r.region_name_string(&table))
+        .collect();
     let listed = names.join(", ");
-    if parents.len() < 2 || parents.windows(2).any(|w| w[0].info().id == w[1].info().id) {
+    if parents.len() < 2 || parents.windows(2).any(|w| w[0].id == w[1].id) {
         return Err(Error::MergeRegion(format!(
             "Unable to merge regions {listed}: at least two different regions are needed"
         )));
     }
-    let table = entry.descriptor.table_name();
     if !entry.enabled {
         return Err(Error::TableNotEnabled(table.to_string()));
     }
@@ -357,31 +379,31 @@ fn check_merge(
             "Unable to merge regions {listed}: merge is disabled for table {table}"
         )));
     }
-    for (r, n) in parents.iter().zip(&names) {
-        if !entry.regions.iter().any(|e| e.id == r.info().id) || r.is_closed() {
+    for (i, (r, n)) in parents.iter().zip(&names).enumerate() {
+        if !entry.regions.iter().any(|e| e.id == r.id) {
             return Err(Error::NotServingRegion(n.clone()));
         }
-        if r.has_references() {
+        if state(i)? {
             return Err(Error::MergeRegion(format!(
                 "Unable to merge regions {listed} because region {n} still reads its parent's files; compact it first"
             )));
         }
     }
-    if let Some(w) = parents
+    if let Some(i) = parents
         .windows(2)
-        .find(|w| w[0].info().end_key != w[1].info().start_key)
+        .position(|w| w[0].end_key != w[1].start_key)
     {
         return Err(Error::MergeRegion(format!(
             "Unable to merge non-adjacent regions {}, {} where forcible = {force}",
-            w[0].name(),
-            w[1].name()
+            names[i],
+            names[i + 1]
         )));
     }
     Ok(())
 }
 
 /// Checks a requested split key against the region (HBase's messages).
-fn check_split_key(info: &RegionInfo, key: Bytes, name: &str) -> Result<Bytes> {
+pub(crate) fn check_split_key(info: &RegionInfo, key: Bytes, name: &str) -> Result<Bytes> {
     if key == info.start_key {
         return Err(Error::DoNotRetry(format!(
             "Split row is equal to startkey: {}",

@@ -81,15 +81,25 @@ impl Region {
     /// The regions whose files this one reads.
     #[must_use]
     pub fn referenced_regions(&self) -> BTreeSet<u64> {
-        let own = self.info.id;
-        self.manifest
-            .lock()
-            .1
-            .stores
-            .values()
-            .flat_map(|s| s.files.iter().map(|m| m.id(own).region))
-            .filter(|r| *r != own)
-            .collect()
+        referenced(&self.manifest.lock().1, self.info.id)
+    }
+
+    /// The regions whose files region `id`, stored in `dir`, reads, from its manifest on
+    /// storage (a master that does not host the region asks its files).
+    ///
+    /// # Errors
+    /// `Corruption` when the region has no manifest; `Io`.
+    pub fn stored_references(env: &Env, dir: &Path, id: u64) -> Result<BTreeSet<u64>> {
+        Ok(referenced(&stored_manifest(env, dir, id)?, id))
+    }
+
+    /// [`Region::handed_files`] of region `id` stored in `dir`, from its manifest on storage:
+    /// after the region closed (flushed) on its server, the master reads what it hands on.
+    ///
+    /// # Errors
+    /// As [`Region::stored_references`].
+    pub fn stored_handed_files(env: &Env, dir: &Path, id: u64) -> Result<(HandedFiles, u64)> {
+        Ok(handed(&stored_manifest(env, dir, id)?, id))
     }
 
     /// Where the region would split: the split point of its largest store, if it lies inside
@@ -110,14 +120,7 @@ impl Region {
     /// they hold all its data), and the sequence id they cover.
     #[must_use]
     pub fn handed_files(&self) -> (HandedFiles, u64) {
-        let own = self.info.id;
-        let m = &self.manifest.lock().1;
-        let files = m
-            .stores
-            .iter()
-            .map(|(k, s)| (k.clone(), s.files.iter().map(|f| f.id(own)).collect()))
-            .collect();
-        (files, m.flushed_seq_id())
+        handed(&self.manifest.lock().1, self.info.id)
     }
 
     /// Writes the manifest of a new region `id` in `dir` whose stores read `files` (those of
@@ -151,6 +154,32 @@ impl Region {
             },
         )
     }
+}
+
+fn stored_manifest(env: &Env, dir: &Path, id: u64) -> Result<RegionManifest> {
+    let (_, m) = VersionedFile::load::<RegionManifest>(env, dir, "MANIFEST")?;
+    m.ok_or_else(|| {
+        basalt_model::Error::corruption("region", dir, format!("region {id} has no manifest"))
+    })
+}
+
+/// The regions other than `own` whose files manifest `m` lists.
+fn referenced(m: &RegionManifest, own: u64) -> BTreeSet<u64> {
+    m.stores
+        .values()
+        .flat_map(|s| s.files.iter().map(|f| f.id(own).region))
+        .filter(|r| *r != own)
+        .collect()
+}
+
+/// Every store's files of manifest `m` (of region `own`), and the sequence id they cover.
+fn handed(m: &RegionManifest, own: u64) -> (HandedFiles, u64) {
+    let files = m
+        .stores
+        .iter()
+        .map(|(k, s)| (k.clone(), s.files.iter().map(|f| f.id(own)).collect()))
+        .collect();
+    (files, m.flushed_seq_id())
 }
 
 /// Joins the handed files of regions in key order: each family's files, region by region.
