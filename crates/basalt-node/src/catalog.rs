@@ -35,6 +35,32 @@ impl TableEntry {
             .map(|r| r.start_key.clone())
             .collect()
     }
+
+    /// A split's or merge's switch: `made` in the place of `parents` (adjacent, in key
+    /// order), which are retired as `retired_as`, naming `made` as their successors.
+    pub fn replace_regions(
+        &mut self,
+        parents: &[RegionInfo],
+        made: &[RegionInfo],
+        retired_as: RegionState,
+        at_ms: i64,
+    ) {
+        let gone: std::collections::BTreeSet<u64> = parents.iter().map(|p| p.id).collect();
+        let at = self
+            .regions
+            .iter()
+            .position(|r| gone.contains(&r.id))
+            .unwrap_or(self.regions.len());
+        self.regions.retain(|r| !gone.contains(&r.id));
+        self.regions.splice(at..at, made.iter().cloned());
+        let successors: Vec<u64> = made.iter().map(|r| r.id).collect();
+        self.retired.extend(parents.iter().map(|p| RetiredRegion {
+            info: p.clone(),
+            state: retired_as,
+            successors: successors.clone(),
+            at_ms,
+        }));
+    }
 }
 
 /// A region that stopped serving because it was split or merged.

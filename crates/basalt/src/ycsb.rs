@@ -22,9 +22,13 @@ pub struct YcsbArgs {
     /// e: short scans, 5% insert; f: read-modify-write.
     #[arg(long)]
     workload: char,
-    /// The server (`host:port`).
+    /// The server (`host:port`), or any servers of a cluster as seeds (`host:port,...`).
     #[arg(long, default_value = "localhost:16020")]
     server: String,
+    /// Regions of `usertable`, pre-split at the quantiles of the keys the load writes (as
+    /// YCSB's HBase guide pre-splits), so a cluster spreads it over its servers.
+    #[arg(long, default_value_t = 1)]
+    regions: u64,
     /// Records loaded before the run (`recordcount`).
     #[arg(long, default_value_t = 100_000)]
     records: u64,
@@ -98,6 +102,19 @@ fn fnv(n: u64) -> u64 {
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
     h
+}
+
+/// The keys that cut the records the load writes into `regions` equal parts.
+fn split_keys(args: &YcsbArgs) -> Vec<bytes::Bytes> {
+    if args.regions <= 1 {
+        return Vec::new();
+    }
+    let mut keys: Vec<String> = (0..args.records).map(key).collect();
+    keys.sort_unstable();
+    (1..args.regions)
+        .filter_map(|i| keys.get(usize::try_from(i * args.records / args.regions).ok()?))
+        .map(|k| bytes::Bytes::from(k.clone()))
+        .collect()
 }
 
 fn key(n: u64) -> String {
@@ -196,7 +213,7 @@ pub fn run(args: &YcsbArgs) -> anyhow::Result<()> {
                 admin.delete_table(&name).await?;
             }
             let desc = TableDescriptor::new(&name, [ColumnFamilyDescriptor::new("family")]);
-            admin.create_table(&desc, &[]).await?;
+            admin.create_table(&desc, &split_keys(args)).await?;
             let t = conn.table("usertable")?;
             let started = Instant::now();
             spawn_threads(args, &t, load_thread).await?;

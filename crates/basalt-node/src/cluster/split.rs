@@ -30,7 +30,7 @@ use basalt_storage::region::{join_handed_files, HandedFiles, Region, RegionInfo}
 use bytes::Bytes;
 
 use super::ClusterMaster;
-use crate::catalog::{Catalog, RegionState, RetiredRegion};
+use crate::catalog::{Catalog, RegionState};
 use crate::master::split::{check_merge_infos, check_split_key};
 
 /// A split or merge ready to switch: its parents (closed, on their servers) and the regions
@@ -407,31 +407,16 @@ fn replace_in(
     server: &str,
     now: i64,
 ) -> Result<Vec<(u64, u64)>> {
-    let successors: Vec<u64> = r.made.iter().map(|(i, _)| i.id).collect();
-    let entry = c.table_mut(&r.table)?;
-    let at = entry
-        .regions
-        .iter()
-        .position(|x| gone.contains(&x.id))
-        .unwrap_or(entry.regions.len());
-    entry.regions.retain(|x| !gone.contains(&x.id));
-    entry
-        .regions
-        .splice(at..at, r.made.iter().map(|(i, _)| i.clone()));
-    entry
-        .retired
-        .extend(r.parents.iter().map(|(p, _)| RetiredRegion {
-            info: p.clone(),
-            state: r.retired_as,
-            successors: successors.clone(),
-            at_ms: now,
-        }));
+    let parents: Vec<RegionInfo> = r.parents.iter().map(|(p, _)| p.clone()).collect();
+    let made: Vec<RegionInfo> = r.made.iter().map(|(i, _)| i.clone()).collect();
+    c.table_mut(&r.table)?
+        .replace_regions(&parents, &made, r.retired_as, now);
     for id in gone {
         c.assignments.remove(id);
     }
-    Ok(successors
+    Ok(made
         .iter()
-        .map(|id| {
+        .map(|RegionInfo { id, .. }| {
             let a = c.assignments.entry(*id).or_default();
             a.server = Some(server.to_owned());
             a.open_epoch += 1;

@@ -27,7 +27,7 @@ use basalt_model::{Error, Result, TableName};
 use bytes::Bytes;
 
 use super::{Master, TableState};
-use crate::catalog::{Catalog, RegionState, RetiredRegion};
+use crate::catalog::{Catalog, RegionState};
 use basalt_storage::region::{join_handed_files, HandedFiles, Region, RegionInfo};
 
 impl Master {
@@ -240,22 +240,10 @@ impl Master {
         let gone: BTreeSet<u64> = parents.iter().map(|p| p.info().id).collect();
         let mut g = self.catalog.lock();
         let mut next = g.1.clone();
-        let entry = next.table_mut(&state.name)?;
-        let at = entry
-            .regions
-            .iter()
-            .position(|r| gone.contains(&r.id))
-            .unwrap_or(entry.regions.len());
-        entry.regions.retain(|r| !gone.contains(&r.id));
-        entry
-            .regions
-            .splice(at..at, made.iter().map(|(i, _)| i.clone()));
-        entry.retired.extend(parents.iter().map(|p| RetiredRegion {
-            info: p.info().clone(),
-            state: retired_as,
-            successors: successor_ids.clone(),
-            at_ms: now,
-        }));
+        let infos: Vec<RegionInfo> = parents.iter().map(|p| p.info().clone()).collect();
+        let new: Vec<RegionInfo> = made.iter().map(|(i, _)| i.clone()).collect();
+        next.table_mut(&state.name)?
+            .replace_regions(&infos, &new, retired_as, now);
         if let Err(e) = g.0.commit(&self.env, &next) {
             // The new version may still reach the disk. Committing the old document again
             // makes the outcome certain; only then may the parents serve again.
