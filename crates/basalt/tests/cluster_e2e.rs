@@ -592,3 +592,23 @@ async fn a_cluster_on_seaweedfs() {
     let mut cluster = Cluster::start(weed.url("cluster"), weed.aws_env());
     scenario(&mut cluster).await;
 }
+
+/// A master or region server whose port is taken is refused at start, naming the address.
+#[test]
+fn a_process_on_a_taken_port_is_refused_naming_the_address() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let storage = format!("file://{}", dir.path().display());
+    for kind in ["master", "regionserver"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_basalt"))
+            .args([kind, "--zookeeper", "127.0.0.1:1", "--storage", &storage])
+            .args(["--bind", "127.0.0.1", "--port", &port, "--info-port", "0"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{kind}: {err}");
+        assert!(err.contains(&format!("binding 127.0.0.1:{port}")), "{kind}: {err}");
+        assert!(err.contains("in use"), "{kind}: {err}");
+    }
+}
