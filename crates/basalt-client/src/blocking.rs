@@ -50,7 +50,8 @@ pub struct Connection {
 }
 
 impl Connection {
-    /// Connects to `addr` (`host:port`) with default settings.
+    /// Connects to `addr` (`host:port`, or a cluster's servers as seeds, comma-separated)
+    /// with default settings.
     ///
     /// # Errors
     /// The address is malformed or the server cannot be reached.

@@ -1,5 +1,5 @@
-//! `basalt thrift --server HOST:PORT`: HBase's Thrift1 gateway as its own process, a client
-//! of a Basalt server (HBase's `hbase thrift start`).
+//! `basalt thrift --server HOST:PORT[,...]`: HBase's Thrift1 gateway as its own process, a
+//! client of a Basalt server or cluster (HBase's `hbase thrift start`).
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
@@ -15,7 +15,8 @@ const DEFAULT_THRIFT_PORT: u16 = 9090;
 
 #[derive(clap::Args, Debug)]
 pub struct ThriftArgs {
-    /// The server whose tables the gateway serves: `host:port` of its native API.
+    /// The server whose tables the gateway serves: `host:port` of its native API; for a
+    /// cluster, any of its masters and region servers as seeds (`host:port,host:port`).
     #[arg(long)]
     server: String,
     /// The address to listen on (loopback unless set: there is no authentication).

@@ -608,7 +608,10 @@ fn a_process_on_a_taken_port_is_refused_naming_the_address() {
             .unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{kind}: {err}");
-        assert!(err.contains(&format!("binding 127.0.0.1:{port}")), "{kind}: {err}");
+        assert!(
+            err.contains(&format!("binding 127.0.0.1:{port}")),
+            "{kind}: {err}"
+        );
         assert!(err.contains("in use"), "{kind}: {err}");
     }
 }
