@@ -23,7 +23,7 @@ const STORAGE: &str = "memory:///";
 
 /// The region servers of the process, by name.
 #[derive(Debug, Default)]
-pub(super) struct LocalServers(Mutex<HashMap<String, Arc<ClusterRegionServer>>>);
+pub(super) struct LocalServers(pub(super) Mutex<HashMap<String, Arc<ClusterRegionServer>>>);
 
 impl ServerDirectory for LocalServers {
     fn connect(&self, name: &str) -> Result<Arc<dyn RegionServerAdmin>> {
