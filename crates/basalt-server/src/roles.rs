@@ -181,7 +181,12 @@ impl Role {
         let name = format!("{},{port},{}", config.hostname, now_ms());
         let role = Arc::new(MasterRole {
             active: OnceLock::new(),
-            backup: NotMaster::backup_master(Arc::clone(&coordinator), name.clone()),
+            backup: NotMaster::backup_master(
+                Arc::clone(&coordinator),
+                name.clone(),
+                env.clone(),
+                Path::new(CLUSTER_ROOT),
+            ),
         });
         let (fatal_tx, fatal) = tokio::sync::oneshot::channel();
         let stopping = Arc::new(AtomicBool::new(false));
@@ -459,7 +464,7 @@ impl Connection for MasterRole {
     fn locate_region(&self, table: &TableName, row: &[u8]) -> Result<RegionLocation> {
         match self.active.get() {
             Some(m) => m.locate_region(table, row),
-            None => Err(not_active()),
+            None => self.backup.locate_region(table, row),
         }
     }
 }

@@ -15,6 +15,7 @@ use bytes::Bytes;
 
 use super::meta::ClusterMeta;
 use super::{ClusterMaster, Compaction};
+use crate::catalog::Catalog;
 use crate::master::ddl::matching_tables;
 use crate::master::meta::{meta_descriptor, meta_region, META_TABLE};
 
@@ -78,6 +79,27 @@ impl Connection for MasterConnection {
     }
 }
 
+/// `list_namespace_tables` from a catalog.
+pub(super) fn namespace_tables(c: &Catalog, ns: &str) -> Result<Vec<String>> {
+    c.namespace(ns)?;
+    Ok(c.tables
+        .keys()
+        .filter_map(|k| k.split_once(':'))
+        .filter(|(n, _)| *n == ns)
+        .map(|(_, q)| q.to_owned())
+        .collect())
+}
+
+/// `list_tables` from a catalog.
+pub(super) fn tables(c: &Catalog, pattern: Option<&str>) -> Result<Vec<String>> {
+    let names: Vec<TableName> = c
+        .tables
+        .values()
+        .map(|e| e.descriptor.table_name())
+        .collect();
+    matching_tables(names.iter(), pattern)
+}
+
 fn no_system(name: &TableName, what: &str) -> Result<()> {
     if name.namespace() == SYSTEM_NAMESPACE {
         return Err(Error::DoNotRetry(format!(
@@ -109,14 +131,7 @@ impl Admin for MasterConnection {
         Ok(self.master.catalog().namespaces.keys().cloned().collect())
     }
     fn list_namespace_tables(&self, ns: &str) -> Result<Vec<String>> {
-        let c = self.master.catalog();
-        c.namespace(ns)?;
-        Ok(c.tables
-            .keys()
-            .filter_map(|k| k.split_once(':'))
-            .filter(|(n, _)| *n == ns)
-            .map(|(_, q)| q.to_owned())
-            .collect())
+        namespace_tables(&self.master.catalog(), ns)
     }
     fn create_table(&self, desc: TableDescriptor, splits: &[Bytes]) -> Result<()> {
         no_system(&desc.table_name(), "created")?;
@@ -150,13 +165,7 @@ impl Admin for MasterConnection {
         self.master.truncate_table(name, preserve_splits)
     }
     fn list_tables(&self, pattern: Option<&str>) -> Result<Vec<String>> {
-        let c = self.master.catalog();
-        let names: Vec<TableName> = c
-            .tables
-            .values()
-            .map(|e| e.descriptor.table_name())
-            .collect();
-        matching_tables(names.iter(), pattern)
+        tables(&self.master.catalog(), pattern)
     }
     fn flush(&self, name: &TableName) -> Result<()> {
         self.master.maintain_table(name, Compaction::None)

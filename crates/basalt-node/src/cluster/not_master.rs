@@ -1,8 +1,12 @@
 //! Administration asked of a server that is not the active master: a region server, or a
 //! backup master. It tells who the active master and the live servers are (so a client that
-//! reached it finds the master) and refuses the rest, saying where to go.
+//! reached it finds the master) and refuses changes, saying where to go. A backup master
+//! also answers what the catalog says (tables, schemas, regions and where they are
+//! assigned) from the latest catalog on shared storage, as any HBase master answers
+//! region lookups.
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use basalt_api::{Admin, ClusterStatus, RegionReport, ServerStatus};
@@ -10,6 +14,11 @@ use basalt_model::{Error, Result, TableDescriptor, TableName};
 use basalt_storage::region::RegionInfo;
 use bytes::Bytes;
 
+use basalt_api::RegionLocation;
+use basalt_storage::env::Env;
+
+use super::admin::{namespace_tables, tables};
+use crate::catalog::Catalog;
 use crate::coordination::Coordinator;
 
 /// The administration of a server that is not the active master.
@@ -19,6 +28,8 @@ pub struct NotMaster {
     /// This server's name.
     name: String,
     backup_master: bool,
+    /// A backup master's way to the catalog: the storage and the catalog's directory.
+    catalog: Option<(Env, PathBuf)>,
 }
 
 impl NotMaster {
@@ -29,17 +40,60 @@ impl NotMaster {
             coordinator,
             name,
             backup_master: false,
+            catalog: None,
         }
     }
 
-    /// A backup master's: administration is the active master's, once there is one.
+    /// A backup master's: changes are the active master's, once there is one; what the
+    /// catalog says is read from the cluster's storage `env` at `root`.
     #[must_use]
-    pub fn backup_master(coordinator: Arc<dyn Coordinator>, name: String) -> Self {
+    pub fn backup_master(
+        coordinator: Arc<dyn Coordinator>,
+        name: String,
+        env: Env,
+        root: &Path,
+    ) -> Self {
         NotMaster {
             coordinator,
             name,
             backup_master: true,
+            catalog: Some((env, root.join("catalog"))),
         }
+    }
+
+    /// The latest catalog on storage (a backup master's); refused as [`NotMaster::refuse`]
+    /// says for a region server, or while there is no catalog yet.
+    fn stored(&self) -> Result<Catalog> {
+        let Some((env, dir)) = &self.catalog else {
+            return self.refuse();
+        };
+        match Catalog::load(env, dir)? {
+            (_, Some(c)) => Ok(c),
+            (_, None) => self.refuse(),
+        }
+    }
+
+    /// Where the catalog says `row` of `table` is (a backup master's answer).
+    ///
+    /// # Errors
+    /// As [`NotMaster::stored`]; `TableNotFound`, `TableNotEnabled`; `NotServingRegion`
+    /// while the region is unassigned.
+    pub fn locate_region(&self, table: &TableName, row: &[u8]) -> Result<RegionLocation> {
+        let c = self.stored()?;
+        let entry = c.table(table)?;
+        if !entry.enabled {
+            return Err(Error::TableNotEnabled(table.to_string()));
+        }
+        let n = entry.regions.partition_point(|r| r.start_key[..] <= *row);
+        let region = entry.regions[n.saturating_sub(1)].clone();
+        let server = c.assignments.get(&region.id).and_then(|a| a.server.clone());
+        let server = server.ok_or_else(|| {
+            Error::NotServingRegion(format!(
+                "{} is not assigned to a server right now",
+                region.region_name_string(table)
+            ))
+        })?;
+        Ok(RegionLocation { region, server })
     }
 
     fn refuse<T>(&self) -> Result<T> {
@@ -92,29 +146,29 @@ impl Admin for NotMaster {
     fn alter_namespace(&self, _: &str, _: BTreeMap<String, String>, _: &[String]) -> Result<()> {
         self.refuse()
     }
-    fn namespace_properties(&self, _: &str) -> Result<BTreeMap<String, String>> {
-        self.refuse()
+    fn namespace_properties(&self, name: &str) -> Result<BTreeMap<String, String>> {
+        Ok(self.stored()?.namespace(name)?.clone())
     }
     fn list_namespaces(&self) -> Result<Vec<String>> {
-        self.refuse()
+        Ok(self.stored()?.namespaces.keys().cloned().collect())
     }
-    fn list_namespace_tables(&self, _: &str) -> Result<Vec<String>> {
-        self.refuse()
+    fn list_namespace_tables(&self, ns: &str) -> Result<Vec<String>> {
+        namespace_tables(&self.stored()?, ns)
     }
     fn create_table(&self, _: TableDescriptor, _: &[Bytes]) -> Result<()> {
         self.refuse()
     }
-    fn describe(&self, _: &TableName) -> Result<TableDescriptor> {
-        self.refuse()
+    fn describe(&self, name: &TableName) -> Result<TableDescriptor> {
+        Ok(self.stored()?.table(name)?.descriptor.clone())
     }
     fn modify_table(&self, _: TableDescriptor) -> Result<()> {
         self.refuse()
     }
-    fn table_exists(&self, _: &TableName) -> Result<bool> {
-        self.refuse()
+    fn table_exists(&self, name: &TableName) -> Result<bool> {
+        Ok(self.stored()?.table(name).is_ok())
     }
-    fn is_enabled(&self, _: &TableName) -> Result<bool> {
-        self.refuse()
+    fn is_enabled(&self, name: &TableName) -> Result<bool> {
+        Ok(self.stored()?.table(name)?.enabled)
     }
     fn enable_table(&self, _: &TableName) -> Result<()> {
         self.refuse()
@@ -128,8 +182,8 @@ impl Admin for NotMaster {
     fn truncate_table(&self, _: &TableName, _: bool) -> Result<()> {
         self.refuse()
     }
-    fn list_tables(&self, _: Option<&str>) -> Result<Vec<String>> {
-        self.refuse()
+    fn list_tables(&self, pattern: Option<&str>) -> Result<Vec<String>> {
+        tables(&self.stored()?, pattern)
     }
     fn flush(&self, _: &TableName) -> Result<()> {
         self.refuse()
@@ -146,17 +200,28 @@ impl Admin for NotMaster {
     fn merge_regions(&self, _: &[&[u8]], _: bool) -> Result<()> {
         self.refuse()
     }
-    fn regions(&self, _: &TableName) -> Result<Vec<RegionInfo>> {
-        self.refuse()
+    fn regions(&self, name: &TableName) -> Result<Vec<RegionInfo>> {
+        Ok(self.stored()?.table(name)?.regions.clone())
     }
-    fn region_reports(&self, _: &TableName) -> Result<Vec<RegionReport>> {
-        self.refuse()
+    /// Where each region is assigned; loads are the active master's to tell.
+    fn region_reports(&self, name: &TableName) -> Result<Vec<RegionReport>> {
+        let c = self.stored()?;
+        let server = |id: u64| c.assignments.get(&id).and_then(|a| a.server.clone());
+        Ok(c.table(name)?
+            .regions
+            .iter()
+            .map(|r| RegionReport {
+                region: r.clone(),
+                load: Default::default(),
+                server: server(r.id).unwrap_or_default(),
+            })
+            .collect())
     }
     fn run_catalog_janitor(&self) -> Result<usize> {
         self.refuse()
     }
     fn cluster_id(&self) -> Result<String> {
-        self.refuse()
+        Ok(self.stored()?.cluster_id)
     }
     fn cluster_status(&self) -> Result<ClusterStatus> {
         self.view()
@@ -183,6 +248,6 @@ impl Admin for NotMaster {
         self.refuse()
     }
     fn list_decommissioned(&self) -> Result<Vec<String>> {
-        self.refuse()
+        Ok(self.stored()?.decommissioned.into_iter().collect())
     }
 }

@@ -38,8 +38,8 @@ impl ServerDirectory for LocalServers {
 }
 
 pub(super) struct Cluster {
-    store: Arc<MemoryStore>,
-    ensemble: MemoryEnsemble,
+    pub(super) store: Arc<MemoryStore>,
+    pub(super) ensemble: MemoryEnsemble,
     pub(super) servers: Arc<LocalServers>,
 }
 
@@ -665,4 +665,59 @@ fn hbase_meta_shows_each_region_on_its_assigned_server() {
     let put = Put::new("x").add("info", "state", "OPEN");
     let refused = conn.table(&meta).unwrap().put(put).unwrap_err();
     assert!(!refused.is_retryable(), "{refused}");
+}
+
+/// A backup master answers region lookups and schema reads from the latest catalog on
+/// storage, and refuses changes, naming the active master.
+#[test]
+fn a_backup_master_answers_lookups_from_the_catalog_on_storage() {
+    use basalt_api::Admin;
+    let cluster = Cluster::new();
+    let (m, _mc) = cluster.master("m1,16000,1");
+    let servers = cluster.region_servers(16020, 2);
+    let t = create(&m, "t", 4);
+    let backup = NotMaster::backup_master(
+        Arc::new(cluster.ensemble.connect()),
+        "m2,16000,2".to_owned(),
+        env(&cluster.store),
+        Path::new(ROOT),
+    );
+    let catalog = m.catalog();
+    let want: Vec<(u64, String)> = catalog
+        .table(&t)
+        .unwrap()
+        .regions
+        .iter()
+        .map(|r| (r.id, catalog.assignments[&r.id].server.clone().unwrap()))
+        .collect();
+    let seen = |b: &NotMaster| -> Vec<(u64, String)> {
+        b.region_reports(&t)
+            .unwrap()
+            .into_iter()
+            .map(|r| (r.region.id, r.server))
+            .collect()
+    };
+    assert_eq!(seen(&backup), want);
+    assert_eq!(backup.list_tables(None).unwrap(), ["t"]);
+    assert_eq!(
+        backup.describe(&t).unwrap(),
+        catalog.table(&t).unwrap().descriptor
+    );
+    let (info, server) = m.locate(&t, b"row0015").unwrap();
+    let at = backup.locate_region(&t, b"row0015").unwrap();
+    assert_eq!((at.region, Some(at.server)), (info.clone(), server.clone()));
+
+    // A move shows at once: the catalog on storage is the truth.
+    let to = servers
+        .iter()
+        .map(|s| s.name())
+        .find(|s| Some(s) != server.as_ref())
+        .unwrap();
+    m.move_region(info.id, Some(&to)).unwrap();
+    assert_eq!(backup.locate_region(&t, b"row0015").unwrap().server, to);
+    let e = backup.create_namespace("ns", BTreeMap::new()).unwrap_err();
+    assert!(
+        matches!(&e, Error::PleaseHold(m) if m.contains("m1,16000,1")),
+        "{e}"
+    );
 }
