@@ -67,7 +67,10 @@ fn render(s: &Services) -> String {
         Some(rs) => {
             let _ = write!(h, "<h2>Region server {}</h2>", esc(&rs.name()));
             let mut by_table: Vec<(TableName, bool, Vec<RegionReport>)> = Vec::new();
-            for r in rs.hosted_regions() {
+            let mut hosted = rs.hosted_regions();
+            hosted
+                .sort_by(|a, b| (&a.table, &a.info.start_key).cmp(&(&b.table, &b.info.start_key)));
+            for r in hosted {
                 let report = RegionReport {
                     region: r.info,
                     load: r.load,
