@@ -289,6 +289,29 @@ impl Catalog {
         Ok(())
     }
 
+    /// The region holding `row` of `table`, and the server it is assigned to.
+    ///
+    /// # Errors
+    /// `TableNotFound`, `TableNotEnabled`.
+    pub fn locate(&self, t: &TableName, row: &[u8]) -> Result<(RegionInfo, Option<String>)> {
+        let entry = self.table(t)?;
+        if !entry.enabled {
+            return Err(Error::TableNotEnabled(t.to_string()));
+        }
+        let n = entry.regions.partition_point(|r| r.start_key[..] <= *row);
+        // `check` refuses a table without regions; should one appear, an error, not a panic.
+        let info = entry
+            .regions
+            .get(n.saturating_sub(1))
+            .cloned()
+            .ok_or_else(|| Error::NotServingRegion(format!("{t} has no regions")))?;
+        let server = self
+            .assignments
+            .get(&info.id)
+            .and_then(|a| a.server.clone());
+        Ok((info, server))
+    }
+
     /// A table's entry.
     ///
     /// # Errors

@@ -68,15 +68,23 @@ impl Connection for MasterConnection {
                 server: self.master.name().to_owned(),
             });
         }
-        let (region, server) = self.master.locate(table, row)?;
-        let server = server.ok_or_else(|| {
-            Error::NotServingRegion(format!(
-                "{} is not assigned to a server right now",
-                region.region_name_string(table)
-            ))
-        })?;
-        Ok(RegionLocation { region, server })
+        assigned_location(table, self.master.locate(table, row)?)
     }
+}
+
+/// A located region as a client needs it: on a server, or `NotServingRegion` (retried)
+/// while it is unassigned.
+pub(super) fn assigned_location(
+    table: &TableName,
+    (region, server): (RegionInfo, Option<String>),
+) -> Result<RegionLocation> {
+    let server = server.ok_or_else(|| {
+        Error::NotServingRegion(format!(
+            "{} is not assigned to a server right now",
+            region.region_name_string(table)
+        ))
+    })?;
+    Ok(RegionLocation { region, server })
 }
 
 /// `list_namespace_tables` from a catalog.

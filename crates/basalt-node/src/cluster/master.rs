@@ -372,17 +372,7 @@ impl ClusterMaster {
     /// # Errors
     /// `TableNotFound`, `TableNotEnabled`.
     pub fn locate(&self, table: &TableName, row: &[u8]) -> Result<(RegionInfo, Option<String>)> {
-        let g = self.catalog.lock();
-        let entry = g.1.table(table)?;
-        if !entry.enabled {
-            return Err(Error::TableNotEnabled(table.to_string()));
-        }
-        let n = entry
-            .regions
-            .partition_point(|r| r.start_key.as_ref() <= row);
-        let info = entry.regions[n.saturating_sub(1)].clone();
-        let server = g.1.assignments.get(&info.id).and_then(|a| a.server.clone());
-        Ok((info, server))
+        self.catalog.lock().1.locate(table, row)
     }
 
     /// Moves region `id` to `dest` (or, without one, to the eligible server with the fewest

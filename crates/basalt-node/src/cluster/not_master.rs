@@ -17,7 +17,7 @@ use bytes::Bytes;
 use basalt_api::RegionLocation;
 use basalt_storage::env::Env;
 
-use super::admin::{namespace_tables, tables};
+use super::admin::{assigned_location, namespace_tables, tables};
 use crate::catalog::Catalog;
 use crate::coordination::Coordinator;
 
@@ -79,21 +79,7 @@ impl NotMaster {
     /// As [`NotMaster::stored`]; `TableNotFound`, `TableNotEnabled`; `NotServingRegion`
     /// while the region is unassigned.
     pub fn locate_region(&self, table: &TableName, row: &[u8]) -> Result<RegionLocation> {
-        let c = self.stored()?;
-        let entry = c.table(table)?;
-        if !entry.enabled {
-            return Err(Error::TableNotEnabled(table.to_string()));
-        }
-        let n = entry.regions.partition_point(|r| r.start_key[..] <= *row);
-        let region = entry.regions[n.saturating_sub(1)].clone();
-        let server = c.assignments.get(&region.id).and_then(|a| a.server.clone());
-        let server = server.ok_or_else(|| {
-            Error::NotServingRegion(format!(
-                "{} is not assigned to a server right now",
-                region.region_name_string(table)
-            ))
-        })?;
-        Ok(RegionLocation { region, server })
+        assigned_location(table, self.stored()?.locate(table, row)?)
     }
 
     fn refuse<T>(&self) -> Result<T> {
