@@ -8,6 +8,7 @@
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 mod http;
+mod process;
 mod python;
 
 use std::io::{BufRead, BufReader};
@@ -81,14 +82,7 @@ impl Process {
 
     /// SIGTERM, and the process ends cleanly.
     fn stop(mut self) {
-        let pid = self.child.id().to_string();
-        assert!(Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .unwrap()
-            .success());
-        let status = self.child.wait().unwrap();
-        assert!(status.success(), "{} stopped with {status}", self.name);
+        process::terminate(&mut self.child, &self.name);
     }
 }
 

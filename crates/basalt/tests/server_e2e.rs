@@ -4,6 +4,7 @@
 
 mod common;
 mod http;
+mod process;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -85,14 +86,7 @@ impl ServerProcess {
 
     /// SIGTERM, then the exit status must be success (a clean shutdown).
     fn stop(mut self) {
-        let pid = self.child.id().to_string();
-        assert!(Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .unwrap()
-            .success());
-        let status = self.child.wait().unwrap();
-        assert!(status.success(), "server exited with {status}");
+        process::terminate(&mut self.child, "server");
     }
 }
 
