@@ -50,6 +50,9 @@ struct Hooked {
     fail_next_create_after_storing: std::sync::atomic::AtomicBool,
     uploads: AtomicUsize,
     aborts: Arc<AtomicUsize>,
+    /// One more than the deletes that still succeed before every later one fails (0: no
+    /// limit).
+    fail_deletes_after: AtomicUsize,
 }
 
 /// An upload whose aborts [`Hooked`] counts.
@@ -115,6 +118,12 @@ impl ObjectStore for Hooked {
         self.inner.list_all(prefix)
     }
     fn delete(&self, key: &str) -> io::Result<()> {
+        let left = self.fail_deletes_after.load(Ordering::SeqCst);
+        match left {
+            0 => {}
+            1 => return Err(io::Error::other("the store went away")),
+            n => self.fail_deletes_after.store(n - 1, Ordering::SeqCst),
+        }
         self.inner.delete(key)
     }
 }
@@ -299,12 +308,103 @@ fn a_log_is_one_chunk_per_sync_and_a_writer_that_finds_its_chunk_taken_is_fenced
         4,
         "it wrote nothing more"
     );
-    // Cutting the log back deletes whole chunks only.
+    // Reads end at the fence, and cutting the log back would delete the fence: refused.
+    assert_eq!(env.read_all(&p).unwrap(), b"onetwothree");
+    let e = env.truncate(&p, 3).unwrap_err();
+    assert!(e.to_string().contains("fenced"), "{e}");
+    env.remove_log(&p).unwrap();
+    assert!(store.list_all("").unwrap().is_empty());
+}
+
+#[test]
+fn cutting_a_log_back_deletes_whole_chunks_only() {
+    let store = MemoryStore::new();
+    let env = shared(store.clone());
+    let p = path("wal/s1/00000000000000000001.wal");
+    let mut log = env.create_log(&p).unwrap();
+    for part in [&b"one"[..], b"two", b"three"] {
+        log.write_all(part).unwrap();
+        log.sync_data().unwrap();
+    }
     env.truncate(&p, 3).unwrap();
     assert_eq!(env.read_all(&p).unwrap(), b"one");
     assert!(env.truncate(&p, 1).is_err(), "a chunk cannot be cut");
-    env.remove_log(&p).unwrap();
-    assert!(store.list_all("").unwrap().is_empty());
+}
+
+/// Appends `data` to the log at `p` as one chunk.
+fn chunk(log: &mut basalt_storage::env::WritableFile, data: &[u8]) -> basalt_model::Result<()> {
+    log.write_all(data)?;
+    log.sync_data()
+}
+
+#[test]
+fn fencing_a_log_directory_stops_its_writer_in_every_log_old_and_new() {
+    let store = MemoryStore::new();
+    let env = shared(store.clone());
+    let dir = path("wal/rs,16020,1");
+    let (a, b) = (dir.join("1.wal"), dir.join("2.wal"));
+    let mut la = env.create_log(&a).unwrap();
+    chunk(&mut la, b"a0").unwrap();
+    chunk(&mut la, b"a1").unwrap();
+    let mut lb = env.create_log(&b).unwrap();
+    chunk(&mut lb, b"b0").unwrap();
+    assert_eq!(env.fence_logs(&dir, "master").unwrap(), 2);
+    // Each writer's next chunk collides with the fence.
+    for log in [&mut la, &mut lb] {
+        let e = chunk(log, b"late").unwrap_err();
+        assert!(
+            matches!(e, Error::DoNotRetry(ref m) if m.contains("fenced")),
+            "{e}"
+        );
+    }
+    // A log the writer creates after the fence is given up after its first chunk.
+    let c = dir.join("3.wal");
+    let mut lc = env.create_log(&c).unwrap();
+    let e = chunk(&mut lc, b"header").unwrap_err();
+    assert!(
+        matches!(e, Error::DoNotRetry(ref m) if m.contains("fenced")),
+        "{e}"
+    );
+    assert!(chunk(&mut lc, b"record").is_err(), "nothing more");
+    // Readers see every chunk stored before the fences, and nothing of the late log's but
+    // its header, which holds no record.
+    assert_eq!(env.read_all(&a).unwrap(), b"a0a1");
+    assert_eq!(env.read_all(&b).unwrap(), b"b0");
+    assert_eq!(env.file_size(&a).unwrap(), 4);
+    // Fencing again (a master resuming a recovery) fences the late log too, and then
+    // changes nothing.
+    assert_eq!(env.fence_logs(&dir, "master").unwrap(), 3);
+    let before = store.list_all("").unwrap();
+    assert_eq!(env.fence_logs(&dir, "master").unwrap(), 3);
+    assert_eq!(store.list_all("").unwrap(), before);
+    assert_eq!(env.read_all(&c).unwrap(), b"header");
+}
+
+#[test]
+fn a_gap_that_only_fences_follow_ends_the_log() {
+    // A writer cut its chunk in doubt (2) while the master fenced the log after it (3).
+    let store = MemoryStore::new();
+    let env = shared(store.clone());
+    for (n, data) in [(0u64, &b"h"[..]), (1, b"x"), (3, b"")] {
+        store
+            .put_if_absent(&format!("log/{n:020}"), Bytes::copy_from_slice(data))
+            .unwrap();
+    }
+    assert_eq!(env.read_all(&path("log")).unwrap(), b"hx");
+}
+
+#[test]
+fn a_log_removed_part_way_is_a_prefix_of_itself() {
+    let store = Arc::new(Hooked::default());
+    let env = shared(store.clone());
+    let p = path("wal/s1/1.wal");
+    let mut log = env.create_log(&p).unwrap();
+    for part in [&b"a"[..], b"b", b"c"] {
+        chunk(&mut log, part).unwrap();
+    }
+    store.fail_deletes_after.store(2, Ordering::SeqCst); // one delete, then failures
+    assert!(env.remove_log(&p).is_err());
+    assert_eq!(env.read_all(&p).unwrap(), b"ab");
 }
 
 #[test]

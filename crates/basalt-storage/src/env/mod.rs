@@ -300,6 +300,23 @@ impl Env {
         self.create(path)
     }
 
+    /// Fences the logs in directory `dir` against their writer, for `by` (the master taking
+    /// over a dead server's log): that writer's next sync, and any log it creates there from
+    /// now on, fail with a final "fenced" error, and readers end each log where the fence is.
+    /// Returns how many logs were fenced.
+    ///
+    /// # Errors
+    /// `DoNotRetry` on local disk, which no other process writes; `Io`.
+    pub fn fence_logs(&self, dir: &Path, by: &str) -> Result<usize> {
+        let Some(s) = &self.shared else {
+            return Err(Error::DoNotRetry(format!(
+                "{} is on local disk: only logs on shared storage are fenced",
+                dir.display()
+            )));
+        };
+        s.fence_logs(dir, by).map_err(|e| io_err("fencing", dir, e))
+    }
+
     /// Removes a log made by [`Env::create_log`]; a missing one is not an error.
     ///
     /// # Errors

@@ -21,10 +21,19 @@
 //!   holds the log: the writer is fenced, and everything it writes after fails.
 //! - Directories exist only as key prefixes: creating or syncing one does nothing.
 //!
+//! - Fencing a dead server's logs (the master, before it splits them): a marker object
+//!   `FENCED` in the log directory, then an empty chunk (a fence) after the last chunk of each
+//!   log there. Readers end a log at its first fence.
+//!
 //! # Invariants
 //! 1. A chunk is created only after every earlier chunk of its log exists (one sync at a time
 //!    per log), so a sync that returned means every byte written before it is stored.
 //! 2. A fenced log writer creates nothing more.
+//! 3. Once the master has fenced a directory, no writer stores a chunk the master's split
+//!    does not read: a log listed after the marker has a fence after its last chunk, so its
+//!    writer's next chunk collides; a log created after the listing was created after the
+//!    marker, which its writer checks once its first chunk (the header) is stored, before
+//!    any record goes in.
 
 use std::collections::BTreeMap;
 use std::io;

@@ -75,7 +75,7 @@ impl SharedFs {
         Ok((Arc::clone(&self.store), key, size))
     }
 
-    /// A whole object, or the concatenation of a log's chunks.
+    /// A whole object, or the concatenation of a log's chunks up to its end.
     pub fn read_all(&self, path: &Path) -> io::Result<Vec<u8>> {
         let key = self.key(path)?;
         if let Some(b) = self.store.get(&key)? {
@@ -83,41 +83,61 @@ impl SharedFs {
         }
         let chunks = self.chunks(path, &key)?;
         let mut out = Vec::new();
-        for (_, k) in &chunks {
-            let b = self.store.get(k)?.ok_or_else(|| not_found(path))?;
+        for c in &chunks {
+            let b = self.store.get(&c.key)?.ok_or_else(|| not_found(path))?;
             out.extend_from_slice(&b);
         }
         Ok(out)
     }
 
-    /// A log's chunk keys in order, checked to run from 0 without a gap; `NotFound` when
-    /// there are none.
-    fn chunks(&self, path: &Path, key: &str) -> io::Result<Vec<(u64, String)>> {
+    /// Every chunk object of the log at `key`, fences included, in number order.
+    fn raw_chunks(&self, key: &str) -> io::Result<Vec<Chunk>> {
         let prefix = format!("{key}/");
-        let mut chunks: Vec<(u64, String)> = self
+        let mut chunks: Vec<Chunk> = self
             .store
-            .list_all(&prefix)?
+            .list(&prefix)?
+            .objects
             .into_iter()
-            .filter_map(|k| Some((k.strip_prefix(&prefix)?.parse().ok()?, k)))
+            .filter_map(|(name, size)| {
+                let number = name.parse().ok()?;
+                let key = format!("{prefix}{name}");
+                Some(Chunk { number, key, size })
+            })
             .collect();
-        chunks.sort();
-        if chunks.is_empty() {
+        chunks.sort_by_key(|c| c.number);
+        Ok(chunks)
+    }
+
+    /// A log's data chunks in order, from 0 to its end (invariant 3 of `object.rs`): the
+    /// first fence, or a gap that only fences follow (the writer cut a chunk in doubt while
+    /// the master fenced the log). `NotFound` when it has none; a gap with data after it is
+    /// damage, an error naming the first missing number.
+    fn chunks(&self, path: &Path, key: &str) -> io::Result<Vec<Chunk>> {
+        let raw = self.raw_chunks(key)?;
+        if raw.is_empty() {
             return Err(not_found(path));
         }
-        if let Some((i, (n, _))) = chunks
-            .iter()
-            .enumerate()
-            .find(|(i, (n, _))| *n != *i as u64)
-        {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!(
-                    "the log {} lacks chunk {i} (the next one present is {n})",
-                    path.display()
-                ),
-            ));
+        let mut out = Vec::new();
+        for (i, c) in raw.iter().enumerate() {
+            if c.is_fence() {
+                break;
+            }
+            if c.number != i as u64 {
+                if raw[i..].iter().all(Chunk::is_fence) {
+                    break;
+                }
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!(
+                        "the log {} lacks chunk {i} (the next one present is {})",
+                        path.display(),
+                        c.number
+                    ),
+                ));
+            }
+            out.push(c.clone());
         }
-        Ok(chunks)
+        Ok(out)
     }
 
     pub fn size(&self, path: &Path) -> io::Result<u64> {
@@ -125,11 +145,7 @@ impl SharedFs {
         if let Some(n) = self.store.size(&key)? {
             return Ok(n);
         }
-        let mut total = 0;
-        for (_, k) in self.chunks(path, &key)? {
-            total += self.store.size(&k)?.ok_or_else(|| not_found(path))?;
-        }
-        Ok(total)
+        Ok(self.chunks(path, &key)?.iter().map(|c| c.size).sum())
     }
 
     pub fn exists(&self, path: &Path) -> io::Result<bool> {
@@ -164,8 +180,10 @@ impl SharedFs {
     /// Removes everything under `path` (a directory, or a log's chunks), then `path` itself.
     pub fn remove_all(&self, path: &Path) -> io::Result<()> {
         let key = self.key(path)?;
-        for k in self.store.list_all(&self.dir_prefix(path)?)? {
-            self.store.delete(&k)?;
+        // Newest first: a log removed part-way is left a prefix of itself, which a reader
+        // (a master splitting a dead server's log while the server retires it) can still read.
+        for k in self.store.list_all(&self.dir_prefix(path)?)?.iter().rev() {
+            self.store.delete(k)?;
         }
         if key.is_empty() {
             Ok(())
@@ -215,26 +233,95 @@ impl SharedFs {
         }
         let mut start = 0;
         let mut doomed = Vec::new();
-        for (_, k) in self.chunks(path, &key)? {
-            let n = self.store.size(&k)?.ok_or_else(|| not_found(path))?;
+        for c in self.raw_chunks(&key)? {
+            if c.is_fence() {
+                // The master took the log: cutting its fence away would let this writer
+                // write on (invariant 5 of the WAL).
+                return Err(fenced(format!(
+                    "fenced: the log {} holds the master's fence (chunk {}); it cannot be cut",
+                    path.display(),
+                    c.number
+                )));
+            }
             if start >= len {
-                doomed.push(k);
-            } else if start + n > len {
+                doomed.push(c.key);
+            } else if start + c.size > len {
                 return Err(io::Error::new(
                     io::ErrorKind::Unsupported,
                     format!(
-                        "cannot cut the log {} at byte {len}: chunk {k} spans it",
-                        path.display()
+                        "cannot cut the log {} at byte {len}: chunk {} spans it",
+                        path.display(),
+                        c.key
                     ),
                 ));
             }
-            start += n;
+            start += c.size;
         }
         // Newest first, so a crash part-way leaves the log a prefix of itself.
         for k in doomed.iter().rev() {
             self.store.delete(k)?;
         }
         Ok(())
+    }
+    /// Fences every log in the directory `dir` against the writer that made them (the
+    /// master, before it splits a dead server's logs): the marker [`FENCE_MARKER`] first, so
+    /// a log the writer creates from now on is refused after its first chunk; then each log
+    /// present gets an empty chunk, a fence, after its last, so its writer's next chunk
+    /// collides. Idempotent: a log that ends in a fence is left as it is. Returns how many
+    /// logs it fenced.
+    pub fn fence_logs(&self, dir: &Path, by: &str) -> io::Result<usize> {
+        let prefix = self.dir_prefix(dir)?;
+        let marker = format!("{prefix}{FENCE_MARKER}");
+        match self
+            .store
+            .put_if_absent(&marker, Bytes::from(by.to_owned()))
+        {
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            r => r?,
+        }
+        let logs = self.store.list(&prefix)?.prefixes;
+        for log in &logs {
+            self.fence_log(&format!("{prefix}{log}"))?;
+        }
+        Ok(logs.len())
+    }
+
+    /// Takes the next chunk number of the log at `key` with an empty chunk, unless its last
+    /// chunk is a fence already.
+    fn fence_log(&self, key: &str) -> io::Result<()> {
+        loop {
+            let raw = self.raw_chunks(key)?;
+            if raw.last().is_some_and(Chunk::is_fence) {
+                return Ok(());
+            }
+            let next = raw.last().map_or(0, |c| c.number + 1);
+            match self
+                .store
+                .put_if_absent(&format!("{key}/{next:020}"), Bytes::new())
+            {
+                // The writer took that number first: fence after it.
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                r => return r,
+            }
+        }
+    }
+}
+
+/// The object in a log directory that says its logs are fenced (see `fence_logs`).
+pub(super) const FENCE_MARKER: &str = "FENCED";
+
+/// One chunk object of a log.
+#[derive(Clone, Debug)]
+struct Chunk {
+    number: u64,
+    key: String,
+    size: u64,
+}
+
+impl Chunk {
+    /// A fence: no sync ever stores an empty chunk.
+    fn is_fence(&self) -> bool {
+        self.size == 0
     }
 }
 
@@ -428,6 +515,17 @@ impl LogWriter {
         }
     }
 
+    /// Whether the master has fenced the directory this log is in.
+    fn directory_fenced(&self) -> io::Result<bool> {
+        let dir = self.key.rsplit_once('/').map_or("", |(d, _)| d);
+        let marker = if dir.is_empty() {
+            FENCE_MARKER.to_owned()
+        } else {
+            format!("{dir}/{FENCE_MARKER}")
+        };
+        Ok(self.store.size(&marker)?.is_some())
+    }
+
     pub fn write_all(&self, data: &[u8]) -> io::Result<()> {
         let mut p = self.shared.pending.lock();
         p.bytes.extend_from_slice(data);
@@ -462,6 +560,17 @@ impl LogWriter {
         let key = format!("{}/{:020}", self.key, sync.next_chunk);
         let len = data.len() as u64;
         match self.store.put_if_absent(&key, Bytes::from(data)) {
+            Ok(()) if sync.next_chunk == 0 && self.directory_fenced()? => {
+                // Made after the master fenced the directory, which it lists only once
+                // the marker is there: a log it may never read (invariant 3).
+                let why = format!(
+                    "fenced: the log {} was created after the master fenced its directory; \
+                     this writer writes nothing more",
+                    self.key
+                );
+                sync.stopped = Some((why.clone(), true));
+                Err(fenced(why))
+            }
             Ok(()) => {
                 sync.next_chunk += 1;
                 sync.stored += len;
