@@ -130,6 +130,11 @@ pub struct Catalog {
     /// Cluster mode: whether the balancer runs (`balance_switch`).
     #[serde(default = "balancer_default")]
     pub balancer_on: bool,
+    /// Cluster mode: region servers found dead whose recovery (log split, reassignment of
+    /// their regions) is not finished, with when the master found each dead (ms). A new
+    /// master resumes each.
+    #[serde(default)]
+    pub dead_servers: BTreeMap<String, i64>,
 }
 
 fn balancer_default() -> bool {
@@ -167,6 +172,7 @@ impl Default for Catalog {
             master_epoch: 0,
             decommissioned: BTreeSet::new(),
             balancer_on: true,
+            dead_servers: BTreeMap::new(),
         }
     }
 }

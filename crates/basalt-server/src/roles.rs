@@ -22,7 +22,7 @@ use basalt_node::cluster::{
     ClusterMaster, ClusterRegionServer, MasterConnection, NotMaster, RegionServerConnection,
 };
 use basalt_node::coordination::ZooKeeperCoordinator;
-use basalt_node::coordination::{Coordinator, Election, SessionHealth};
+use basalt_node::coordination::{Coordinator, Election};
 use basalt_node::env::{Env, SystemClock};
 use tokio::net::TcpListener;
 
@@ -255,7 +255,7 @@ impl Role {
         let rs = Arc::new(rs);
         let name = rs.name();
         let (fatal_tx, fatal) = tokio::sync::oneshot::channel();
-        watch_session(coordinator, name.clone(), fatal_tx)?;
+        watch_session(Arc::clone(&rs), fatal_tx)?;
         let conn = Arc::new(RegionServerConnection::new(Arc::clone(&rs)));
         let services = services(conn, Some(Arc::clone(&rs)), config.server.scanner_lease);
         let admin = RegionServerAdminService::new(rs.clone());
@@ -343,17 +343,16 @@ fn wait_for_cluster(c: &dyn Coordinator) -> Result<()> {
     Ok(())
 }
 
-/// Ends the region server when its ZooKeeper session expires: its regions may already be
-/// on their way to other servers, so it must not serve on (HBase aborts the server).
+/// Ends the region server when it must abort: its ZooKeeper session expired (its regions
+/// may already be on their way to other servers) or the master fenced its log. It stops
+/// serving and removes its registration at once (HBase aborts the server).
 fn watch_session(
-    c: Arc<dyn Coordinator>,
-    name: String,
+    rs: Arc<ClusterRegionServer>,
     fatal: tokio::sync::oneshot::Sender<String>,
 ) -> Result<(), ServerError> {
     let run = move || loop {
-        if let SessionHealth::Expired = c.session() {
-            let why = format!("region server {name} lost its ZooKeeper session; it stops serving");
-            tracing::error!("{why}");
+        if let Some(why) = rs.must_abort() {
+            rs.abort(&why);
             let _ = fatal.send(why);
             return;
         }

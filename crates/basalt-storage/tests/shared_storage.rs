@@ -378,6 +378,19 @@ fn fencing_a_log_directory_stops_its_writer_in_every_log_old_and_new() {
     assert_eq!(env.fence_logs(&dir, "master").unwrap(), 3);
     assert_eq!(store.list_all("").unwrap(), before);
     assert_eq!(env.read_all(&c).unwrap(), b"header");
+    // Once split, a log's records go and its fence stays: the writer still collides.
+    env.clear_fenced_log(&a).unwrap();
+    assert_eq!(env.read_all(&a).unwrap(), b"");
+    assert!(chunk(&mut la, b"later").is_err());
+    let mut again = env.create_log(&a);
+    assert!(
+        again.as_mut().map_or(true, |l| chunk(l, b"x").is_err()),
+        "nothing takes the log's place"
+    );
+    let d = path("wal/other/1.wal");
+    let mut ld = env.create_log(&d).unwrap();
+    chunk(&mut ld, b"d0").unwrap();
+    assert!(env.clear_fenced_log(&d).is_err(), "an unfenced log is its writer's");
 }
 
 #[test]

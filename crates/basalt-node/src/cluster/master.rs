@@ -54,6 +54,8 @@ pub struct ClusterMaster {
     pub(super) catalog: Mutex<(VersionedFile, Catalog)>,
     /// Servers seen live since this master took over (a leaf).
     pub(super) seen: Mutex<std::collections::BTreeSet<String>>,
+    /// Recoveries of dead servers (its locks are leaves).
+    pub(super) recovery: super::recovery::RecoveryStats,
 }
 
 impl ClusterMaster {
@@ -104,6 +106,7 @@ impl ClusterMaster {
                         procedure: Mutex::new(()),
                         catalog: Mutex::new((vf, catalog)),
                         seen: Mutex::default(),
+                        recovery: super::recovery::RecoveryStats::default(),
                     })
                 }
                 Err(Error::DoNotRetry(m)) if m.contains("fenced") => {} // the old one's: reload
@@ -218,57 +221,6 @@ impl ClusterMaster {
             .join("data")
             .join(t.namespace())
             .join(t.qualifier())
-    }
-
-    /// Assigns every region of an enabled table that is not open on a live server (after a
-    /// start or a failed open), first telling every live server this master's epoch (so a
-    /// deposed master's calls are refused from then on). A region whose server died holding
-    /// unflushed edits in its log is left where it is: assigning it before its log is
-    /// recovered would serve it without those edits.
-    ///
-    /// # Errors
-    /// `Io` reaching the coordinator or committing the catalog.
-    pub fn assign_all(&self) -> Result<()> {
-        let _p = self.procedure.lock();
-        let (live, _) = self.coordinator.live_servers()?;
-        self.note_live(&live);
-        for server in &live {
-            let told = self
-                .servers
-                .connect(server)
-                .and_then(|s| s.report(self.epoch));
-            if let Err(e) = told {
-                tracing::warn!(server, error = %e, "a live region server did not answer");
-            }
-        }
-        let c = self.catalog();
-        let mut dead_with_edits = std::collections::BTreeSet::new();
-        let mut ids = Vec::new();
-        for (info, _) in enabled_regions(&c) {
-            let server = c.assignments.get(&info.id).and_then(|a| a.server.clone());
-            match server {
-                Some(s) if live.contains(&s) => {}
-                Some(s) if dead_with_edits.contains(&s) => {}
-                Some(s) if self.log_has_edits(&s)? => {
-                    tracing::error!(server = %s, "a dead region server's log holds edits; its regions wait for log recovery");
-                    dead_with_edits.insert(s);
-                }
-                _ => ids.push(info.id),
-            }
-        }
-        self.assign_locked(&ids)
-    }
-
-    /// Whether the log a (dead) server left holds any edit.
-    fn log_has_edits(&self, server: &str) -> Result<bool> {
-        let dir = self.root.join("wal").join(server);
-        let segments = crate::regionserver::log_segments(&self.env, &dir)?;
-        let mut edits = 0usize;
-        basalt_storage::wal::replay::replay_paths(&self.env, &segments, |_| {
-            edits += 1;
-            Ok(())
-        })?;
-        Ok(edits > 0)
     }
 
     /// Assigns `ids` (not open anywhere) to the eligible servers with the fewest regions:
@@ -591,7 +543,7 @@ fn deposed(mine: u64, theirs: u64) -> Error {
 }
 
 /// Every region of every enabled table, with its table's entry.
-fn enabled_regions(c: &Catalog) -> impl Iterator<Item = (&RegionInfo, &TableEntry)> {
+pub(super) fn enabled_regions(c: &Catalog) -> impl Iterator<Item = (&RegionInfo, &TableEntry)> {
     enabled_or_not(c).filter(|(_, e)| e.enabled)
 }
 

@@ -47,7 +47,8 @@ impl ClusterMeta {
         };
         // The region never splits, so nothing reads the queue.
         let (queue, _) = MasterQueue::new();
-        let host = RegionServer::start_with(&root, &options, queue, false)?;
+        let name = crate::regionserver::ServerName::starting_now(&options);
+        let host = RegionServer::start_with(&root, &options, queue, false, name)?;
         let info = meta_region();
         let dir = root.join("data").join("1");
         Region::create_empty(&options.env, &dir, info.id)?;

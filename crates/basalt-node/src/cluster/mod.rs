@@ -20,6 +20,7 @@ mod ddl;
 mod master;
 mod meta;
 mod not_master;
+mod recovery;
 mod regionserver;
 mod serving;
 mod split;
@@ -29,6 +30,7 @@ pub use admin::MasterConnection;
 pub use balancer::{plan_moves, Move};
 pub use master::ClusterMaster;
 pub use not_master::NotMaster;
+pub use recovery::RecoveryStats;
 pub use regionserver::ClusterRegionServer;
 pub use serving::RegionServerConnection;
 
@@ -122,6 +124,8 @@ pub trait ServerDirectory: Send + Sync + std::fmt::Debug {
     fn connect(&self, name: &str) -> Result<Arc<dyn RegionServerAdmin>>;
 }
 
+#[cfg(test)]
+mod recovery_tests;
 #[cfg(test)]
 mod split_tests;
 #[cfg(test)]

@@ -11,10 +11,10 @@ use parking_lot::{Mutex, RwLock};
 
 use super::{Compaction, RegionReport, RegionServerAdmin, ServerReport};
 use crate::catalog::Catalog;
-use crate::coordination::Coordinator;
+use crate::coordination::{Coordinator, SessionHealth};
 use crate::database::table::At;
 use crate::options::Options;
-use crate::regionserver::{MasterQueue, RegionServer, RegionServerServices};
+use crate::regionserver::{MasterQueue, RegionServer, RegionServerServices, ServerName};
 
 /// A region server in a cluster.
 ///
@@ -35,6 +35,8 @@ pub struct ClusterRegionServer {
     /// The online regions by table, in key order: the data path's lookup, so a request
     /// finds its region without going through every region the server holds.
     hosted: RwLock<HashMap<TableName, Vec<Arc<Region>>>>,
+    /// Why the server aborted, once it has.
+    aborted: std::sync::OnceLock<String>,
 }
 
 #[derive(Debug, Default)]
@@ -75,9 +77,19 @@ impl ClusterRegionServer {
         // Split requests have no master to go to yet: the queue's far end is dropped, and
         // a region asks again at the workers' next check.
         let (queue, _) = MasterQueue::new();
-        let rs = RegionServer::start_with(root, options, queue, false)?;
-        rs.recover(false)?;
-        coordinator.register_server(&rs.name().to_string())?;
+        // Registered before its log exists: the master takes a log whose server is not
+        // registered for a dead server's (`recovery.rs`, "Detection").
+        let name = ServerName::starting_now(options);
+        coordinator.register_server(&name.to_string())?;
+        let started = RegionServer::start_with(root, options, queue, false, name.clone())
+            .and_then(|rs| rs.recover(false).map(|()| rs));
+        let rs = match started {
+            Ok(rs) => rs,
+            Err(e) => {
+                let _ = coordinator.deregister_server(&name.to_string());
+                return Err(e);
+            }
+        };
         Ok(ClusterRegionServer {
             root: root.to_owned(),
             rs,
@@ -85,7 +97,43 @@ impl ClusterRegionServer {
             max_cell_size_bytes: options.max_cell_size_bytes,
             epochs: Mutex::new(Epochs::default()),
             hosted: RwLock::new(HashMap::new()),
+            aborted: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Why this server must stop serving at once, if it must: its session has ended (its
+    /// regions may be on their way elsewhere), or the master fenced its log. Checked by the
+    /// process every half second; [`ClusterRegionServer::abort`] follows.
+    #[must_use]
+    pub fn must_abort(&self) -> Option<String> {
+        if let Some(why) = self.aborted.get() {
+            return Some(why.clone());
+        }
+        if self.rs.wal_fenced() {
+            return Some(format!(
+                "the master fenced the log of region server {}: it was taken for dead",
+                self.name()
+            ));
+        }
+        matches!(self.coordinator.session(), SessionHealth::Expired).then(|| {
+            format!(
+                "region server {} lost its coordination session; its regions go to other servers",
+                self.name()
+            )
+        })
+    }
+
+    /// Stops serving at once, flushing nothing (the master recovers the regions from the
+    /// log), and removes the registration first thing, so the master sees the death now
+    /// rather than when the session expires (HBase's abort).
+    pub fn abort(&self, why: &str) {
+        tracing::error!(server = %self.name(), why, "aborting");
+        let _ = self.aborted.set(why.to_owned());
+        self.hosted.write().clear();
+        if let Err(e) = self.coordinator.deregister_server(&self.name()) {
+            tracing::warn!(error = %e, "deregistering at abort failed; the session's end removes it");
+        }
+        self.rs.shutdown();
     }
 
     /// `host,port,start code`.
@@ -162,6 +210,11 @@ impl ClusterRegionServer {
     /// # Errors
     /// The final WAL sync failed.
     pub fn stop(&self) -> Result<()> {
+        if let Some(why) = self.must_abort() {
+            // Its regions are the master's to recover: nothing is flushed or retired.
+            self.abort(&why);
+            return Ok(());
+        }
         self.hosted.write().clear();
         for r in self.rs.online_regions() {
             if let Err(e) = self.rs.close_region(&r) {
@@ -230,8 +283,14 @@ impl ClusterRegionServer {
 
     /// Refuses when the session's lease has run out: the master may be moving this server's
     /// regions elsewhere.
-    fn check_lease(&self) -> Result<()> {
+    pub(crate) fn check_lease(&self) -> Result<()> {
         let c = &self.coordinator;
+        if let Some(why) = self.aborted.get() {
+            return Err(Error::DoNotRetry(format!(
+                "region server {} has aborted ({why}); it serves nothing",
+                self.name()
+            )));
+        }
         if c.session()
             .lease_valid(c.session_timeout(), std::time::Instant::now())
         {

@@ -54,6 +54,12 @@ impl RegionSource for HostedTable {
     fn max_cell_size_bytes(&self) -> usize {
         self.rs.max_cell_size_bytes()
     }
+
+    /// The lease is checked again after the read: a server paused past it may have lost
+    /// the region to another server, which may have taken writes since.
+    fn confirm_read(&self) -> Result<()> {
+        self.rs.check_lease()
+    }
 }
 
 /// The operation layer of a cluster region server: tables over the regions it hosts.

@@ -76,7 +76,10 @@ impl Cluster {
     }
 
     /// A region server process on `port`.
-    fn region_server(&self, port: u16) -> (Arc<ClusterRegionServer>, Arc<MemoryCoordinator>) {
+    pub(super) fn region_server(
+        &self,
+        port: u16,
+    ) -> (Arc<ClusterRegionServer>, Arc<MemoryCoordinator>) {
         let coordinator = Arc::new(self.ensemble.connect());
         let options = Options {
             env: env(&self.store),
@@ -526,24 +529,6 @@ fn namespaces_are_created_and_dropped_in_the_catalog() {
     m.drop_namespace("ns").unwrap();
     assert!(!m.catalog().namespaces.contains_key("ns"));
     assert!(m.drop_namespace("hbase").is_err());
-}
-
-#[test]
-fn a_dead_servers_regions_wait_while_its_log_holds_edits() {
-    let cluster = Cluster::new();
-    let (m, _mc) = cluster.master("m1,16000,1");
-    let (doomed, session) = cluster.region_server(16021);
-    let t = create(&m, "t", 4);
-    cluster.put(&m, &t, "row0001", "v1"); // in the log only: no flush
-    let (_other, _os) = cluster.region_server(16022);
-    // The server dies without stopping: its session expires, its log stays.
-    cluster.servers.0.lock().remove(&doomed.name());
-    cluster.ensemble.expire(&session);
-    drop(doomed);
-    m.assign_all().unwrap();
-    let c = counts(&m);
-    assert_eq!(c.len(), 1, "its regions stay assigned to it: {c:?}");
-    assert_eq!(c.values().sum::<usize>(), 4);
 }
 
 #[test]

@@ -77,6 +77,16 @@ pub(crate) trait RegionSource: Send + Sync + std::fmt::Debug {
 
     /// `hbase.server.keyvalue.maxsize`.
     fn max_cell_size_bytes(&self) -> usize;
+
+    /// Confirms, once a read is done and before its rows go out, that this server still
+    /// holds its regions: a server paused in the middle of a read may have lost them, and
+    /// must not serve what it read.
+    ///
+    /// # Errors
+    /// `DoNotRetry` when it may not have held them.
+    fn confirm_read(&self) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// A standalone node's table: the master knows every region, the region server hosts them.
@@ -381,7 +391,9 @@ impl Table {
     pub fn get(&self, get: Get) -> Result<RowResult> {
         get.validate()?;
         let scan = get.into_scan();
-        self.with_region(&scan.start_row, |r| r.get_scan(&scan))
+        let row = self.with_region(&scan.start_row, |r| r.get_scan(&scan))?;
+        self.src.confirm_read()?;
+        Ok(row)
     }
 
     /// `getScanner`: rows in order (or reverse order) across every region.
@@ -449,6 +461,7 @@ impl TableScanner {
             }
             if let Some((info, s)) = &mut self.current {
                 if let Some(r) = s.next_row()? {
+                    self.src.confirm_read()?;
                     if !r.partial {
                         self.rows += 1;
                     }

@@ -96,6 +96,17 @@ pub struct ServerName {
     pub start_code: i64,
 }
 
+impl ServerName {
+    /// The name of a server starting now on the host and port `options` give.
+    pub fn starting_now(options: &Options) -> ServerName {
+        ServerName {
+            host: options.server_host.clone(),
+            port: options.server_port,
+            start_code: options.env.now_ms(),
+        }
+    }
+}
+
 impl std::fmt::Display for ServerName {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{},{},{}", self.host, self.port, self.start_code)
@@ -178,12 +189,13 @@ impl RegionServer {
     /// # Errors
     /// `Io` creating the log or listing earlier ones; a worker thread failed to start.
     pub fn start(root: &Path, options: &Options, master: MasterQueue) -> Result<Self> {
-        RegionServer::start_with(root, options, master, true)
+        let name = ServerName::starting_now(options);
+        RegionServer::start_with(root, options, master, true, name)
     }
 
-    /// [`RegionServer::start`], taking up earlier logs only with `adopt_earlier`: in a
-    /// cluster the other directories under `wal/` are other servers' logs, live or left to
-    /// the master's recovery, never this server's to replay.
+    /// [`RegionServer::start`] as `name`, taking up earlier logs only with `adopt_earlier`:
+    /// in a cluster the other directories under `wal/` are other servers' logs, live or
+    /// left to the master's recovery, never this server's to replay.
     ///
     /// # Errors
     /// As [`RegionServer::start`].
@@ -192,13 +204,9 @@ impl RegionServer {
         options: &Options,
         master: MasterQueue,
         adopt_earlier: bool,
+        name: ServerName,
     ) -> Result<Self> {
         let env = options.env.clone();
-        let name = ServerName {
-            host: options.server_host.clone(),
-            port: options.server_port,
-            start_code: env.now_ms(),
-        };
         let wal_root = root.join("wal");
         let own = wal_root.join(name.to_string());
         env.create_dir_all(&wal_root)?;
@@ -361,6 +369,11 @@ impl RegionServer {
         self.services.config.block_cache.stats()
     }
 
+    /// Whether the master fenced this server's log: the server must abort.
+    pub fn wal_fenced(&self) -> bool {
+        self.services.wal.is_fenced()
+    }
+
     /// WAL segment files kept, earlier logs' included.
     pub fn wal_segment_count(&self) -> usize {
         self.services.wal.segment_count()
@@ -410,7 +423,8 @@ impl RegionServerServices for RegionServer {
     }
 
     /// The region opens at an open sequence id above everything it has stored: the server's
-    /// sequence id is raised past its files before any write can take one.
+    /// sequence id is raised past its files (and the recovered edits it replays and flushes
+    /// first) before any write can take one.
     fn open_region(
         &self,
         dir: &Path,
@@ -418,6 +432,8 @@ impl RegionServerServices for RegionServer {
         table: &Arc<TableDescriptor>,
     ) -> Result<Arc<Region>> {
         let r = Region::open(&self.services, dir, info.clone(), Arc::clone(table))?;
+        // What a dead server's log held for it (a cluster's recovery) goes in before it serves.
+        r.replay_recovered_edits()?;
         let stored = r.max_stored_seq_id();
         let seq = &self.services.seq;
         let open_seq_id = seq.fetch_max(stored, Ordering::SeqCst).max(stored) + 1;

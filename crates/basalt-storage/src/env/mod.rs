@@ -28,6 +28,7 @@ mod shared;
 use fault::Verdict;
 pub use fault::{FaultInjector, Op};
 pub use object::{MemoryStore, ObjectStore};
+pub use shared::FENCE_MARKER;
 use shared::{LogWriter, ObjectWriter, SharedFs};
 
 /// Milliseconds since the epoch, the unit of cell timestamps.
@@ -315,6 +316,23 @@ impl Env {
             )));
         };
         s.fence_logs(dir, by).map_err(|e| io_err("fencing", dir, e))
+    }
+
+    /// Deletes the records of a log fenced with [`Env::fence_logs`], once they are split:
+    /// its fence stays, so its writer still cannot take the log's next chunk. What is left
+    /// reads as an empty log.
+    ///
+    /// # Errors
+    /// `DoNotRetry` on local disk; `Io`, also for a log that is not fenced.
+    pub fn clear_fenced_log(&self, path: &Path) -> Result<()> {
+        let Some(s) = &self.shared else {
+            return Err(Error::DoNotRetry(format!(
+                "{} is on local disk: only logs on shared storage are fenced",
+                path.display()
+            )));
+        };
+        s.clear_fenced_log(path)
+            .map_err(|e| io_err("clearing", path, e))
     }
 
     /// Removes a log made by [`Env::create_log`]; a missing one is not an error.

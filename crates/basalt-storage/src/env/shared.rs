@@ -286,6 +286,27 @@ impl SharedFs {
         Ok(logs.len())
     }
 
+    /// Deletes a fenced log's data chunks, newest first, and keeps its fences: its writer's
+    /// next chunk must still collide (a log deleted whole would take that chunk and
+    /// acknowledge writes nobody reads).
+    pub fn clear_fenced_log(&self, path: &Path) -> io::Result<()> {
+        let key = self.key(path)?;
+        let raw = self.raw_chunks(&key)?;
+        if !raw.iter().any(Chunk::is_fence) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "the log {} is not fenced; it is its writer's to delete",
+                    path.display()
+                ),
+            ));
+        }
+        for c in raw.iter().rev().filter(|c| !c.is_fence()) {
+            self.store.delete(&c.key)?;
+        }
+        Ok(())
+    }
+
     /// Takes the next chunk number of the log at `key` with an empty chunk, unless its last
     /// chunk is a fence already.
     fn fence_log(&self, key: &str) -> io::Result<()> {
@@ -308,7 +329,7 @@ impl SharedFs {
 }
 
 /// The object in a log directory that says its logs are fenced (see `fence_logs`).
-pub(super) const FENCE_MARKER: &str = "FENCED";
+pub const FENCE_MARKER: &str = "FENCED";
 
 /// One chunk object of a log.
 #[derive(Clone, Debug)]

@@ -13,6 +13,7 @@ mod clock;
 mod maintenance;
 mod mutate;
 mod mvcc;
+mod recovered;
 pub mod repair;
 mod scanner;
 mod split;
@@ -375,11 +376,17 @@ impl Region {
         flushed.max(in_files)
     }
 
-    /// Replays one WAL edit's cells into the stores that have not flushed them yet.
+    /// Replays one WAL edit's cells into the stores that have not flushed them yet. A row
+    /// whose replayed cells run ahead of this server's clock keeps that time as its floor
+    /// (`clock.rs`), so its later writes at server time land above them.
     pub fn replay(&self, seq_id: u64, cells: Vec<basalt_model::Cell>) {
         let m = &self.manifest.lock().1;
         let stores = self.stores.read();
+        let clock = self.env.now_ms();
         for c in cells {
+            let after = i64::from(c.cell_type.is_delete());
+            self.row_clock
+                .ran_ahead(&c.row, c.timestamp.saturating_add(after), clock);
             let flushed = m
                 .stores
                 .get(&family_dir_name(&c.family))
@@ -470,7 +477,10 @@ impl Region {
         let m = self.manifest.lock().1.clone();
         let mut unlisted = Vec::new();
         for entry in self.env.list(&self.dir)? {
-            if entry.starts_with("MANIFEST-") || entry.starts_with("REGIONINFO-") {
+            if entry.starts_with("MANIFEST-")
+                || entry.starts_with("REGIONINFO-")
+                || entry == crate::wal::split::RECOVERED_EDITS
+            {
                 continue;
             }
             let path = self.dir.join(&entry);

@@ -32,6 +32,7 @@
 
 mod record;
 pub mod replay;
+pub mod split;
 
 pub use record::WalEdit;
 pub use replay::SegmentInfo;
@@ -651,6 +652,16 @@ impl Wal {
         st.closed.extend(own);
         self.closed_count
             .store(st.closed.len(), std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether another writer fenced the log (the master recovering this server): it will
+    /// never take a write again.
+    #[must_use]
+    pub fn is_fenced(&self) -> bool {
+        let s = self.sync.lock();
+        s.failed
+            .as_deref()
+            .is_some_and(|why| why.contains("fenced"))
     }
 
     /// Successful syncs of the log since it opened (each may cover many writers).

@@ -109,7 +109,7 @@ fn replay_segment(
 
 /// Whether a whole record (length and payload checksums both right) starts anywhere after
 /// `pos`: if so, damage at `pos` is in the middle of the log, not at its end.
-fn holds_a_record_after(data: &[u8], pos: usize) -> bool {
+pub(crate) fn holds_a_record_after(data: &[u8], pos: usize) -> bool {
     (pos + 1..data.len()).any(|p| matches!(next_record(data, p), Step::Record { .. }))
 }
 
