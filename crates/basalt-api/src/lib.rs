@@ -63,6 +63,9 @@ pub struct ClusterStatus {
     pub servers: Vec<ServerStatus>,
     /// Servers that were live and are gone.
     pub dead_servers: Vec<String>,
+    /// Recoveries of dead servers under way (log split, regions reassigned), each with
+    /// what it waits for.
+    pub recoveries: Vec<String>,
     pub decommissioned: Vec<String>,
     /// Regions of enabled tables not open on a live server, by region name, with why.
     pub in_transition: Vec<String>,

@@ -333,6 +333,7 @@ fn status_from_pb(s: pb::ClusterStatus) -> basalt_api::ClusterStatus {
             })
             .collect(),
         dead_servers: s.dead_servers,
+        recoveries: s.recoveries,
         decommissioned: s.decommissioned,
         in_transition: s.in_transition,
         balancer_on: s.balancer_on,

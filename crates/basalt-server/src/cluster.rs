@@ -122,6 +122,18 @@ impl pb::region_server_admin_server::RegionServerAdmin for RegionServerAdminServ
         .await
     }
 
+    async fn check_clock(
+        &self,
+        r: Request<pb::CheckClockRequest>,
+    ) -> std::result::Result<Response<pb::Empty>, Status> {
+        let r = r.into_inner();
+        self.blocking(move |rs| {
+            rs.check_clock(r.master_epoch, r.master_now_ms, r.max_skew_ms)?;
+            Ok(pb::Empty {})
+        })
+        .await
+    }
+
     async fn split_point(
         &self,
         r: Request<pb::SplitPointRequest>,
@@ -326,5 +338,15 @@ impl RegionServerAdmin for RemoteRegionServer {
         let mut c = self.client.clone();
         let r = self.call(async move { c.split_point(req).await })?;
         Ok(r.row)
+    }
+
+    fn check_clock(&self, master_epoch: u64, master_now_ms: i64, max_skew_ms: u64) -> Result<()> {
+        let req = pb::CheckClockRequest {
+            master_epoch,
+            master_now_ms,
+            max_skew_ms,
+        };
+        let mut c = self.client.clone();
+        self.call(async move { c.check_clock(req).await }).map(drop)
     }
 }

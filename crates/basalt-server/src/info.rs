@@ -153,6 +153,7 @@ fn cluster(h: &mut String, c: &ClusterStatus) {
     h.push_str("</table>");
     for (id, title, items) in [
         ("dead-servers", "Dead region servers", &c.dead_servers),
+        ("recoveries", "Recoveries in progress", &c.recoveries),
         (
             "decommissioned-servers",
             "Decommissioned region servers",

@@ -23,8 +23,9 @@ struct OpStats {
 /// the adapter that serves it lists them.
 pub type Api = (&'static str, &'static [&'static str]);
 
-/// A gauge read when `/metrics` is scraped: name, help, and how to read it.
+/// A gauge or counter read when `/metrics` is scraped: name, help, kind, and how to read it.
 type Gauge = (
+    &'static str,
     &'static str,
     &'static str,
     Box<dyn Fn() -> u64 + Send + Sync>,
@@ -75,7 +76,17 @@ impl RequestMetrics {
         help: &'static str,
         read: impl Fn() -> u64 + Send + Sync + 'static,
     ) {
-        self.gauges.lock().push((name, help, Box::new(read)));
+        self.gauges.lock().push((name, help, "gauge", Box::new(read)));
+    }
+
+    /// Adds a counter that `/metrics` reads with `read` at each scrape.
+    pub fn register_counter(
+        &self,
+        name: &'static str,
+        help: &'static str,
+        read: impl Fn() -> u64 + Send + Sync + 'static,
+    ) {
+        self.gauges.lock().push((name, help, "counter", Box::new(read)));
     }
 
     /// Counts one request of `op` of the native API that took `took`.
@@ -190,8 +201,8 @@ pub fn prometheus(m: &RequestMetrics, engine: Option<EngineView>, open_scanners:
     if let Some(e) = engine {
         engine_metrics(&mut out, &e);
     }
-    for (name, help, read) in m.gauges.lock().iter() {
-        metric(&mut out, name, "gauge", help);
+    for (name, help, kind, read) in m.gauges.lock().iter() {
+        metric(&mut out, name, kind, help);
         let _ = writeln!(out, "{name} {}", read());
     }
     out

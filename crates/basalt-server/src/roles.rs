@@ -65,6 +65,9 @@ pub struct RoleConfig {
     pub server: ServerConfig,
     /// `hbase.balancer.period`.
     pub balancer_period: Duration,
+    /// `hbase.master.maxclockskew`: a region server whose clock is further from the
+    /// master's is refused.
+    pub max_clock_skew: Duration,
 }
 
 impl RoleConfig {
@@ -74,7 +77,7 @@ impl RoleConfig {
         RoleConfig {
             zookeeper: zookeeper.to_owned(),
             znode_parent: "/basalt".to_owned(),
-            session_timeout: Duration::from_secs(90),
+            session_timeout: basalt_node::coordination::DEFAULT_SESSION_TIMEOUT,
             storage: storage.to_owned(),
             hostname: default_hostname(listen),
             server: ServerConfig {
@@ -84,6 +87,7 @@ impl RoleConfig {
                 ..ServerConfig::default()
             },
             balancer_period: Duration::from_secs(300),
+            max_clock_skew: basalt_node::cluster::DEFAULT_MAX_CLOCK_SKEW,
         }
     }
 }
@@ -205,6 +209,7 @@ impl Role {
                 .map_err(|e| ServerError(format!("starting the master: {e}")))?
         };
         let services = services(role.clone(), None, config.server.scanner_lease);
+        recovery_metrics(&services.metrics, &role);
         let stop = Box::new(move || {
             stopping.store(true, Ordering::SeqCst);
             let _ = chores.join();
@@ -405,6 +410,7 @@ fn master_loop(
         name,
         epoch,
     )?);
+    master.set_max_clock_skew(config.max_clock_skew);
     let _ = role.active.set(MasterConnection::new(Arc::clone(&master))?);
     let (mut balanced, mut cleaned) = (Instant::now(), Instant::now());
     while !stopping.load(Ordering::SeqCst) {
@@ -435,6 +441,35 @@ fn master_loop(
         }
     }
     Ok(())
+}
+
+/// The master's recoveries of dead region servers on `/metrics` (zero while a backup).
+fn recovery_metrics(metrics: &metrics::RequestMetrics, role: &Arc<MasterRole>) {
+    type Read = fn(&ClusterMaster) -> u64;
+    let read = |f: Read| {
+        let role = Arc::clone(role);
+        move || role.active.get().map_or(0, |m| f(m.master()))
+    };
+    metrics.register_gauge(
+        "basalt_master_recoveries_in_progress",
+        "Dead region servers whose recovery (log split, reassignment) is under way.",
+        read(|m| m.recoveries().len() as u64),
+    );
+    metrics.register_counter(
+        "basalt_master_recoveries_total",
+        "Recoveries of dead region servers this master finished.",
+        read(|m| m.recovery_stats().completed.load(Ordering::Relaxed)),
+    );
+    metrics.register_counter(
+        "basalt_master_recovery_failed_splits_total",
+        "Splits of a dead server's log that failed (each is tried again).",
+        read(|m| m.recovery_stats().failed_splits.load(Ordering::Relaxed)),
+    );
+    metrics.register_gauge(
+        "basalt_master_recovery_last_milliseconds",
+        "How long the last recovery took, from finding the server dead to its last region reassigned.",
+        read(|m| m.recovery_stats().recent_ms.lock().back().copied().unwrap_or(0)),
+    );
 }
 
 /// A master process's operation layer: a backup's until it is elected, then the active

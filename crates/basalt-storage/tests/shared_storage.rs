@@ -390,7 +390,10 @@ fn fencing_a_log_directory_stops_its_writer_in_every_log_old_and_new() {
     let d = path("wal/other/1.wal");
     let mut ld = env.create_log(&d).unwrap();
     chunk(&mut ld, b"d0").unwrap();
-    assert!(env.clear_fenced_log(&d).is_err(), "an unfenced log is its writer's");
+    assert!(
+        env.clear_fenced_log(&d).is_err(),
+        "an unfenced log is its writer's"
+    );
 }
 
 #[test]

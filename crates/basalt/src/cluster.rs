@@ -68,6 +68,9 @@ struct RoleFile {
     #[serde(alias = "hbase.regionserver.hostname")]
     hostname: Option<String>,
     /// Milliseconds.
+    #[serde(alias = "hbase.master.maxclockskew")]
+    max_clock_skew_ms: Option<u64>,
+    /// Milliseconds.
     #[serde(alias = "hbase.balancer.period")]
     balancer_period_ms: Option<u64>,
     #[serde(alias = "hbase.client.scanner.timeout.period")]
@@ -124,6 +127,9 @@ fn config(kind: Kind, args: RoleArgs) -> anyhow::Result<RoleConfig> {
     }
     if let Some(ms) = f.session_timeout_ms {
         c.session_timeout = Duration::from_millis(ms);
+    }
+    if let Some(ms) = f.max_clock_skew_ms {
+        c.max_clock_skew = Duration::from_millis(ms);
     }
     if let Some(ms) = f.balancer_period_ms {
         c.balancer_period = Duration::from_millis(ms);
@@ -191,7 +197,8 @@ mod tests {
              \"hbase.master.port\" = 17000\n\
              \"hbase.regionserver.port\" = 17020\n\
              \"hbase.regionserver.info.port\" = 17030\n\
-             \"hbase.balancer.period\" = 60000\n",
+             \"hbase.balancer.period\" = 60000\n\
+             \"hbase.master.maxclockskew\" = 2500\n",
         )
         .unwrap();
         let args = |port| RoleArgs {
@@ -210,6 +217,7 @@ mod tests {
             roles::MASTER_INFO_PORT
         );
         assert_eq!(m.balancer_period, Duration::from_secs(60));
+        assert_eq!(m.max_clock_skew, Duration::from_millis(2500));
         assert_eq!(m.hostname, "127.0.0.1");
         let rs = config(Kind::RegionServer, args(None)).unwrap();
         assert_eq!(rs.server.listen.port(), 17020);

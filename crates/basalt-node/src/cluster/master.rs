@@ -56,6 +56,10 @@ pub struct ClusterMaster {
     pub(super) seen: Mutex<std::collections::BTreeSet<String>>,
     /// Recoveries of dead servers (its locks are leaves).
     pub(super) recovery: super::recovery::RecoveryStats,
+    /// `hbase.master.maxclockskew`, ms.
+    pub(super) max_clock_skew_ms: std::sync::atomic::AtomicU64,
+    /// Servers whose clock was checked: accepted, or refused (a leaf).
+    pub(super) clocks: Mutex<BTreeMap<String, bool>>,
 }
 
 impl ClusterMaster {
@@ -107,6 +111,11 @@ impl ClusterMaster {
                         catalog: Mutex::new((vf, catalog)),
                         seen: Mutex::default(),
                         recovery: super::recovery::RecoveryStats::default(),
+                        max_clock_skew_ms: std::sync::atomic::AtomicU64::new(
+                            u64::try_from(super::DEFAULT_MAX_CLOCK_SKEW.as_millis())
+                                .unwrap_or(u64::MAX),
+                        ),
+                        clocks: Mutex::default(),
                     })
                 }
                 Err(Error::DoNotRetry(m)) if m.contains("fenced") => {} // the old one's: reload
@@ -149,14 +158,54 @@ impl ClusterMaster {
         (g.0.version() != seen).then(|| (g.0.version(), g.1.clone()))
     }
 
-    /// Live region servers that may take regions: registered, and not decommissioned.
+    /// Live region servers that may take regions: registered, not decommissioned, and with
+    /// a clock close enough to this master's.
     ///
     /// # Errors
     /// `Io` reaching the coordinator.
     pub fn eligible_servers(&self) -> Result<Vec<String>> {
         let (live, _) = self.coordinator.live_servers()?;
         let out = self.catalog.lock().1.decommissioned.clone();
-        Ok(live.into_iter().filter(|s| !out.contains(s)).collect())
+        Ok(live
+            .into_iter()
+            .filter(|s| !out.contains(s) && self.clock_accepted(s))
+            .collect())
+    }
+
+    /// Sets how far a region server's clock may be from this master's
+    /// (`hbase.master.maxclockskew`); a server further off is refused.
+    pub fn set_max_clock_skew(&self, skew: std::time::Duration) {
+        let ms = u64::try_from(skew.as_millis()).unwrap_or(u64::MAX);
+        self.max_clock_skew_ms
+            .store(ms, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether `server`'s clock is close enough to this master's, checked the first time
+    /// (a server that cannot be reached is checked again next time).
+    pub(super) fn clock_accepted(&self, server: &str) -> bool {
+        if let Some(ok) = self.clocks.lock().get(server) {
+            return *ok;
+        }
+        let skew = self
+            .max_clock_skew_ms
+            .load(std::sync::atomic::Ordering::Relaxed);
+        let checked = self
+            .servers
+            .connect(server)
+            .and_then(|s| s.check_clock(self.epoch, self.env.now_ms(), skew));
+        let ok = match checked {
+            Ok(()) => true,
+            Err(Error::DoNotRetry(why)) => {
+                tracing::error!(server, %why, "refused a region server");
+                false
+            }
+            Err(e) => {
+                tracing::warn!(server, error = %e, "could not check a region server's clock; trying again");
+                return false;
+            }
+        };
+        self.clocks.lock().insert(server.to_owned(), ok);
+        ok
     }
 
     /// Changes the catalog all or nothing: `edit` works on a copy carrying this master's

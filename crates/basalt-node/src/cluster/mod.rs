@@ -105,7 +105,19 @@ pub trait RegionServerAdmin: Send + Sync + std::fmt::Debug {
     /// `DoNotRetry` for a stale master epoch, or a region that still reads its parent's
     /// files (it must compact first); `NotServingRegion` when it does not hold the region.
     fn split_point(&self, master_epoch: u64, region_id: u64) -> Result<Option<bytes::Bytes>>;
+
+    /// Checks the server's clock against the master's (`master_now_ms`, when the master
+    /// sent the call) before the master gives it regions: off by more than `max_skew_ms`,
+    /// the server refuses and aborts (HBase's `ClockOutOfSyncException`), since a region
+    /// moved to it would give its rows timestamps below those they already have.
+    ///
+    /// # Errors
+    /// `DoNotRetry` for a stale master epoch or a clock too far off.
+    fn check_clock(&self, master_epoch: u64, master_now_ms: i64, max_skew_ms: u64) -> Result<()>;
 }
+
+/// The default `hbase.master.maxclockskew`.
+pub const DEFAULT_MAX_CLOCK_SKEW: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// What follows a flush of a region.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

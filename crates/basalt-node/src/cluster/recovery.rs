@@ -112,6 +112,9 @@ impl ClusterMaster {
     fn open_regions(&self, live: &[String]) -> BTreeMap<String, BTreeSet<u64>> {
         let mut open = BTreeMap::new();
         for server in live {
+            if !self.clock_accepted(server) {
+                continue;
+            }
             let report = self
                 .servers
                 .connect(server)
@@ -297,6 +300,24 @@ impl ClusterMaster {
     #[must_use]
     pub fn recovery_stats(&self) -> &RecoveryStats {
         &self.recovery
+    }
+
+    /// One line per recovery under way, for `status` and the page: the server, how long
+    /// since it was found dead, and how many of its regions still wait.
+    pub(super) fn recovery_lines(&self, c: &crate::catalog::Catalog) -> Vec<String> {
+        let now = self.env.now_ms();
+        c.dead_servers
+            .iter()
+            .map(|(server, since)| {
+                let waiting = c
+                    .assignments
+                    .values()
+                    .filter(|a| a.server.as_deref() == Some(server.as_str()))
+                    .count();
+                let secs = (now - since) as f64 / 1000.0;
+                format!("{server}: found dead {secs:.1} s ago; {waiting} regions wait for its log split and reassignment")
+            })
+            .collect()
     }
 
     /// Dead servers whose recovery is under way, with when each was found dead (ms).

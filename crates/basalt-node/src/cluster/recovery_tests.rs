@@ -303,3 +303,45 @@ fn a_dead_servers_regions_wait_while_its_log_cannot_be_split() {
     let failed = &m.recovery_stats().failed_splits;
     assert_eq!(failed.load(std::sync::atomic::Ordering::Relaxed), 1);
 }
+
+#[test]
+fn a_region_server_whose_clock_is_off_is_refused_and_aborts() {
+    use crate::coordination::Coordinator as _;
+    use crate::options::Options;
+    use basalt_storage::env::{Clock as _, ManualClock};
+    let cluster = Cluster::new();
+    let (m, _mc) = cluster.master("m1,16000,1");
+    m.set_max_clock_skew(std::time::Duration::from_secs(1));
+    let (_good, _gs) = cluster.region_server(16021);
+    // A server whose clock runs five seconds ahead.
+    let ahead = ManualClock::new(basalt_storage::env::SystemClock.now_ms() + 5_000);
+    let options = Options {
+        env: Env::on_shared(
+            std::sync::Arc::new(ahead),
+            cluster.store.clone(),
+            ROOT.into(),
+        ),
+        server_port: 16022,
+        ..Options::default()
+    };
+    let coordinator = std::sync::Arc::new(cluster.ensemble.connect());
+    let skewed = std::sync::Arc::new(
+        ClusterRegionServer::start(Path::new(ROOT), "memory:///", &options, coordinator.clone())
+            .unwrap(),
+    );
+    cluster
+        .servers
+        .0
+        .lock()
+        .insert(skewed.name(), skewed.clone());
+    let t = create(&m, "t", 4);
+    let c = counts(&m);
+    assert_eq!(c.len(), 1, "every region on the good server: {c:?}");
+    assert!(!c.contains_key(&skewed.name()));
+    let why = skewed.must_abort().expect("it aborted");
+    assert!(why.contains("hbase.master.maxclockskew"), "{why}");
+    let (live, _) = coordinator.live_servers().unwrap();
+    assert!(!live.contains(&skewed.name()), "it left at once: {live:?}");
+    cluster.fill(&m, &t, 40);
+    cluster.assert_rows(&m, &t, 40);
+}

@@ -419,6 +419,21 @@ impl RegionServerAdmin for ClusterRegionServer {
         r.split_point()
     }
 
+    fn check_clock(&self, master_epoch: u64, master_now_ms: i64, max_skew_ms: u64) -> Result<()> {
+        self.epochs.lock().check_master(master_epoch)?;
+        let now = self.rs.now_ms();
+        let skew = now.abs_diff(master_now_ms);
+        if skew <= max_skew_ms {
+            return Ok(());
+        }
+        let why = format!(
+            "region server {}'s clock ({now} ms) is {skew} ms from the master's ({master_now_ms} ms), more than the {max_skew_ms} ms allowed (hbase.master.maxclockskew); fix the clock (NTP) and start it again",
+            self.name()
+        );
+        self.abort(&why);
+        Err(Error::DoNotRetry(why))
+    }
+
     fn flush_region(&self, master_epoch: u64, region_id: u64, how: Compaction) -> Result<()> {
         self.epochs.lock().check_master(master_epoch)?;
         let Some(r) = self.rs.region(region_id) else {

@@ -72,6 +72,7 @@ impl ClusterMaster {
             backup_masters: self.coordinator.backup_masters()?,
             servers,
             dead_servers: dead,
+            recoveries: self.recovery_lines(&c),
             decommissioned: c.decommissioned.iter().cloned().collect(),
             in_transition,
             balancer_on: c.balancer_on,

@@ -369,6 +369,11 @@ impl RegionServer {
         self.services.config.block_cache.stats()
     }
 
+    /// The server's clock (ms since the epoch).
+    pub fn now_ms(&self) -> i64 {
+        self.services.env.now_ms()
+    }
+
     /// Whether the master fenced this server's log: the server must abort.
     pub fn wal_fenced(&self) -> bool {
         self.services.wal.is_fenced()

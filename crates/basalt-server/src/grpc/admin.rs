@@ -456,6 +456,7 @@ fn status_to_pb(s: &basalt_api::ClusterStatus) -> pb::ClusterStatus {
         backup_masters: s.backup_masters.clone(),
         servers,
         dead_servers: s.dead_servers.clone(),
+        recoveries: s.recoveries.clone(),
         decommissioned: s.decommissioned.clone(),
         in_transition: s.in_transition.clone(),
         balancer_on: s.balancer_on,
