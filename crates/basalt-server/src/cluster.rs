@@ -23,9 +23,12 @@ use parking_lot::Mutex;
 use tonic::transport::{Channel, Endpoint};
 use tonic::{Request, Response, Status};
 
-/// How long the master waits for a region server's answer (an open may replay nothing, but
-/// a close flushes).
+/// How long the master waits for a region server's answer to an open, close or flush (an
+/// open may replay recovered edits, a close flushes).
 pub const ADMIN_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long the master waits for a report or a clock check, which touch nothing on storage:
+/// a paused server must not hold up the master's chore (and so a recovery) for longer.
+pub const REPORT_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// A region server's admin RPCs over its [`RegionServerAdmin`].
 #[derive(Clone, Debug)]
@@ -260,9 +263,17 @@ impl RemoteRegionServer {
         &self,
         f: impl std::future::Future<Output = std::result::Result<Response<T>, Status>> + Send + 'static,
     ) -> Result<T> {
+        self.call_within(ADMIN_TIMEOUT, f)
+    }
+
+    fn call_within<T: Send + 'static>(
+        &self,
+        timeout: Duration,
+        f: impl std::future::Future<Output = std::result::Result<Response<T>, Status>> + Send + 'static,
+    ) -> Result<T> {
         let name = self.name.clone();
         basalt_node::runtime::wait_for(&self.handle, async move {
-            tokio::time::timeout(ADMIN_TIMEOUT, f).await
+            tokio::time::timeout(timeout, f).await
         })
         .ok_or_else(|| {
             Error::io(
@@ -311,7 +322,9 @@ impl RegionServerAdmin for RemoteRegionServer {
 
     fn report(&self, master_epoch: u64) -> Result<ServerReport> {
         let mut c = self.client.clone();
-        let r = self.call(async move { c.report(pb::ReportRequest { master_epoch }).await })?;
+        let r = self.call_within(REPORT_TIMEOUT, async move {
+            c.report(pb::ReportRequest { master_epoch }).await
+        })?;
         report_from_pb(r)
     }
 
@@ -347,6 +360,7 @@ impl RegionServerAdmin for RemoteRegionServer {
             max_skew_ms,
         };
         let mut c = self.client.clone();
-        self.call(async move { c.check_clock(req).await }).map(drop)
+        self.call_within(REPORT_TIMEOUT, async move { c.check_clock(req).await })
+            .map(drop)
     }
 }

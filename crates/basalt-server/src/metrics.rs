@@ -76,7 +76,9 @@ impl RequestMetrics {
         help: &'static str,
         read: impl Fn() -> u64 + Send + Sync + 'static,
     ) {
-        self.gauges.lock().push((name, help, "gauge", Box::new(read)));
+        self.gauges
+            .lock()
+            .push((name, help, "gauge", Box::new(read)));
     }
 
     /// Adds a counter that `/metrics` reads with `read` at each scrape.
@@ -86,7 +88,9 @@ impl RequestMetrics {
         help: &'static str,
         read: impl Fn() -> u64 + Send + Sync + 'static,
     ) {
-        self.gauges.lock().push((name, help, "counter", Box::new(read)));
+        self.gauges
+            .lock()
+            .push((name, help, "counter", Box::new(read)));
     }
 
     /// Counts one request of `op` of the native API that took `took`.

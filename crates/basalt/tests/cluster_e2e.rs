@@ -7,12 +7,14 @@
 //! from one that stops cleanly.
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
+mod cluster;
 mod http;
 mod process;
 mod python;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use cluster::{all_assigned, wait_for, Cluster, Process};
+
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -21,167 +23,10 @@ use basalt_api::ClusterStatus;
 use basalt_client::{Admin, Connection};
 use basalt_model::ops::{Get, Mutation, Put, Scan};
 use basalt_model::{ColumnFamilyDescriptor, TableDescriptor, TableName};
-use basalt_testkit::services::{SeaweedFs, ZooKeeper};
+use basalt_testkit::services::SeaweedFs;
 use bytes::Bytes;
 
 const ROWS: usize = 3000;
-
-/// A master or region server process; killed when dropped, stopped cleanly by `stop`.
-struct Process {
-    child: Child,
-    addr: String,
-    name: String,
-    /// The web page's URL (`http://ADDR/`).
-    info: String,
-    /// Kept open: the process prints a second line, and a closed pipe would fail it.
-    _stdout: BufReader<std::process::ChildStdout>,
-}
-
-impl Process {
-    fn start(kind: &str, zookeeper: &str, storage: &str, env: &[(&str, String)]) -> Process {
-        let (child, mut stdout, line) = spawn(
-            Command::new(env!("CARGO_BIN_EXE_basalt"))
-                .args([kind, "--zookeeper", zookeeper, "--storage", storage])
-                .args(["--port", "0", "--info-port", "0"])
-                .envs(env.iter().map(|(k, v)| (*k, v.as_str()))),
-        );
-        // `Basalt master NAME listening on ADDR`, `Basalt region server NAME listening on ADDR`.
-        let words: Vec<&str> = line.split_whitespace().collect();
-        assert!(words.len() >= 5, "{kind} printed {line:?}");
-        // `Web page and metrics on http://ADDR/`.
-        let mut second = String::new();
-        stdout.read_line(&mut second).unwrap();
-        let info = second.split_whitespace().last().unwrap_or_default();
-        assert!(info.starts_with("http://"), "{kind} printed {second:?}");
-        Process {
-            addr: words[words.len() - 1].to_owned(),
-            name: words[words.len() - 4].to_owned(),
-            info: info.replace("0.0.0.0", "127.0.0.1"),
-            child,
-            _stdout: stdout,
-        }
-    }
-
-    /// `basalt thrift --server SEEDS`: HBase's Thrift gateway as a client of the cluster.
-    fn thrift_gateway(seeds: &str) -> Process {
-        let (child, stdout, line) = spawn(
-            Command::new(env!("CARGO_BIN_EXE_basalt"))
-                .args(["thrift", "--server", seeds, "--port", "0"]),
-        );
-        // `HBase Thrift gateway on ADDR, serving the server at SEEDS`.
-        let addr = line.split_whitespace().nth(4).unwrap_or_default();
-        assert!(addr.ends_with(','), "the gateway printed {line:?}");
-        Process {
-            addr: addr.trim_end_matches(',').to_owned(),
-            name: "thrift".to_owned(),
-            info: String::new(),
-            child,
-            _stdout: stdout,
-        }
-    }
-
-    /// SIGTERM, and the process ends cleanly.
-    fn stop(mut self) {
-        process::terminate(&mut self.child, &self.name);
-    }
-}
-
-/// Starts `cmd` and reads the first line it prints (its address).
-fn spawn(cmd: &mut Command) -> (Child, BufReader<std::process::ChildStdout>, String) {
-    let mut child = cmd
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    stdout.read_line(&mut line).unwrap();
-    (child, stdout, line)
-}
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// ZooKeeper, a master and three region servers.
-struct Cluster {
-    zookeeper: ZooKeeper,
-    storage: String,
-    env: Vec<(&'static str, String)>,
-    masters: Vec<Process>,
-    servers: Vec<Process>,
-}
-
-impl Cluster {
-    fn start(storage: String, env: Vec<(&'static str, String)>) -> Cluster {
-        let mut c = Cluster {
-            zookeeper: ZooKeeper::start(),
-            storage,
-            env,
-            masters: Vec::new(),
-            servers: Vec::new(),
-        };
-        c.start_processes();
-        c
-    }
-
-    fn start_processes(&mut self) {
-        let zk = self.zookeeper.address.clone();
-        self.masters
-            .push(Process::start("master", &zk, &self.storage, &self.env));
-        for _ in 0..3 {
-            let rs = Process::start("regionserver", &zk, &self.storage, &self.env);
-            self.servers.push(rs);
-        }
-    }
-
-    /// Every process's address: any of them is a seed.
-    fn seeds(&self) -> String {
-        let all: Vec<&str> = self
-            .servers
-            .iter()
-            .chain(&self.masters)
-            .map(|p| p.addr.as_str())
-            .collect();
-        all.join(",")
-    }
-
-    fn stop_all(&mut self) {
-        for p in self.servers.drain(..) {
-            p.stop();
-        }
-        for p in self.masters.drain(..) {
-            p.stop();
-        }
-    }
-}
-
-/// Polls the active master's status (a service outside this process) until `ready`.
-async fn wait_for(
-    admin: &Admin,
-    what: &str,
-    ready: impl Fn(&ClusterStatus) -> bool,
-) -> ClusterStatus {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if let Ok(s) = admin.cluster_status().await {
-            if ready(&s) {
-                return s;
-            }
-            assert!(Instant::now() < deadline, "{what}: still {s:#?}");
-        }
-        assert!(Instant::now() < deadline, "{what}: no status");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-fn all_assigned(live: usize) -> impl Fn(&ClusterStatus) -> bool {
-    move |s| s.servers.len() == live && s.in_transition.is_empty() && !s.master.is_empty()
-}
 
 fn counts(s: &ClusterStatus) -> Vec<usize> {
     s.servers.iter().map(|x| x.regions).collect()
@@ -549,7 +394,7 @@ async fn restart_and_take_over(cluster: &mut Cluster, table: &TableName, total: 
 
     // A backup master takes over when the active one stops cleanly.
     let zk = cluster.zookeeper.address.clone();
-    let backup = Process::start("master", &zk, &cluster.storage, &cluster.env);
+    let backup = Process::start("master", &zk, &cluster.storage, &cluster.env, &[]);
     let backup_name = backup.name.clone();
     let s = wait_for(&admin, "a backup master", |s| s.backup_masters.len() == 1).await;
     assert_eq!(s.backup_masters, vec![backup_name.clone()]);

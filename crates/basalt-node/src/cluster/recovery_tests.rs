@@ -131,7 +131,7 @@ fn a_server_taken_for_dead_can_neither_write_nor_flush_nor_serve() {
     zombie.stop().unwrap();
     assert!(matches!(
         zombie.region(held[0].info().id),
-        Err(Error::DoNotRetry(_))
+        Err(Error::NotServingRegion(_))
     ));
     cluster.assert_rows(&m, &t, 20);
 }

@@ -146,7 +146,8 @@ impl ClusterRegionServer {
     /// be giving the region to another server).
     ///
     /// # Errors
-    /// `DoNotRetry` without a lease; `NotServingRegion` when the region is not open here.
+    /// `NotServingRegion` without a lease (the client looks the region up again), or when
+    /// the region is not open here.
     pub fn region(&self, id: u64) -> Result<Arc<Region>> {
         self.check_lease()?;
         self.rs.region(id).ok_or_else(|| {
@@ -158,7 +159,7 @@ impl ClusterRegionServer {
     /// session's lease has run out (the master may be giving its regions to another server).
     ///
     /// # Errors
-    /// `DoNotRetry` without a lease; `NotServingRegion` when the region is not here.
+    /// `NotServingRegion` without a lease, or when the region is not here.
     pub(crate) fn locate(&self, table: &TableName, at: At<'_>) -> Result<Arc<Region>> {
         self.check_lease()?;
         let hosted = self.hosted.read();
@@ -286,7 +287,7 @@ impl ClusterRegionServer {
     pub(crate) fn check_lease(&self) -> Result<()> {
         let c = &self.coordinator;
         if let Some(why) = self.aborted.get() {
-            return Err(Error::DoNotRetry(format!(
+            return Err(Error::NotServingRegion(format!(
                 "region server {} has aborted ({why}); it serves nothing",
                 self.name()
             )));
@@ -296,7 +297,7 @@ impl ClusterRegionServer {
         {
             Ok(())
         } else {
-            Err(Error::DoNotRetry(format!(
+            Err(Error::NotServingRegion(format!(
                 "region server {} has lost its coordination session ({:?}); it serves nothing",
                 self.name(),
                 c.session()
