@@ -2,7 +2,8 @@
 //! master` and three `basalt regionserver`s over a shared directory, twenty regions, and
 //! eight writers running SYNC_WAL puts, increments and check-and-mutates through the
 //! client. The region server holding the most regions is killed with SIGKILL; another is
-//! paused (SIGSTOP) for three session timeouts and resumed. Afterwards:
+//! paused (SIGSTOP) for three session timeouts and resumed; then the active master is
+//! killed with SIGKILL and a backup takes over. After each:
 //! - the acknowledged-write ledger: every put a writer saw acknowledged is there, each
 //!   counter holds at least its acknowledged increments and at most those attempted, and
 //!   each writer's check-and-mutate row holds exactly the value its history leads to;
@@ -25,7 +26,7 @@ use basalt_client::{Connection, Table};
 use basalt_model::ops::{CheckAndMutate, CompareOp, Get, Increment, Put, Scan};
 use basalt_model::{ColumnFamilyDescriptor, TableDescriptor, TableName};
 use bytes::Bytes;
-use cluster::{all_assigned, wait_for, Cluster};
+use cluster::{all_assigned, wait_for, Cluster, Process};
 
 const SESSION_TIMEOUT_MS: u64 = 2000;
 const REGIONS: usize = 20;
@@ -279,6 +280,27 @@ async fn pause_one(cluster: &mut Cluster, conn: &Connection) {
     assert!(!status.success(), "it exits with an error: {status}");
 }
 
+/// Kills the active master with SIGKILL: the backup takes over, and the writers, which
+/// find it through their seeds, go on.
+async fn kill_the_master(cluster: &mut Cluster, conn: &Connection) {
+    let zk = cluster.zookeeper.address.clone();
+    let backup = Process::start("master", &zk, &cluster.storage, &cluster.env, &cluster.args);
+    let backup_name = backup.name.clone();
+    let admin = conn.admin();
+    wait_for(&admin, "a backup master", |s| {
+        s.backup_masters == [backup_name.clone()]
+    })
+    .await;
+    let mut active = cluster.masters.remove(0);
+    active.child.kill().unwrap();
+    active.child.wait().unwrap();
+    cluster.masters.push(backup);
+    wait_for(&admin, "the backup took over", |s| {
+        s.master == backup_name && all_assigned(1)(s)
+    })
+    .await;
+}
+
 fn signal(sig: &str, pid: &str) {
     let sent = std::process::Command::new("kill").args([sig, pid]).status();
     assert!(sent.is_ok_and(|s| s.success()), "kill {sig} {pid}");
@@ -317,7 +339,7 @@ async fn under_load<F: std::future::Future<Output = ()>>(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_killed_and_a_paused_region_server_lose_no_acknowledged_write() {
+async fn killed_and_paused_region_servers_and_a_killed_master_lose_no_acknowledged_write() {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("basalt.toml");
     std::fs::write(
@@ -353,6 +375,11 @@ async fn a_killed_and_a_paused_region_server_lose_no_acknowledged_write() {
         metrics.contains("basalt_master_recoveries_total 2"),
         "{metrics}"
     );
+
+    let ledgers = under_load(&conn, 3, kill_the_master(&mut cluster, &conn)).await;
+    check_ledgers(&conn, &ledgers).await;
+    sweep(&conn, &table, 1).await;
+    let metrics = http::get(&format!("{}metrics", cluster.masters[0].info));
     assert!(
         metrics.contains("basalt_master_recoveries_in_progress 0"),
         "{metrics}"
