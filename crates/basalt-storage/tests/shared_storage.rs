@@ -394,6 +394,13 @@ fn fencing_a_log_directory_stops_its_writer_in_every_log_old_and_new() {
         env.clear_fenced_log(&d).is_err(),
         "an unfenced log is its writer's"
     );
+    // A log made in the fenced directory after the fencing is fenced as it is cleared.
+    let e = dir.join("4.wal");
+    let mut le = env.create_log(&e).unwrap();
+    assert!(chunk(&mut le, b"header").is_err());
+    env.clear_fenced_log(&e).unwrap();
+    assert_eq!(env.read_all(&e).unwrap(), b"");
+    assert!(env.create_log(&e).is_err(), "its fence keeps its place");
 }
 
 #[test]

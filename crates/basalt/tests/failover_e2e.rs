@@ -386,3 +386,65 @@ async fn killed_and_paused_region_servers_and_a_killed_master_lose_no_acknowledg
     );
     cluster.stop_all();
 }
+
+/// Time to recovery over many kills (a soak, for `BENCHMARKS.md`): the busiest region
+/// server is killed with SIGKILL `BASALT_FAILOVER_KILLS` times (20 by default) under eight
+/// writers, a new one starting after each, with a session timeout of
+/// `BASALT_SESSION_TIMEOUT_MS` (2000 by default). Prints p50, p99 and the worst, then
+/// checks the ledger.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "a soak of many kills; the README gives the command"]
+async fn time_to_recovery_over_many_kills() {
+    let var = |name: &str, default: u64| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    let (kills, timeout_ms) = (
+        var("BASALT_FAILOVER_KILLS", 20),
+        var("BASALT_SESSION_TIMEOUT_MS", SESSION_TIMEOUT_MS),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("basalt.toml");
+    std::fs::write(
+        &config,
+        format!("\"zookeeper.session.timeout\" = {timeout_ms}\n"),
+    )
+    .unwrap();
+    let storage = format!("file://{}", dir.path().join("storage").display());
+    let args = vec!["--config".to_owned(), config.display().to_string()];
+    let mut cluster = Cluster::start_with(storage, Vec::new(), args);
+    let conn = Connection::connect(&cluster.seeds()).await.unwrap();
+    let table = create_table(&conn).await;
+    sweep(&conn, &table, 3).await;
+    let mut took = Vec::new();
+    let ledgers = under_load(&conn, 1, async {
+        for _ in 0..kills {
+            took.push(kill_the_busiest(&mut cluster, &conn).await);
+            let zk = cluster.zookeeper.address.clone();
+            let rs = Process::start(
+                "regionserver",
+                &zk,
+                &cluster.storage,
+                &cluster.env,
+                &cluster.args,
+            );
+            cluster.servers.push(rs);
+            wait_for(&conn.admin(), "a new region server", all_assigned(3)).await;
+        }
+    })
+    .await;
+    check_ledgers(&conn, &ledgers).await;
+    let mut ms: Vec<u128> = took.iter().map(Duration::as_millis).collect();
+    ms.sort_unstable();
+    let at = |q: usize| ms[(ms.len() * q / 100).min(ms.len() - 1)];
+    eprintln!(
+        "time to recovery over {} kills, session timeout {timeout_ms} ms: p50 {} ms, p99 {} ms, worst {} ms; all: {ms:?}",
+        ms.len(),
+        at(50),
+        at(99),
+        ms[ms.len() - 1]
+    );
+    cluster.stop_all();
+}

@@ -318,12 +318,12 @@ impl Env {
         s.fence_logs(dir, by).map_err(|e| io_err("fencing", dir, e))
     }
 
-    /// Deletes the records of a log fenced with [`Env::fence_logs`], once they are split:
-    /// its fence stays, so its writer still cannot take the log's next chunk. What is left
-    /// reads as an empty log.
+    /// Deletes the records of a log in a directory fenced with [`Env::fence_logs`], once
+    /// they are split: its fence stays (a log made after the fencing gets one now), so its
+    /// writer still cannot take the log's next chunk. What is left reads as an empty log.
     ///
     /// # Errors
-    /// `DoNotRetry` on local disk; `Io`, also for a log that is not fenced.
+    /// `DoNotRetry` on local disk; `Io`, also for a log whose directory is not fenced.
     pub fn clear_fenced_log(&self, path: &Path) -> Result<()> {
         let Some(s) = &self.shared else {
             return Err(Error::DoNotRetry(format!(

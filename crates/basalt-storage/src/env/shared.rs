@@ -286,22 +286,28 @@ impl SharedFs {
         Ok(logs.len())
     }
 
-    /// Deletes a fenced log's data chunks, newest first, and keeps its fences: its writer's
-    /// next chunk must still collide (a log deleted whole would take that chunk and
-    /// acknowledge writes nobody reads).
+    /// Deletes a log's data chunks, newest first, and keeps its fences: its writer's next
+    /// chunk must still collide (a log deleted whole would take that chunk and acknowledge
+    /// writes nobody reads). The log's directory must be fenced; a log made there after the
+    /// fencing (it holds its header at most, invariant 3 of `object.rs`) is fenced first.
     pub fn clear_fenced_log(&self, path: &Path) -> io::Result<()> {
         let key = self.key(path)?;
-        let raw = self.raw_chunks(&key)?;
-        if !raw.iter().any(Chunk::is_fence) {
+        if self.store.size(&marker_of(&key))?.is_none() {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!(
-                    "the log {} is not fenced; it is its writer's to delete",
+                    "the log {} is not in a fenced directory; it is its writer's to delete",
                     path.display()
                 ),
             ));
         }
-        for c in raw.iter().rev().filter(|c| !c.is_fence()) {
+        self.fence_log(&key)?;
+        for c in self
+            .raw_chunks(&key)?
+            .iter()
+            .rev()
+            .filter(|c| !c.is_fence())
+        {
             self.store.delete(&c.key)?;
         }
         Ok(())
@@ -330,6 +336,14 @@ impl SharedFs {
 
 /// The object in a log directory that says its logs are fenced (see `fence_logs`).
 pub const FENCE_MARKER: &str = "FENCED";
+
+/// The key of the fence marker of the directory holding the log at `key`.
+fn marker_of(key: &str) -> String {
+    match key.rsplit_once('/') {
+        Some((dir, _)) => format!("{dir}/{FENCE_MARKER}"),
+        None => FENCE_MARKER.to_owned(),
+    }
+}
 
 /// One chunk object of a log.
 #[derive(Clone, Debug)]
@@ -538,13 +552,7 @@ impl LogWriter {
 
     /// Whether the master has fenced the directory this log is in.
     fn directory_fenced(&self) -> io::Result<bool> {
-        let dir = self.key.rsplit_once('/').map_or("", |(d, _)| d);
-        let marker = if dir.is_empty() {
-            FENCE_MARKER.to_owned()
-        } else {
-            format!("{dir}/{FENCE_MARKER}")
-        };
-        Ok(self.store.size(&marker)?.is_some())
+        Ok(self.store.size(&marker_of(&self.key))?.is_some())
     }
 
     pub fn write_all(&self, data: &[u8]) -> io::Result<()> {
