@@ -76,9 +76,7 @@ impl RequestMetrics {
         help: &'static str,
         read: impl Fn() -> u64 + Send + Sync + 'static,
     ) {
-        self.gauges
-            .lock()
-            .push((name, help, "gauge", Box::new(read)));
+        self.register("gauge", name, help, Box::new(read));
     }
 
     /// Adds a counter that `/metrics` reads with `read` at each scrape.
@@ -88,9 +86,17 @@ impl RequestMetrics {
         help: &'static str,
         read: impl Fn() -> u64 + Send + Sync + 'static,
     ) {
-        self.gauges
-            .lock()
-            .push((name, help, "counter", Box::new(read)));
+        self.register("counter", name, help, Box::new(read));
+    }
+
+    fn register(
+        &self,
+        kind: &'static str,
+        name: &'static str,
+        help: &'static str,
+        read: Box<dyn Fn() -> u64 + Send + Sync>,
+    ) {
+        self.gauges.lock().push((name, help, kind, read));
     }
 
     /// Counts one request of `op` of the native API that took `took`.
