@@ -432,6 +432,10 @@ fn master_loop(
             if let Err(e) = master.run_catalog_janitor() {
                 tracing::warn!(error = %e, "the catalog janitor's run failed");
             }
+            let retention = config.server.options.archive_retention_ms;
+            if let Err(e) = master.clean_archive(retention) {
+                tracing::warn!(error = %e, "cleaning the archive failed; will retry");
+            }
         }
         let until = Instant::now() + ASSIGN_PERIOD;
         while Instant::now() < until && !stopping.load(Ordering::SeqCst) {
@@ -468,7 +472,7 @@ fn recovery_metrics(metrics: &metrics::RequestMetrics, role: &Arc<MasterRole>) {
     metrics.register_gauge(
         "basalt_master_recovery_last_milliseconds",
         "How long the last recovery took, from finding the server dead to its last region reassigned.",
-        read(|m| m.recovery_stats().recent_ms.lock().back().copied().unwrap_or(0)),
+        read(|m| m.recovery_stats().last_ms.load(Ordering::Relaxed)),
     );
 }
 

@@ -16,18 +16,15 @@ use bytes::Bytes;
 use super::meta::ClusterMeta;
 use super::{ClusterMaster, Compaction};
 use crate::catalog::Catalog;
+use crate::master::ddl::is_meta;
 use crate::master::ddl::matching_tables;
-use crate::master::meta::{meta_descriptor, meta_region, META_TABLE};
+use crate::master::meta::{meta_descriptor, meta_region};
 
 /// The operation layer of the active master.
 #[derive(Debug)]
 pub struct MasterConnection {
     master: Arc<ClusterMaster>,
     meta: Arc<ClusterMeta>,
-}
-
-fn is_meta(name: &TableName) -> bool {
-    name.namespace() == SYSTEM_NAMESPACE && name.to_string() == META_TABLE
 }
 
 impl MasterConnection {

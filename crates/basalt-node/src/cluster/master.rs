@@ -596,7 +596,7 @@ pub(super) fn enabled_regions(c: &Catalog) -> impl Iterator<Item = (&RegionInfo,
     enabled_or_not(c).filter(|(_, e)| e.enabled)
 }
 
-fn enabled_or_not(c: &Catalog) -> impl Iterator<Item = (&RegionInfo, &TableEntry)> {
+pub(super) fn enabled_or_not(c: &Catalog) -> impl Iterator<Item = (&RegionInfo, &TableEntry)> {
     c.tables
         .values()
         .flat_map(|e| e.regions.iter().map(move |r| (r, e)))

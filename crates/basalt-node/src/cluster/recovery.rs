@@ -37,34 +37,26 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use basalt_model::Result;
 use basalt_storage::env::FENCE_MARKER;
 use basalt_storage::wal::split::{read_segment, recovered_edits_path, write_recovered_edits};
-use parking_lot::Mutex;
 
-use super::master::enabled_regions;
+use super::master::{enabled_or_not, enabled_regions};
 use super::ClusterMaster;
 use crate::regionserver::log_segments;
 
-/// How many recent recovery durations the master keeps for its page and `/metrics`.
-const RECENT: usize = 64;
-
-/// The master's counts of recoveries (a leaf lock).
+/// The master's counts of recoveries.
 #[derive(Debug, Default)]
 pub struct RecoveryStats {
     /// Dead servers whose recovery finished since this master took over.
     pub completed: AtomicU64,
     /// Log splits that failed (retried at the next round).
     pub failed_splits: AtomicU64,
-    /// Recovery durations (found dead to every region reassigned), ms, newest last.
-    pub recent_ms: Mutex<std::collections::VecDeque<u64>>,
+    /// How long the last recovery took (found dead to every region reassigned), ms.
+    pub last_ms: AtomicU64,
 }
 
 impl RecoveryStats {
     fn finished(&self, ms: u64) {
         self.completed.fetch_add(1, Ordering::Relaxed);
-        let mut r = self.recent_ms.lock();
-        if r.len() == RECENT {
-            r.pop_front();
-        }
-        r.push_back(ms);
+        self.last_ms.store(ms, Ordering::Relaxed);
     }
 }
 
@@ -186,8 +178,8 @@ impl ClusterMaster {
             })?;
         }
         let mut unsplit = BTreeSet::new();
-        for (server, segments) in logs.iter().filter(|(s, _)| dead.contains(*s)) {
-            if let Err(e) = self.split_log(server, segments) {
+        for server in logs.keys().filter(|s| dead.contains(*s)) {
+            if let Err(e) = self.split_log(server) {
                 tracing::error!(server, error = %e, "splitting a dead server's log failed; its regions wait, and the split runs again");
                 self.recovery.failed_splits.fetch_add(1, Ordering::Relaxed);
                 unsplit.insert(server.clone());
@@ -196,9 +188,9 @@ impl ClusterMaster {
         Ok(unsplit)
     }
 
-    /// Steps 2 to 4 for `server`: fence, split into recovered edits, delete the segments.
-    fn split_log(&self, server: &str, segments: &[PathBuf]) -> Result<()> {
-        let segments = self.write_recovered_edits(server, segments)?;
+    /// Steps 2 to 4 for `server`: fence, split into recovered edits, delete the records.
+    fn split_log(&self, server: &str) -> Result<()> {
+        let segments = self.split_into_recovered_edits(server)?;
         for segment in &segments {
             self.env.clear_fenced_log(segment)?;
         }
@@ -206,25 +198,12 @@ impl ClusterMaster {
     }
 
     /// Steps 2 and 3 for `server`: fences its log and writes each region's recovered
-    /// edits; returns the segments it read.
-    pub(super) fn write_recovered_edits(
-        &self,
-        server: &str,
-        segments: &[PathBuf],
-    ) -> Result<Vec<PathBuf>> {
+    /// edits; returns the segments it read, listed once the log was fenced (so a segment
+    /// made meanwhile, which holds no record, is cleared with the rest).
+    pub(super) fn split_into_recovered_edits(&self, server: &str) -> Result<Vec<PathBuf>> {
         let dir = self.root.join("wal").join(server);
         self.env.fence_logs(&dir, &self.name)?;
-        // Segments made between the listing and the fence are empty of records (invariant 3
-        // of `object.rs`), but they are listed again so none is left behind.
-        let segments = {
-            let mut all = segments.to_vec();
-            for s in log_segments(&self.env, &dir)? {
-                if !all.contains(&s) {
-                    all.push(s);
-                }
-            }
-            all
-        };
+        let segments = log_segments(&self.env, &dir)?;
         let region_dirs = self.region_dirs();
         let (mut edits, mut skipped) = (0usize, 0usize);
         for segment in &segments {
@@ -254,14 +233,12 @@ impl ClusterMaster {
     /// Every region's directory, by id.
     fn region_dirs(&self) -> HashMap<u64, PathBuf> {
         let c = self.catalog();
-        let mut out = HashMap::new();
-        for e in c.tables.values() {
-            let tdir = self.table_dir(&e.descriptor.table_name());
-            for r in &e.regions {
-                out.insert(r.id, tdir.join(r.id.to_string()));
-            }
-        }
-        out
+        enabled_or_not(&c)
+            .map(|(r, e)| {
+                let tdir = self.table_dir(&e.descriptor.table_name());
+                (r.id, tdir.join(r.id.to_string()))
+            })
+            .collect()
     }
 
     /// Step 6: dead servers with no region and no log left leave `dead_servers`.
@@ -296,7 +273,7 @@ impl ClusterMaster {
         Ok(())
     }
 
-    /// Recoveries finished, failed splits, and recent durations.
+    /// Recoveries finished, failed splits, and the last one's duration.
     #[must_use]
     pub fn recovery_stats(&self) -> &RecoveryStats {
         &self.recovery

@@ -173,10 +173,9 @@ fn a_split_run_twice_writes_each_edit_once() {
     let t = create(&m, "t", 2);
     cluster.fill(&m, &t, 20);
     let name = doomed.name();
-    let segments = log_segments_of(&cluster, &name);
     kill(&cluster, &doomed, &session);
     drop(doomed);
-    m.write_recovered_edits(&name, &segments).unwrap();
+    m.split_into_recovered_edits(&name).unwrap();
     // A master that died before deleting the segments: its successor splits them again.
     let files = recovered_files(&cluster);
     assert_eq!(files.len(), 2, "one per region: {files:?}");
@@ -189,7 +188,7 @@ fn a_split_run_twice_writes_each_edit_once() {
         .iter()
         .map(|f| env.read_all(&Path::new(ROOT).join(f)).unwrap())
         .collect();
-    m.write_recovered_edits(&name, &segments).unwrap();
+    m.split_into_recovered_edits(&name).unwrap();
     let after: Vec<Vec<u8>> = files
         .iter()
         .map(|f| env.read_all(&Path::new(ROOT).join(f)).unwrap())
@@ -245,20 +244,6 @@ fn a_region_assigned_to_a_live_server_that_does_not_hold_it_is_assigned_again() 
     m.assign_all().unwrap();
     assert_catalog_matches_servers(&cluster, &m);
     cluster.assert_rows(&m, &t, 40);
-}
-
-fn log_segments_of(cluster: &Cluster, server: &str) -> Vec<std::path::PathBuf> {
-    use basalt_storage::env::ObjectStore as _;
-    let mut segs: Vec<std::path::PathBuf> = cluster
-        .store
-        .list(&format!("wal/{server}/"))
-        .unwrap()
-        .prefixes
-        .iter()
-        .map(|p| Path::new(ROOT).join("wal").join(server).join(p))
-        .collect();
-    segs.sort();
-    segs
 }
 
 fn recovered_files(cluster: &Cluster) -> Vec<String> {
@@ -344,4 +329,28 @@ fn a_region_server_whose_clock_is_off_is_refused_and_aborts() {
     assert!(!live.contains(&skewed.name()), "it left at once: {live:?}");
     cluster.fill(&m, &t, 40);
     cluster.assert_rows(&m, &t, 40);
+}
+
+#[test]
+fn a_scan_under_way_returns_no_row_once_the_lease_runs_out() {
+    use basalt_api::Connection as _;
+    let cluster = Cluster::new();
+    let (m, _mc) = cluster.master("m1,16000,1");
+    let (rs, session) = cluster.region_server(16021);
+    let t = create(&m, "t", 1);
+    cluster.fill(&m, &t, 10);
+    let table = RegionServerConnection::new(rs).table(&t).unwrap();
+    let mut scan = table.scan(basalt_model::ops::Scan::new()).unwrap();
+    assert!(scan.next_row().unwrap().is_some());
+    // The server is paused past its lease while the scan holds its region: the next row
+    // is read from the region it already has, and must not go out.
+    cluster.ensemble.disconnect(
+        &session,
+        std::time::Instant::now() - std::time::Duration::from_secs(60),
+    );
+    let e = scan.next_row().unwrap_err();
+    assert!(
+        matches!(e, Error::NotServingRegion(ref m) if m.contains("lost its coordination session")),
+        "{e}"
+    );
 }

@@ -250,7 +250,7 @@ impl ClusterRegionServer {
         regions
     }
 
-    /// Waits until no flush or compaction is queued or running (tests, and a stop).
+    /// Waits until no flush or compaction is queued or running (tests).
     ///
     /// # Errors
     /// A flush or compaction failed since the last wait.

@@ -50,6 +50,10 @@ impl ClusterMaster {
     /// # Errors
     /// `TableNotFound`, `TableNotEnabled`; as [`ClusterMaster::split_region`].
     pub fn split_table(&self, name: &TableName, key: Option<&[u8]>) -> Result<()> {
+        if let Some(k) = key {
+            let (info, _) = self.locate(name, k)?;
+            return self.split_region(info.id, Some(k));
+        }
         let regions = {
             let c = self.catalog();
             let entry = c.table(name)?;
@@ -58,11 +62,6 @@ impl ClusterMaster {
             }
             entry.regions.clone()
         };
-        if let Some(k) = key {
-            let n = regions.partition_point(|r| r.start_key[..] <= *k);
-            let id = regions[n.saturating_sub(1)].id;
-            return self.split_region(id, Some(k));
-        }
         for r in regions {
             self.split(r.id, None)?;
         }
@@ -335,6 +334,15 @@ impl ClusterMaster {
                 tracing::warn!(error = %e, "leaving a region directory behind");
             }
         }
+    }
+
+    /// Removes archived files past `retention_ms` (HBase's cleaner chore, run with the
+    /// janitor); returns how many batches went.
+    ///
+    /// # Errors
+    /// `Io` listing or removing.
+    pub fn clean_archive(&self, retention_ms: i64) -> Result<usize> {
+        Archive::new(&self.env, &self.root).clean(retention_ms)
     }
 
     /// `catalogjanitor_run`: drops retired regions whose files no region's manifest lists

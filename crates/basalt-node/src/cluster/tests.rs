@@ -518,6 +518,11 @@ fn disable_enable_alter_and_drop_act_on_every_server() {
     assert!(keys
         .iter()
         .any(|k| k.starts_with("archive/") && k.contains("/data/default/t/")));
+    // The archive keeps them until its retention passes.
+    assert_eq!(m.clean_archive(60_000).unwrap(), 0);
+    assert_eq!(m.clean_archive(-1).unwrap(), 1);
+    let keys = cluster.store.list_all("archive/").unwrap();
+    assert!(keys.is_empty(), "{keys:?}");
 }
 
 #[test]

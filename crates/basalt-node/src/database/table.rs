@@ -83,7 +83,7 @@ pub(crate) trait RegionSource: Send + Sync + std::fmt::Debug {
     /// must not serve what it read.
     ///
     /// # Errors
-    /// `DoNotRetry` when it may not have held them.
+    /// `NotServingRegion` when it may not have held them (the client looks again).
     fn confirm_read(&self) -> Result<()> {
         Ok(())
     }

@@ -352,7 +352,7 @@ impl Master {
     }
 }
 
-fn is_meta(name: &TableName) -> bool {
+pub(crate) fn is_meta(name: &TableName) -> bool {
     name.namespace() == "hbase" && name.qualifier() == "meta"
 }
 

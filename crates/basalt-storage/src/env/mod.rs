@@ -309,13 +309,9 @@ impl Env {
     /// # Errors
     /// `DoNotRetry` on local disk, which no other process writes; `Io`.
     pub fn fence_logs(&self, dir: &Path, by: &str) -> Result<usize> {
-        let Some(s) = &self.shared else {
-            return Err(Error::DoNotRetry(format!(
-                "{} is on local disk: only logs on shared storage are fenced",
-                dir.display()
-            )));
-        };
-        s.fence_logs(dir, by).map_err(|e| io_err("fencing", dir, e))
+        self.shared_logs(dir)?
+            .fence_logs(dir, by)
+            .map_err(|e| io_err("fencing", dir, e))
     }
 
     /// Deletes the records of a log in a directory fenced with [`Env::fence_logs`], once
@@ -325,14 +321,20 @@ impl Env {
     /// # Errors
     /// `DoNotRetry` on local disk; `Io`, also for a log whose directory is not fenced.
     pub fn clear_fenced_log(&self, path: &Path) -> Result<()> {
-        let Some(s) = &self.shared else {
-            return Err(Error::DoNotRetry(format!(
+        self.shared_logs(path)?
+            .clear_fenced_log(path)
+            .map_err(|e| io_err("clearing", path, e))
+    }
+
+    /// The shared storage that logs at `path` are fenced on; local disk has none, since no
+    /// other process writes it.
+    fn shared_logs(&self, path: &Path) -> Result<&SharedFs> {
+        self.shared.as_deref().ok_or_else(|| {
+            Error::DoNotRetry(format!(
                 "{} is on local disk: only logs on shared storage are fenced",
                 path.display()
-            )));
-        };
-        s.clear_fenced_log(path)
-            .map_err(|e| io_err("clearing", path, e))
+            ))
+        })
     }
 
     /// Removes a log made by [`Env::create_log`]; a missing one is not an error.

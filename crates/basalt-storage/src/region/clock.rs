@@ -12,8 +12,10 @@
 //! or one incremented more than a thousand times a second for long, does not drag the row's
 //! other writes along.
 //!
-//! The floors live in memory: a reopened, split or merged region starts without them, by which
-//! time the clock has passed them (they are at most a second ahead).
+//! The floors live in memory. A region that replays a log (after its server died, on this
+//! server or another) sets them again from the replayed cells, since it may serve within the
+//! second they run ahead; a region closed cleanly, split or merged starts without them, by
+//! which time the clock has passed them (they are at most a second ahead).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
