@@ -18,6 +18,12 @@
 //!    since this one loaded. The commit then fails (`DoNotRetry`, "fenced") and the newer
 //!    version stands. On shared storage this is the ownership fence: a stale owner cannot
 //!    destroy its successor's commit.
+//! 4. On shared storage, a create that answers an error may still have taken effect (the
+//!    store carried out the request and the answer was lost). A commit whose create fails
+//!    reads the version back: holding exactly the bytes it wrote, it is this writer's
+//!    commit, and the commit succeeds. When even that read fails, the writer cannot tell;
+//!    its next commit then finds the version taken and fails as fenced, and the writer
+//!    reloads the document to learn which it was (the master does: `ClusterMaster::edit`).
 
 use std::path::{Path, PathBuf};
 
@@ -28,6 +34,14 @@ use serde::Serialize;
 use crate::env::Env;
 
 const END: &str = "\nBASALT-END\n";
+
+/// Whether a create that answered an error took effect with exactly `data` (invariant 4):
+/// on shared storage a request whose answer was lost may have been carried out, and a
+/// version holding these bytes is this writer's commit. On a local file system an error
+/// from the sync means the bytes may not be durable, whatever a read shows.
+fn committed_anyway(env: &Env, path: &Path, data: &[u8]) -> bool {
+    env.is_shared() && env.read_all(path).is_ok_and(|found| found == data)
+}
 
 /// A directory of numbered versions of one document.
 #[derive(Debug)]
@@ -123,9 +137,15 @@ impl VersionedFile {
             }
             e => e,
         };
-        let mut f = env.create(&path).map_err(taken)?;
-        f.write_all(&data)?;
-        f.sync_data().map_err(taken)?;
+        let created = env.create(&path).and_then(|mut f| {
+            f.write_all(&data)?;
+            f.sync_data()
+        });
+        if let Err(e) = created {
+            if !committed_anyway(env, &path, &data) {
+                return Err(taken(e));
+            }
+        }
         env.sync_dir(&self.dir)?;
         // Durable: the commit has happened, whatever follows. Old versions are garbage now;
         // one that cannot be removed is left for a later commit (readers take the newest).

@@ -215,15 +215,32 @@ impl ClusterMaster {
         let mut next = g.1.clone();
         next.master_epoch = self.epoch;
         let out = edit(&mut next)?;
-        g.0.commit(&self.env, &next).map_err(|e| match e {
-            Error::DoNotRetry(m) if m.contains("fenced") => Error::DoNotRetry(format!(
-                "master {} (epoch {}) was deposed: {m}",
-                self.name, self.epoch
-            )),
-            e => e,
-        })?;
-        g.1 = next;
-        Ok(out)
+        match g.0.commit(&self.env, &next) {
+            Ok(()) => {
+                g.1 = next;
+                Ok(out)
+            }
+            Err(Error::DoNotRetry(m)) if m.contains("fenced") => {
+                // Another master's commit, or this one's whose answer was lost
+                // (invariant 4 of `manifest.rs`): the catalog on storage tells which.
+                let (vf, found) = Catalog::load(&self.env, &self.root.join("catalog"))?;
+                let found = found.unwrap_or_default();
+                if found.master_epoch != self.epoch {
+                    return Err(Error::DoNotRetry(format!(
+                        "master {} (epoch {}) was deposed: {m}",
+                        self.name, self.epoch
+                    )));
+                }
+                *g = (vf, found);
+                Err(Error::io(
+                    "committing the catalog",
+                    std::io::Error::other(
+                        "an earlier commit that answered an error had taken effect; the catalog was reloaded, try again",
+                    ),
+                ))
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// Creates a table: its empty regions on storage, then the catalog entry, then the

@@ -156,6 +156,13 @@ impl Env {
         }
     }
 
+    /// Whether this environment is on shared storage (an object store), where a completed
+    /// create is durable and a create whose answer was lost may have taken effect.
+    #[must_use]
+    pub fn is_shared(&self) -> bool {
+        self.shared.is_some()
+    }
+
     /// An environment whose file operations pass through `faults` (tests).
     #[must_use]
     pub fn with_faults(clock: Arc<dyn Clock>, faults: Arc<FaultInjector>) -> Env {
