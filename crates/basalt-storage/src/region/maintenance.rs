@@ -15,11 +15,26 @@ use crate::store::{family_dir_name, Store};
 use crate::storefile::StoreFile;
 
 impl Region {
-    /// Writes every memstore to new store files and commits them in the manifest.
+    /// Writes every memstore to new store files and commits them in the manifest: on
+    /// success, everything written before the call is in files.
     ///
     /// # Errors
     /// `Io` writing files or the manifest; the data stays in memory and in the WAL.
     pub fn flush(&self) -> Result<()> {
+        // A flush after a failed one writes the snapshot that failed first, and what came in
+        // since waits in the active memstore: a second round writes that too. (A close that
+        // left it behind would hand the region on without it.)
+        let retried = self.stores().iter().any(|s| s.has_snapshot());
+        self.flush_snapshots()?;
+        if retried {
+            self.flush_snapshots()?;
+        }
+        Ok(())
+    }
+
+    /// One round of a flush: each store's snapshot (the one a failed flush left, or the
+    /// active memstore, moved aside now) to a new file, committed in the manifest.
+    fn flush_snapshots(&self) -> Result<()> {
         let started = self.env.instant();
         let _f = self.flush_lock.lock();
         let (snaps, flush_seq) = {

@@ -306,6 +306,12 @@ impl Store {
         self.state.read().active.min_seq_id()
     }
 
+    /// Whether a failed flush left a snapshot behind.
+    #[must_use]
+    pub fn has_snapshot(&self) -> bool {
+        self.state.read().snapshot.is_some()
+    }
+
     /// Moves the active memstore aside for a flush; `None` when it is empty. A snapshot left
     /// by a failed flush is returned again, so it is retried before newer data.
     pub fn take_snapshot(&self) -> Option<Arc<MemStore>> {
