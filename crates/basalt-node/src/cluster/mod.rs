@@ -139,6 +139,8 @@ pub trait ServerDirectory: Send + Sync + std::fmt::Debug {
 #[cfg(test)]
 mod recovery_tests;
 #[cfg(test)]
+mod simulation;
+#[cfg(test)]
 mod split_tests;
 #[cfg(test)]
 mod tests;

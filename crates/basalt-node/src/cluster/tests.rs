@@ -38,41 +38,61 @@ impl ServerDirectory for LocalServers {
 }
 
 pub(super) struct Cluster {
+    /// The objects, for tests to look at.
     pub(super) store: Arc<MemoryStore>,
+    /// What the processes reach them through: the store itself, or a layer over it that
+    /// injects faults.
+    objects: Arc<dyn ObjectStore>,
     pub(super) ensemble: MemoryEnsemble,
     pub(super) servers: Arc<LocalServers>,
 }
 
-fn env(store: &Arc<MemoryStore>) -> Env {
-    Env::on_shared(Arc::new(SystemClock), store.clone(), PathBuf::from(ROOT))
-}
-
 impl Cluster {
     pub(super) fn new() -> Cluster {
+        let store = MemoryStore::new();
+        Cluster::over(store.clone(), store)
+    }
+
+    /// A cluster whose processes reach `store` through `objects`.
+    pub(super) fn over(store: Arc<MemoryStore>, objects: Arc<dyn ObjectStore>) -> Cluster {
         Cluster {
-            store: MemoryStore::new(),
+            store,
+            objects,
             ensemble: MemoryEnsemble::new(),
             servers: Arc::default(),
         }
     }
 
+    /// The storage as the processes see it.
+    pub(super) fn env(&self) -> Env {
+        Env::on_shared(
+            Arc::new(SystemClock),
+            self.objects.clone(),
+            PathBuf::from(ROOT),
+        )
+    }
+
     /// A master process: elected if none is active.
     pub(super) fn master(&self, name: &str) -> (ClusterMaster, Arc<MemoryCoordinator>) {
+        self.try_master(name).unwrap()
+    }
+
+    /// A master process, or why it could not take over.
+    pub(super) fn try_master(&self, name: &str) -> Result<(ClusterMaster, Arc<MemoryCoordinator>)> {
         let coordinator = Arc::new(self.ensemble.connect());
-        let Election::Active { epoch } = coordinator.elect(name).unwrap() else {
+        let Election::Active { epoch } = coordinator.elect(name)? else {
             panic!("{name} is not elected");
         };
         let m = ClusterMaster::take_over(
             Path::new(ROOT),
             STORAGE,
-            &env(&self.store),
+            &self.env(),
             coordinator.clone(),
             self.servers.clone(),
             name,
             epoch,
-        )
-        .unwrap();
-        (m, coordinator)
+        )?;
+        Ok((m, coordinator))
     }
 
     /// A region server process on `port`.
@@ -80,18 +100,25 @@ impl Cluster {
         &self,
         port: u16,
     ) -> (Arc<ClusterRegionServer>, Arc<MemoryCoordinator>) {
+        self.try_region_server(port).unwrap()
+    }
+
+    /// A region server process on `port`, or why it could not start.
+    pub(super) fn try_region_server(
+        &self,
+        port: u16,
+    ) -> Result<(Arc<ClusterRegionServer>, Arc<MemoryCoordinator>)> {
         let coordinator = Arc::new(self.ensemble.connect());
         let options = Options {
-            env: env(&self.store),
+            env: self.env(),
             server_port: port,
             ..Options::default()
         };
         let rs =
-            ClusterRegionServer::start(Path::new(ROOT), STORAGE, &options, coordinator.clone())
-                .unwrap();
+            ClusterRegionServer::start(Path::new(ROOT), STORAGE, &options, coordinator.clone())?;
         let rs = Arc::new(rs);
         self.servers.0.lock().insert(rs.name(), rs.clone());
-        (rs, coordinator)
+        Ok((rs, coordinator))
     }
 
     pub(super) fn server(&self, name: &str) -> Arc<ClusterRegionServer> {
@@ -344,7 +371,7 @@ fn a_whole_cluster_stop_and_start_keeps_every_row_with_nothing_to_replay() {
     drop((m, mc, servers));
     cluster.servers.0.lock().clear();
     // Every old log holds nothing: a clean stop flushed every region first.
-    let env = env(&cluster.store);
+    let env = cluster.env();
     for dir in crate::regionserver::log_dirs(&env, &Path::new(ROOT).join("wal")).unwrap() {
         let segments = crate::regionserver::log_segments(&env, &dir).unwrap();
         let mut edits = 0;
@@ -382,7 +409,7 @@ fn a_backup_master_takes_over_and_the_deposed_one_cannot_commit() {
     let new = ClusterMaster::take_over(
         Path::new(ROOT),
         STORAGE,
-        &env(&cluster.store),
+        &cluster.env(),
         backup.clone(),
         cluster.servers.clone(),
         "m2,16000,2",
@@ -410,7 +437,7 @@ fn a_region_server_of_another_cluster_or_storage_is_refused() {
     let cluster = Cluster::new();
     let (_m, _mc) = cluster.master("m1,16000,1");
     let options = Options {
-        env: env(&cluster.store),
+        env: cluster.env(),
         ..Options::default()
     };
     let c: Arc<dyn Coordinator> = Arc::new(cluster.ensemble.connect());
@@ -421,7 +448,7 @@ fn a_region_server_of_another_cluster_or_storage_is_refused() {
     let other = Cluster::new();
     let (_om, _omc) = other.master("m9,16000,9");
     let options = Options {
-        env: env(&other.store),
+        env: other.env(),
         ..Options::default()
     };
     let e = ClusterRegionServer::start(Path::new(ROOT), STORAGE, &options, c).unwrap_err();
@@ -669,7 +696,7 @@ fn a_backup_master_answers_lookups_from_the_catalog_on_storage() {
     let backup = NotMaster::backup_master(
         Arc::new(cluster.ensemble.connect()),
         "m2,16000,2".to_owned(),
-        env(&cluster.store),
+        cluster.env(),
         Path::new(ROOT),
     );
     let catalog = m.catalog();

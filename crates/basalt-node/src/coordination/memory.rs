@@ -74,6 +74,14 @@ impl MemoryEnsemble {
             .insert(c.session, Session::CutOff(since));
     }
 
+    /// Connects a cut-off session again before it expired: it goes on as it was.
+    pub fn reconnect(&self, c: &MemoryCoordinator) {
+        let mut st = self.state.lock();
+        if let Some(s @ Session::CutOff(_)) = st.sessions.get_mut(&c.session) {
+            *s = Session::Connected;
+        }
+    }
+
     /// Expires a session: its ephemeral nodes go and the watches on them fire.
     pub fn expire(&self, c: &MemoryCoordinator) {
         let mut st = self.state.lock();

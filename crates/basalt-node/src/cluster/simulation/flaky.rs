@@ -1,0 +1,190 @@
+//! An object store that fails at random, for the simulation: a seeded share of the driving
+//! thread's operations fails, and half of the failed writes fail after taking effect (a
+//! request the store carried out but whose answer was lost, as a timed-out request to S3
+//! may be). Background threads (flusher, compactor) see no faults: their timing varies from
+//! run to run, and a fault drawn by them would make a seed's schedule vary too.
+
+use std::io;
+use std::sync::Arc;
+use std::thread::ThreadId;
+
+use basalt_storage::env::object::{Listing, Upload};
+use basalt_storage::env::{MemoryStore, ObjectStore};
+use bytes::Bytes;
+use parking_lot::Mutex;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+#[derive(Debug)]
+pub(super) struct FlakyStore {
+    inner: Arc<MemoryStore>,
+    faults: Arc<Faults>,
+}
+
+/// The faults to draw, shared with uploads under way.
+#[derive(Debug)]
+struct Faults {
+    driver: ThreadId,
+    state: Mutex<Flaky>,
+}
+
+#[derive(Debug)]
+struct Flaky {
+    rng: StdRng,
+    /// Operations failed per thousand.
+    per_mille: u32,
+    injected: u64,
+}
+
+/// What a faulty write does: nothing and fail, or take effect and fail.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Fault {
+    None,
+    Before,
+    After,
+}
+
+fn injected(op: &str, key: &str) -> io::Error {
+    io::Error::other(format!("injected fault: {op} {key}"))
+}
+
+impl FlakyStore {
+    /// Faults drawn from `seed` on the calling thread's operations; none until
+    /// [`FlakyStore::set_rate`].
+    pub(super) fn new(inner: Arc<MemoryStore>, seed: u64) -> Arc<FlakyStore> {
+        Arc::new(FlakyStore {
+            inner,
+            faults: Arc::new(Faults {
+                driver: std::thread::current().id(),
+                state: Mutex::new(Flaky {
+                    rng: StdRng::seed_from_u64(seed),
+                    per_mille: 0,
+                    injected: 0,
+                }),
+            }),
+        })
+    }
+
+    pub(super) fn set_rate(&self, per_mille: u32) {
+        self.faults.state.lock().per_mille = per_mille;
+    }
+
+    /// Faults injected so far.
+    pub(super) fn injected(&self) -> u64 {
+        self.faults.state.lock().injected
+    }
+}
+
+impl Faults {
+    fn draw(&self) -> Fault {
+        if std::thread::current().id() != self.driver {
+            return Fault::None;
+        }
+        let mut st = self.state.lock();
+        if st.per_mille == 0 || st.rng.gen_range(0..1000) >= st.per_mille {
+            return Fault::None;
+        }
+        st.injected += 1;
+        if st.rng.gen_bool(0.5) {
+            Fault::Before
+        } else {
+            Fault::After
+        }
+    }
+
+    /// A read: fails or not (a read that took effect is one that answered).
+    fn read(&self, op: &str, key: &str) -> io::Result<()> {
+        match self.draw() {
+            Fault::None => Ok(()),
+            Fault::Before | Fault::After => Err(injected(op, key)),
+        }
+    }
+
+    /// A write: `apply` runs unless the fault comes before it.
+    fn write<T>(
+        &self,
+        op: &str,
+        key: &str,
+        apply: impl FnOnce() -> io::Result<T>,
+    ) -> io::Result<T> {
+        match self.draw() {
+            Fault::None => apply(),
+            Fault::Before => Err(injected(op, key)),
+            Fault::After => {
+                apply()?;
+                Err(injected(op, key))
+            }
+        }
+    }
+}
+
+struct FlakyUpload {
+    faults: Arc<Faults>,
+    key: String,
+    inner: Box<dyn Upload>,
+}
+
+impl Upload for FlakyUpload {
+    fn put_part(&mut self, data: Bytes) -> io::Result<()> {
+        self.faults.read("upload part", &self.key)?;
+        self.inner.put_part(data)
+    }
+
+    fn complete(self: Box<Self>) -> io::Result<()> {
+        let FlakyUpload { faults, key, inner } = *self;
+        faults.write("complete", &key, || inner.complete())
+    }
+
+    fn abort(self: Box<Self>) {
+        self.inner.abort();
+    }
+}
+
+impl ObjectStore for FlakyStore {
+    fn url(&self) -> &str {
+        self.inner.url()
+    }
+
+    fn put_if_absent(&self, key: &str, data: Bytes) -> io::Result<()> {
+        self.faults
+            .write("create", key, || self.inner.put_if_absent(key, data))
+    }
+
+    fn upload(&self, key: &str) -> io::Result<Box<dyn Upload>> {
+        self.faults.read("upload", key)?;
+        Ok(Box::new(FlakyUpload {
+            faults: Arc::clone(&self.faults),
+            key: key.to_owned(),
+            inner: self.inner.upload(key)?,
+        }))
+    }
+
+    fn get(&self, key: &str) -> io::Result<Option<Bytes>> {
+        self.faults.read("get", key)?;
+        self.inner.get(key)
+    }
+
+    fn get_range(&self, key: &str, offset: u64, len: usize) -> io::Result<Bytes> {
+        self.faults.read("get range", key)?;
+        self.inner.get_range(key, offset, len)
+    }
+
+    fn size(&self, key: &str) -> io::Result<Option<u64>> {
+        self.faults.read("size", key)?;
+        self.inner.size(key)
+    }
+
+    fn list(&self, prefix: &str) -> io::Result<Listing> {
+        self.faults.read("list", prefix)?;
+        self.inner.list(prefix)
+    }
+
+    fn list_all(&self, prefix: &str) -> io::Result<Vec<String>> {
+        self.faults.read("list", prefix)?;
+        self.inner.list_all(prefix)
+    }
+
+    fn delete(&self, key: &str) -> io::Result<()> {
+        self.faults.write("delete", key, || self.inner.delete(key))
+    }
+}
