@@ -103,6 +103,16 @@ impl ZooKeeper {
     /// When Java or ZooKeeper's jar is missing, or it does not start.
     #[must_use]
     pub fn start() -> ZooKeeper {
+        ZooKeeper::start_on("127.0.0.1")
+    }
+
+    /// Starts a server listening on `ip` (an address of this machine: another network
+    /// namespace reaches it there).
+    ///
+    /// # Panics
+    /// As [`ZooKeeper::start`].
+    #[must_use]
+    pub fn start_on(ip: &str) -> ZooKeeper {
         let jar = std::env::var("BASALT_ZOOKEEPER_JAR")
             .unwrap_or_else(|_| "/usr/share/java/zookeeper.jar".to_owned());
         assert!(
@@ -115,7 +125,7 @@ impl ZooKeeper {
         std::fs::write(
             &cfg,
             format!(
-                "tickTime=500\ndataDir={}\nclientPort={port}\nclientPortAddress=127.0.0.1\n\
+                "tickTime=500\ndataDir={}\nclientPort={port}\nclientPortAddress={ip}\n\
                  minSessionTimeout=1000\nmaxSessionTimeout=60000\nadmin.enableServer=false\n\
                  4lw.commands.whitelist=ruok,srvr\n",
                 dir.path().join("data").display()
@@ -133,7 +143,7 @@ impl ZooKeeper {
                 .arg(&cfg),
             &dir.path().join("zookeeper.log"),
         );
-        let address = format!("127.0.0.1:{port}");
+        let address = format!("{ip}:{port}");
         wait_until("ZooKeeper", Duration::from_secs(60), dir.path(), || {
             four_letter(&address, "ruok").as_deref() == Some("imok")
         });

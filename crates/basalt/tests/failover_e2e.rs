@@ -3,10 +3,10 @@
 //! eight writers running SYNC_WAL puts, increments and check-and-mutates through the
 //! client. The region server holding the most regions is killed with SIGKILL; another is
 //! paused (SIGSTOP) for three session timeouts and resumed; then the active master is
-//! killed with SIGKILL and a backup takes over. After each:
-//! - the acknowledged-write ledger: every put a writer saw acknowledged is there, each
-//!   counter holds at least its acknowledged increments and at most those attempted, and
-//!   each writer's check-and-mutate row holds exactly the value its history leads to;
+//! killed with SIGKILL and a backup takes over. In another test, a region server in a
+//! network namespace of its own is cut off from ZooKeeper alone. After each, every checker
+//! of the load (`cluster/load.rs`: the acknowledged-write ledger, per-cell linearizability,
+//! the big linked list) and:
 //! - the invariant sweep: every region open on a live server, the catalog agreeing, no
 //!   recovery left, the killed and paused servers gone (the paused one exits on waking);
 //! - the master's `/metrics` counts the recoveries.
@@ -17,187 +17,19 @@ mod http;
 mod process;
 
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use basalt_api::ClusterStatus;
-use basalt_client::{Connection, Table};
-use basalt_model::ops::{CheckAndMutate, CompareOp, Get, Increment, Put, Scan};
+use basalt_client::Connection;
 use basalt_model::{ColumnFamilyDescriptor, TableDescriptor, TableName};
+use basalt_testkit::services::ZooKeeper;
 use bytes::Bytes;
+use cluster::load::under_load;
+use cluster::netns::Netns;
 use cluster::{all_assigned, wait_for, Cluster, Process};
 
 const SESSION_TIMEOUT_MS: u64 = 2000;
 const REGIONS: usize = 20;
-
-/// What one writer saw.
-#[derive(Debug, Default)]
-struct Ledger {
-    /// Its counter's row and its check-and-mutate row.
-    counter: String,
-    cam_row: String,
-    /// Rows whose put was acknowledged.
-    puts: Vec<String>,
-    /// Increments acknowledged, and those whose outcome is unknown (an error).
-    increments: (u64, u64),
-    /// The value this writer's check-and-mutate row must hold.
-    cam: u64,
-    errors: usize,
-}
-
-fn key(i: usize) -> String {
-    format!("k{:05}", i * 7919 % 100_000)
-}
-
-/// Eight writers until `stop`, each on rows of its own.
-fn writers(
-    conn: &Connection,
-    stop: &Arc<AtomicBool>,
-    phase: usize,
-) -> Vec<tokio::task::JoinHandle<Ledger>> {
-    (0..8)
-        .map(|w| {
-            let t = conn.table("f").unwrap();
-            let stop = Arc::clone(stop);
-            tokio::spawn(async move { write(&t, w, phase, &stop).await })
-        })
-        .collect()
-}
-
-async fn write(t: &Table, w: usize, phase: usize, stop: &AtomicBool) -> Ledger {
-    let (counter, cam_row) = (
-        format!("{}-ctr-p{phase}-w{w}", key(w)),
-        format!("{}-cam-p{phase}-w{w}", key(w + 8)),
-    );
-    let mut l = Ledger {
-        counter: counter.clone(),
-        cam_row: cam_row.clone(),
-        ..Ledger::default()
-    };
-    let mut in_doubt = false;
-    let mut n = 0usize;
-    while !stop.load(Ordering::SeqCst) {
-        n += 1;
-        match n % 4 {
-            0 => match t
-                .increment(Increment::new(counter.clone()).add("f", "n", 1))
-                .await
-            {
-                Ok(_) => l.increments.0 += 1,
-                Err(_) => {
-                    l.increments.1 += 1;
-                    l.errors += 1;
-                }
-            },
-            1 => {
-                if in_doubt {
-                    // Learn what a check-and-mutate in doubt did before the next one.
-                    match cam_value(t, &cam_row).await {
-                        Some(v) => {
-                            l.cam = v;
-                            in_doubt = false;
-                        }
-                        None => continue,
-                    }
-                }
-                let next = (l.cam + 1).to_string();
-                let cam = if l.cam == 0 {
-                    CheckAndMutate::if_not_exists(cam_row.clone(), "f", "v")
-                } else {
-                    CheckAndMutate::if_matches(
-                        cam_row.clone(),
-                        "f",
-                        "v",
-                        CompareOp::Equal,
-                        l.cam.to_string(),
-                    )
-                };
-                match t
-                    .check_and_mutate(cam.then_put(Put::new(cam_row.clone()).add("f", "v", next)))
-                    .await
-                {
-                    Ok(true) => l.cam += 1,
-                    Ok(false) => panic!(
-                        "writer {w}: {cam_row} is not at {} though only it writes the row",
-                        l.cam
-                    ),
-                    Err(_) => {
-                        in_doubt = true;
-                        l.errors += 1;
-                    }
-                }
-            }
-            _ => {
-                let row = format!("{}-p{phase}-w{w}", key(n));
-                match t.put(Put::new(row.clone()).add("f", "q", "x")).await {
-                    Ok(()) => l.puts.push(row),
-                    Err(_) => l.errors += 1,
-                }
-            }
-        }
-    }
-    if in_doubt {
-        l.cam = cam_value(t, &cam_row)
-            .await
-            .expect("the row reads once the cluster has recovered");
-    }
-    l
-}
-
-async fn cam_value(t: &Table, row: &str) -> Option<u64> {
-    let r = t.get(Get::new(row.to_owned())).await.ok()?;
-    Some(
-        r.value(b"f", b"v")
-            .map_or(0, |v| std::str::from_utf8(v).unwrap().parse().unwrap()),
-    )
-}
-
-async fn counter_value(t: &Table, row: &str) -> u64 {
-    let r = t.get(Get::new(row.to_owned())).await.unwrap();
-    r.value(b"f", b"n")
-        .map_or(0, |v| u64::from_be_bytes(v[..].try_into().unwrap()))
-}
-
-/// Every acknowledged write is there (the ledger check).
-async fn check_ledgers(conn: &Connection, ledgers: &[Ledger]) {
-    let t = conn.table("f").unwrap();
-    let rows: BTreeSet<Bytes> = t
-        .scan(Scan::new())
-        .await
-        .unwrap()
-        .collect()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|r| r.row.clone())
-        .collect();
-    let mut lost = Vec::new();
-    for (w, l) in ledgers.iter().enumerate() {
-        lost.extend(
-            l.puts
-                .iter()
-                .filter(|p| !rows.contains(p.as_bytes()))
-                .cloned(),
-        );
-        let stored = counter_value(&t, &l.counter).await;
-        let (acked, doubt) = l.increments;
-        assert!(
-            (acked..=acked + doubt).contains(&stored),
-            "writer {w}: counter {stored}, {acked} increments acknowledged, {doubt} in doubt"
-        );
-        let cam = cam_value(&t, &l.cam_row).await.unwrap();
-        assert_eq!(cam, l.cam, "writer {w}: its check-and-mutate row");
-    }
-    let acked: usize = ledgers.iter().map(|l| l.puts.len()).sum();
-    assert!(
-        lost.is_empty(),
-        "{} of {acked} acknowledged puts lost: {:?}",
-        lost.len(),
-        &lost[..lost.len().min(10)]
-    );
-    assert!(acked > 100, "only {acked} puts acknowledged");
-}
 
 /// The invariant sweep: every region open on a live server, and the catalog agreeing.
 async fn sweep(conn: &Connection, table: &TableName, live: usize) -> ClusterStatus {
@@ -318,29 +150,19 @@ async fn create_table(conn: &Connection) -> TableName {
     desc.table_name()
 }
 
-/// Runs the writers of `phase` for a second, then `disrupt`, then a second more; returns
-/// their ledgers.
-async fn under_load<F: std::future::Future<Output = ()>>(
-    conn: &Connection,
-    phase: usize,
-    disrupt: F,
-) -> Vec<Ledger> {
-    let stop = Arc::new(AtomicBool::new(false));
-    let writing = writers(conn, &stop, phase);
-    tokio::time::sleep(Duration::from_millis(1000)).await; // load running when it happens
-    disrupt.await;
-    tokio::time::sleep(Duration::from_millis(1000)).await; // writes after recovery too
-    stop.store(true, Ordering::SeqCst);
-    let mut ledgers = Vec::new();
-    for w in writing {
-        ledgers.push(w.await.unwrap());
-    }
-    ledgers
-}
-
 /// A cluster on a shared directory (held by the returned directory) whose processes have
 /// a session timeout of `timeout_ms`, a client, and the table of 20 regions, all assigned.
 async fn start(timeout_ms: u64) -> (tempfile::TempDir, Cluster, Connection, TableName) {
+    start_on(ZooKeeper::start(), timeout_ms, None).await
+}
+
+/// As [`start`], on `zookeeper`, with a fourth region server started by `fourth` (in
+/// another network namespace, listening on the address given) when there is one.
+async fn start_on(
+    zookeeper: ZooKeeper,
+    timeout_ms: u64,
+    fourth: Option<(std::process::Command, String)>,
+) -> (tempfile::TempDir, Cluster, Connection, TableName) {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("basalt.toml");
     std::fs::write(
@@ -350,10 +172,30 @@ async fn start(timeout_ms: u64) -> (tempfile::TempDir, Cluster, Connection, Tabl
     .unwrap();
     let storage = format!("file://{}", dir.path().join("storage").display());
     let args = vec!["--config".to_owned(), config.display().to_string()];
-    let cluster = Cluster::start_with(storage, Vec::new(), args);
+    let mut cluster = Cluster::start_on(zookeeper, storage, Vec::new(), args);
+    let mut live = 3;
+    if let Some((program, bind)) = fourth {
+        let zk = cluster.zookeeper.address.clone();
+        let mut args = cluster.args.clone();
+        args.extend(["--bind".to_owned(), bind]);
+        let rs = Process::start_by(
+            program,
+            "regionserver",
+            &zk,
+            &cluster.storage,
+            &cluster.env,
+            &args,
+        );
+        cluster.servers.push(rs);
+        live += 1;
+    }
     let conn = Connection::connect(&cluster.seeds()).await.unwrap();
+    wait_for(&conn.admin(), "every region server", |s| {
+        s.servers.len() == live
+    })
+    .await;
     let table = create_table(&conn).await;
-    sweep(&conn, &table, 3).await;
+    sweep(&conn, &table, live).await;
     (dir, cluster, conn, table)
 }
 
@@ -362,7 +204,7 @@ async fn killed_and_paused_region_servers_and_a_killed_master_lose_no_acknowledg
     let (_dir, mut cluster, conn, table) = start(SESSION_TIMEOUT_MS).await;
 
     let mut took = Duration::ZERO;
-    let ledgers = under_load(&conn, 1, async {
+    let load = under_load(&conn, 1, async {
         took = kill_the_busiest(&mut cluster, &conn).await;
     })
     .await;
@@ -370,11 +212,11 @@ async fn killed_and_paused_region_servers_and_a_killed_master_lose_no_acknowledg
         "SIGKILL of the busiest region server: every region serving again {} ms after the kill",
         took.as_millis()
     );
-    check_ledgers(&conn, &ledgers).await;
+    load.check(&conn).await;
     sweep(&conn, &table, 2).await;
 
-    let ledgers = under_load(&conn, 2, pause_one(&mut cluster, &conn)).await;
-    check_ledgers(&conn, &ledgers).await;
+    let load = under_load(&conn, 2, pause_one(&mut cluster, &conn)).await;
+    load.check(&conn).await;
     sweep(&conn, &table, 1).await;
 
     let metrics = http::get(&format!("{}metrics", cluster.masters[0].info));
@@ -383,14 +225,61 @@ async fn killed_and_paused_region_servers_and_a_killed_master_lose_no_acknowledg
         "{metrics}"
     );
 
-    let ledgers = under_load(&conn, 3, kill_the_master(&mut cluster, &conn)).await;
-    check_ledgers(&conn, &ledgers).await;
+    let load = under_load(&conn, 3, kill_the_master(&mut cluster, &conn)).await;
+    load.check(&conn).await;
     sweep(&conn, &table, 1).await;
     let metrics = http::get(&format!("{}metrics", cluster.masters[0].info));
     assert!(
         metrics.contains("basalt_master_recoveries_in_progress 0"),
         "{metrics}"
     );
+    cluster.stop_all();
+}
+
+/// The nastiest partition: a region server cut off from ZooKeeper but not from storage,
+/// clients or the master. Its lease runs out, so it refuses reads and writes; its session
+/// ends, the master fences its log and reopens its regions elsewhere; writers go on; once
+/// the link is back it learns the session ended and exits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_region_server_cut_off_from_zookeeper_alone_loses_nothing_and_exits() {
+    let net = Netns::create(1);
+    let zookeeper = ZooKeeper::start_on(&net.service_ip);
+    let program = net.command(env!("CARGO_BIN_EXE_basalt"));
+    let fourth = Some((program, net.ns_ip.clone()));
+    let (_dir, mut cluster, conn, table) = start_on(zookeeper, SESSION_TIMEOUT_MS, fourth).await;
+    let mut cut = cluster.servers.pop().unwrap();
+    let name = cut.name.clone();
+    assert!(name.starts_with(&net.ns_ip), "{name}");
+    let admin = conn.admin();
+    wait_for(&admin, "the namespace's server holds regions", |s| {
+        s.servers.iter().any(|x| x.name == name && x.regions > 0)
+    })
+    .await;
+
+    let load = under_load(&conn, 1, async {
+        net.cut();
+        wait_for(&admin, "the cut-off server's regions reopened", |s| {
+            all_assigned(3)(s) && s.recoveries.is_empty() && s.dead_servers.contains(&name)
+        })
+        .await;
+    })
+    .await;
+    load.check(&conn).await;
+    sweep(&conn, &table, 3).await;
+    // It learns that its session ended when it reaches ZooKeeper again, if not sooner.
+    net.heal();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(st) = cut.child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the cut-off server did not exit once healed"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(!status.success(), "it exits with an error: {status}");
     cluster.stop_all();
 }
 
@@ -414,7 +303,7 @@ async fn time_to_recovery_over_many_kills() {
     );
     let (_dir, mut cluster, conn, table) = start(timeout_ms).await;
     let mut took = Vec::new();
-    let ledgers = under_load(&conn, 1, async {
+    let load = under_load(&conn, 1, async {
         for _ in 0..kills {
             took.push(kill_the_busiest(&mut cluster, &conn).await);
             let zk = cluster.zookeeper.address.clone();
@@ -430,7 +319,7 @@ async fn time_to_recovery_over_many_kills() {
         }
     })
     .await;
-    check_ledgers(&conn, &ledgers).await;
+    load.check(&conn).await;
     sweep(&conn, &table, 3).await;
     let mut ms: Vec<u128> = took.iter().map(Duration::as_millis).collect();
     ms.sort_unstable();

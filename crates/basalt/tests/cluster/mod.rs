@@ -12,6 +12,9 @@ use basalt_testkit::services::ZooKeeper;
 
 use super::process;
 
+pub mod load;
+pub mod netns;
+
 /// A master or region server process; killed when dropped, stopped cleanly by `stop`.
 pub struct Process {
     pub child: Child,
@@ -31,8 +34,22 @@ impl Process {
         env: &[(&str, String)],
         args: &[String],
     ) -> Process {
+        let program = Command::new(env!("CARGO_BIN_EXE_basalt"));
+        Process::start_by(program, kind, zookeeper, storage, env, args)
+    }
+
+    /// Starts a process by `program`: the binary, or a command that runs it (inside a
+    /// network namespace).
+    pub fn start_by(
+        mut program: Command,
+        kind: &str,
+        zookeeper: &str,
+        storage: &str,
+        env: &[(&str, String)],
+        args: &[String],
+    ) -> Process {
         let (child, mut stdout, line) = spawn(
-            Command::new(env!("CARGO_BIN_EXE_basalt"))
+            program
                 .args([kind, "--zookeeper", zookeeper, "--storage", storage])
                 .args(["--port", "0", "--info-port", "0"])
                 .args(args)
@@ -122,8 +139,18 @@ impl Cluster {
         env: Vec<(&'static str, String)>,
         args: Vec<String>,
     ) -> Cluster {
+        Cluster::start_on(ZooKeeper::start(), storage, env, args)
+    }
+
+    /// A cluster on `zookeeper`.
+    pub fn start_on(
+        zookeeper: ZooKeeper,
+        storage: String,
+        env: Vec<(&'static str, String)>,
+        args: Vec<String>,
+    ) -> Cluster {
         let mut c = Cluster {
-            zookeeper: ZooKeeper::start(),
+            zookeeper,
             storage,
             env,
             masters: Vec::new(),
