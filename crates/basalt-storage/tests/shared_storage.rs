@@ -179,6 +179,65 @@ fn a_file_is_one_object_stored_at_its_sync_and_never_overwritten() {
 }
 
 #[test]
+fn a_store_writer_that_finds_its_files_name_taken_leaves_the_file_alone() {
+    use basalt_model::{CellType, ColumnFamilyDescriptor};
+    use basalt_storage::block_cache::BlockCache;
+    use basalt_storage::compaction::Throttle;
+    use basalt_storage::region::RegionInfo;
+    use basalt_storage::store::Store;
+    // A region's next server and the zombie it took the region from (its session expired,
+    // it has not noticed yet) number their store files alike, from the same manifest.
+    let env = shared(MemoryStore::new());
+    let region_dir = path("data/default/t/7");
+    let info = RegionInfo {
+        id: 7,
+        start_key: Bytes::new(),
+        end_key: Bytes::new(),
+    };
+    let cache = BlockCache::new(1 << 20);
+    let open = || {
+        let family = ColumnFamilyDescriptor::new("f");
+        Store::open(&env, &region_dir, &info, family, &[], &cache).unwrap()
+    };
+    let (next, zombie) = (open(), open());
+    let flush = |s: &Store, c: Cell, file: u64| {
+        s.insert(c);
+        let snap = s.take_snapshot().unwrap();
+        let written = s.write_flush(&snap, file, 10, 0, u64::MAX)?;
+        s.finish_flush(written.clone());
+        Ok::<_, Error>(written)
+    };
+    let put = |v: &str| Cell::put("r", "f", "q", 5, v.as_bytes().to_vec());
+    let kept: Vec<_> = [1, 2]
+        .into_iter()
+        .map(|file| flush(&next, put("next"), file).unwrap().unwrap())
+        .collect();
+    let contents = || -> Vec<Vec<u8>> {
+        kept.iter()
+            .map(|f| env.read_all(f.path()).unwrap())
+            .collect()
+    };
+    let before = contents();
+
+    // The zombie's major compaction of a file holding only a marker writes nothing, and
+    // stores nothing under the name of the next server's file 2...
+    let marker = Cell::marker("r", "f", "q", 5, CellType::DeleteColumn);
+    let own = flush(&zombie, marker, 3).unwrap().unwrap();
+    let mut throttle = Throttle::new(None, env.instant());
+    let out = zombie.write_compaction(&[own], 2, true, 10, 0, &mut throttle);
+    assert!(out.unwrap().is_none());
+    // ...and its flush finds the name of file 1 taken.
+    let e = flush(&zombie, put("zombie"), 1).unwrap_err();
+    assert_eq!(kind(&e), io::ErrorKind::AlreadyExists);
+
+    assert_eq!(
+        contents(),
+        before,
+        "the next server's files are left as they were"
+    );
+}
+
+#[test]
 fn a_large_file_goes_up_in_parts_and_reads_back_by_ranges() {
     let store = Arc::new(Hooked::default());
     let env = shared(store.clone());

@@ -94,6 +94,41 @@ fn a_region_closes_on_one_server_and_opens_on_another_with_its_data() {
 }
 
 #[test]
+fn a_region_moved_within_the_millisecond_its_row_ran_ahead_orders_later_writes_above() {
+    use basalt_model::ops::Delete;
+    let delete = |r: &Region, row: &str| {
+        let m = Mutation::Delete(Delete::new(row.to_owned()).add_columns("f", "q"));
+        r.mutate(&m).unwrap();
+    };
+    let (root, clock, rdir) = new_region();
+    let (first, _inbox) = start(root.path(), &clock);
+    first.recover(false).unwrap();
+    clock.advance(1);
+    let (second, _inbox2) = start(root.path(), &clock);
+    second.recover(false).unwrap();
+    let r = first
+        .open_region(&rdir, &whole_table_region(), &table())
+        .unwrap();
+    // A Delete and then a Put in one millisecond: the Put lands a millisecond ahead of the
+    // clock, above the Delete's marker.
+    delete(&r, "a");
+    put(&r, "a", "1");
+    assert_eq!(value(&r, "a").as_deref(), Some(&b"1"[..]));
+    first.close_region(&r).unwrap();
+
+    // Moved in that same millisecond: a Delete through the next server masks the Put, and a
+    // Put after it shows.
+    let moved = second
+        .open_region(&rdir, &whole_table_region(), &table())
+        .unwrap();
+    assert_eq!(value(&moved, "a").as_deref(), Some(&b"1"[..]));
+    delete(&moved, "a");
+    assert_eq!(value(&moved, "a"), None, "the Delete landed below the Put");
+    put(&moved, "a", "2");
+    assert_eq!(value(&moved, "a").as_deref(), Some(&b"2"[..]));
+}
+
+#[test]
 fn a_dead_servers_log_is_replayed_by_the_next_and_then_retired() {
     let (root, clock, rdir) = new_region();
     let dead_log = {

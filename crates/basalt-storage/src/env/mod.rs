@@ -699,6 +699,19 @@ impl WritableFile {
     pub fn path(&self) -> &Path {
         &self.path
     }
+
+    /// Whether this writer created the file, so that removing it after a failure removes
+    /// nothing of another writer's. A local file is created (exclusively) when it is opened
+    /// for writing; an object on shared storage only once a create-if-absent of its name
+    /// answered success: a writer that found the name taken, or whose create answered an
+    /// error of unknown outcome, owns nothing there.
+    #[must_use]
+    pub fn created(&self) -> bool {
+        match &self.sink {
+            Sink::Local(_) | Sink::Log(_) => true,
+            Sink::Object(o) => o.claimed(),
+        }
+    }
 }
 
 /// A file read at arbitrary offsets (store files).

@@ -374,6 +374,9 @@ pub(super) struct ObjectWriter {
     buf: Vec<u8>,
     upload: Option<Box<dyn Upload>>,
     state: WriterState,
+    /// Whether this writer took the key (its create-if-absent answered success): only then
+    /// is an object under the key its own to remove.
+    claimed: bool,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -409,7 +412,13 @@ impl ObjectWriter {
             buf: Vec::new(),
             upload: None,
             state: WriterState::Writing,
+            claimed: false,
         }
+    }
+
+    /// Whether this writer created the object (see `claimed`).
+    pub(super) fn claimed(&self) -> bool {
+        self.claimed
     }
 
     fn check_writing(&self) -> io::Result<()> {
@@ -446,6 +455,7 @@ impl ObjectWriter {
                     // Multipart uploads overwrite: the key is claimed first, so a second
                     // writer of the same name fails here rather than replacing the first.
                     w.store.put_if_absent(&w.key, Bytes::new())?;
+                    w.claimed = true;
                     w.upload = Some(w.store.upload(&w.key)?);
                 }
                 if let Some(u) = w.upload.as_mut() {
@@ -473,7 +483,10 @@ impl ObjectWriter {
                     }
                     u.complete()?;
                 }
-                None => w.store.put_if_absent(&w.key, buf)?,
+                None => {
+                    w.store.put_if_absent(&w.key, buf)?;
+                    w.claimed = true;
+                }
             }
             w.state = WriterState::Stored;
             Ok(())

@@ -12,10 +12,14 @@
 //! or one incremented more than a thousand times a second for long, does not drag the row's
 //! other writes along.
 //!
-//! The floors live in memory. A region that replays a log (after its server died, on this
-//! server or another) sets them again from the replayed cells, since it may serve within the
-//! second they run ahead; a region closed cleanly, split or merged starts without them, by
-//! which time the clock has passed them (they are at most a second ahead).
+//! The floors live in memory, and a region may open elsewhere (moved, split, merged, or
+//! recovered after its server died) within the millisecond, or the second, its rows ran
+//! ahead: a Put lifted above a Delete of the same millisecond, then a Delete through the
+//! region's next server in that millisecond, would land below the Put and lose. So a region
+//! that opens takes a floor for all its rows from its store files (the newest time they
+//! hold, and the millisecond after it when they hold delete markers), and one that replays a
+//! log sets its rows' floors again from the replayed cells. The same floor covers a next
+//! server whose clock is behind the last one's by less than [`MAX_AHEAD_MS`].
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -30,6 +34,8 @@ pub const MAX_AHEAD_MS: i64 = 1000;
 #[derive(Debug, Default)]
 pub(crate) struct RowClock {
     floors: Mutex<HashMap<Bytes, i64>>,
+    /// The floor of every row: the times a region's files hold when it opens.
+    all: AtomicI64,
     /// The largest floor; while the clock is past it, no row has one (the common case costs
     /// one atomic load).
     max: AtomicI64,
@@ -41,14 +47,15 @@ impl RowClock {
         if self.max.load(Ordering::Acquire) <= now {
             return now;
         }
+        let all = now.max(self.all.load(Ordering::Acquire));
         let floors = self.floors.lock();
-        floors.get(row).map_or(now, |f| now.max(*f))
+        floors.get(row).map_or(all, |f| all.max(*f))
     }
 
     /// Notes that a write put `row`'s time at `ts` when the clock said `clock`: kept as the
     /// row's floor when it is ahead of the clock, by at most [`MAX_AHEAD_MS`].
     pub(crate) fn ran_ahead(&self, row: &Bytes, ts: i64, clock: i64) {
-        if ts <= clock || ts - clock > MAX_AHEAD_MS {
+        if !within_reach(ts, clock) {
             return;
         }
         let mut floors = self.floors.lock();
@@ -59,6 +66,22 @@ impl RowClock {
         *f = (*f).max(ts);
         self.max.fetch_max(ts, Ordering::AcqRel);
     }
+
+    /// Notes that every row's time is at `ts` when the clock says `clock` (what an opening
+    /// region's files hold): kept as all rows' floor on the terms of [`RowClock::ran_ahead`].
+    pub(crate) fn all_ran_ahead(&self, ts: i64, clock: i64) {
+        if !within_reach(ts, clock) {
+            return;
+        }
+        self.all.fetch_max(ts, Ordering::AcqRel);
+        self.max.fetch_max(ts, Ordering::AcqRel);
+    }
+}
+
+/// Whether a time `ts` is a floor when the clock says `clock`: ahead of it, by at most
+/// [`MAX_AHEAD_MS`].
+fn within_reach(ts: i64, clock: i64) -> bool {
+    ts > clock && ts - clock <= MAX_AHEAD_MS
 }
 
 #[cfg(test)]
@@ -77,5 +100,20 @@ mod tests {
         // Far in the future on purpose: not a floor.
         c.ran_ahead(&r, 100 + MAX_AHEAD_MS + 1, 100);
         assert_eq!(c.now(b"r", 103), 103);
+    }
+
+    #[test]
+    fn a_floor_of_all_rows_lifts_every_row_and_a_row_ahead_of_it_keeps_its_own() {
+        let c = RowClock::default();
+        let r = Bytes::from_static(b"r");
+        c.all_ran_ahead(101, 100);
+        c.ran_ahead(&r, 103, 100);
+        assert_eq!(c.now(b"other", 100), 101);
+        assert_eq!(c.now(b"r", 100), 103);
+        assert_eq!(c.now(b"other", 102), 102);
+        // Far in the future (a client's timestamp): not a floor.
+        let far = RowClock::default();
+        far.all_ran_ahead(100 + MAX_AHEAD_MS + 1, 100);
+        assert_eq!(far.now(b"other", 100), 100);
     }
 }

@@ -299,6 +299,7 @@ impl Region {
             reads: AtomicU64::new(0),
             writes: AtomicU64::new(0),
         };
+        region.floor_rows_at_stored_times();
         region.commit_manifest()?;
         region.archive_unlisted_files()?;
         Ok(region)
@@ -396,6 +397,20 @@ impl Region {
                     self.memstore_grew(store.insert(c));
                 }
             }
+        }
+    }
+
+    /// Lifts every row's server time to the newest time the region's files hold (`clock.rs`):
+    /// the region may open within the millisecond a row of it ran ahead on its last server,
+    /// which took those floors with it.
+    fn floor_rows_at_stored_times(&self) {
+        let stored = self.stores().into_iter().flat_map(|s| s.files()).map(|f| {
+            let i = f.info();
+            // A marker masks a write at its own time: later writes go a millisecond past it.
+            i.max_ts.saturating_add(i64::from(i.delete_count > 0))
+        });
+        if let Some(ts) = stored.max() {
+            self.row_clock.all_ran_ahead(ts, self.env.now_ms());
         }
     }
 

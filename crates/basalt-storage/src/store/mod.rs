@@ -424,15 +424,23 @@ impl Store {
                 self.env.sync_dir(&self.dir)?;
                 Ok(true)
             });
+        // An empty file, or a partial one (a full disk, say), must not hold on to the space;
+        // but only a file this writer created is its to remove. A region's next server and
+        // the zombie it took the region from number their files alike, and a writer that
+        // found the name taken would remove the other's file, which a manifest may list.
+        let created = w.created();
         match written {
             Ok(true) => {}
             Ok(false) => {
-                self.env.remove_file(&path)?;
+                if created {
+                    self.env.remove_file(&path)?;
+                }
                 return Ok(None);
             }
             Err(e) => {
-                // A partial file (a full disk, say) must not hold on to the space.
-                let _ = self.env.remove_file(&path);
+                if created {
+                    let _ = self.env.remove_file(&path);
+                }
                 return Err(e);
             }
         }

@@ -143,10 +143,12 @@ impl StoreFileWriter {
     }
 
     /// Writes the bloom, index, file info and trailer, syncs the file and returns its info.
+    /// The writer is done after it, whatever the outcome: only [`StoreFileWriter::created`]
+    /// is left to ask (a failed one's caller decides whether the file is its to remove).
     ///
     /// # Errors
     /// `Io` writing or syncing.
-    pub fn finish(mut self, major_compacted: bool) -> Result<(PathBuf, FileInfo)> {
+    pub fn finish(&mut self, major_compacted: bool) -> Result<(PathBuf, FileInfo)> {
         self.flush_block()?;
         self.info.last_key = self.last.take();
         self.info.major_compacted = major_compacted;
@@ -179,7 +181,13 @@ impl StoreFileWriter {
         t.extend_from_slice(MAGIC);
         self.file.write_all(&t)?;
         self.file.sync_data()?;
-        Ok((self.path, self.info))
+        Ok((self.path.clone(), self.info.clone()))
+    }
+
+    /// Whether this writer created its file ([`crate::env::WritableFile::created`]).
+    #[must_use]
+    pub fn created(&self) -> bool {
+        self.file.created()
     }
 }
 
