@@ -161,6 +161,14 @@ impl VersionedFile {
 }
 
 /// Another writer committed the version this one meant to create.
+/// Whether a commit's error says for certain that the commit did not happen: another
+/// writer holds the version. Any other error may come from a commit that took effect
+/// (invariant 4), so what the commit names must stay.
+#[must_use]
+pub fn surely_not_committed(e: &Error) -> bool {
+    matches!(e, Error::DoNotRetry(m) if m.starts_with("fenced: "))
+}
+
 fn fenced(path: &Path) -> Error {
     Error::DoNotRetry(format!(
         "fenced: {} was committed by another writer since this one loaded its metadata; nothing was changed",

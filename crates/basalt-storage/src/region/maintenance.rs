@@ -86,9 +86,13 @@ impl Region {
             true
         });
         if let Err(e) = committed {
-            // The snapshots stay for the retry; the files written go (they are listed nowhere).
-            for f in written.iter().flatten() {
-                let _ = self.env.remove_file(f.path());
+            // The snapshots stay for the retry. The files written go only if the manifest
+            // surely does not list them: a commit whose answer was lost may have taken
+            // effect, and a file left over is archived at the region's next open.
+            if crate::manifest::surely_not_committed(&e) {
+                for f in written.iter().flatten() {
+                    let _ = self.env.remove_file(f.path());
+                }
             }
             return Err(e);
         }
@@ -229,8 +233,13 @@ impl Region {
             }
             true
         });
+        let listed = match &committed {
+            Ok(()) => !family_gone,
+            Err(e) => !crate::manifest::surely_not_committed(e),
+        };
         if committed.is_err() || family_gone {
-            if let Some(o) = &out {
+            // As for a flush: the output stays where a manifest may list it.
+            if let (Some(o), false) = (&out, listed) {
                 let _ = self.env.remove_file(o.path());
             }
             return committed;

@@ -66,11 +66,24 @@ impl Sim {
         };
         let c = m.catalog();
         let live = self.live_names();
+        let open = self.open_regions(m);
         for e in c.tables.values() {
             for r in &e.regions {
                 let server = c.assignments.get(&r.id).and_then(|a| a.server.clone());
                 if !server.as_ref().is_some_and(|s| live.contains(s)) {
                     return Some(format!("region {} on {server:?}", r.id));
+                }
+                let serving: Vec<&String> = open
+                    .get(&r.id)
+                    .into_iter()
+                    .flatten()
+                    .map(|(s, _)| s)
+                    .collect();
+                if serving != [server.as_ref().unwrap()] {
+                    return Some(format!(
+                        "region {} assigned to {server:?}, open on {serving:?}",
+                        r.id
+                    ));
                 }
             }
         }
@@ -78,6 +91,20 @@ impl Sim {
             return Some(format!("dead servers left: {:?}", c.dead_servers));
         }
         None
+    }
+
+    /// The live servers holding each region, with the epoch each opened it at.
+    fn open_regions(&self, m: &super::ClusterMaster) -> BTreeMap<u64, Vec<(String, u64)>> {
+        let mut open: BTreeMap<u64, Vec<(String, u64)>> = BTreeMap::new();
+        for s in self.servers.iter().filter(|s| s.health == Health::Live) {
+            let report = s.rs.report(m.epoch()).unwrap();
+            for r in report.regions {
+                open.entry(r.info.id)
+                    .or_default()
+                    .push((s.rs.name(), r.open_epoch));
+            }
+        }
+        open
     }
 
     /// Panics with the seed's schedule.
@@ -91,10 +118,10 @@ impl Sim {
     }
 
     pub(super) fn check_all(&mut self) {
+        self.sweep();
         self.final_reads();
         self.check_history();
         self.check_linked_list();
-        self.sweep();
     }
 
     /// Reads `row`'s column `q` where the master says, trying a few times (a client whose
@@ -118,18 +145,21 @@ impl Sim {
         for i in 0..ROWS {
             let row = register_row(i);
             for (q, counter) in [("v", false), ("n", true)] {
-                let mut answer = None;
+                let mut answer = Err(None);
                 for _ in 0..5 {
                     let call = self.tick();
                     let t = self.table_for(row.as_bytes());
-                    let got = t.and_then(|t| apply(t.as_ref(), &row, counter, &super::CellOp::Get));
-                    if let Ok(a) = got {
-                        answer = Some((call, a));
-                        break;
+                    match t.and_then(|t| apply(t.as_ref(), &row, counter, &super::CellOp::Get)) {
+                        Ok(a) => {
+                            answer = Ok((call, a));
+                            break;
+                        }
+                        Err(e) => answer = Err(Some(e)),
                     }
                 }
-                let Some((call, a)) = answer else {
-                    self.fail(&format!("{row}/{q} does not read once settled"));
+                let (call, a) = match answer {
+                    Ok(got) => got,
+                    Err(e) => self.fail(&format!("{row}/{q} does not read once settled: {e:?}")),
                 };
                 self.record(format!("{row}/{q}"), super::CellOp::Get, call, Ok(a));
             }
@@ -174,15 +204,7 @@ impl Sim {
     fn sweep(&self) {
         let m = &self.master.as_ref().unwrap().master;
         let c = m.catalog();
-        let mut open: BTreeMap<u64, Vec<(String, u64)>> = BTreeMap::new();
-        for s in self.servers.iter().filter(|s| s.health == Health::Live) {
-            let report = s.rs.report(m.epoch()).unwrap();
-            for r in report.regions {
-                open.entry(r.info.id)
-                    .or_default()
-                    .push((s.rs.name(), r.open_epoch));
-            }
-        }
+        let open = self.open_regions(m);
         let mut regions = BTreeSet::new();
         for e in c.tables.values() {
             for r in &e.regions {

@@ -2,7 +2,9 @@
 //! thread's operations fails, and half of the failed writes fail after taking effect (a
 //! request the store carried out but whose answer was lost, as a timed-out request to S3
 //! may be). Background threads (flusher, compactor) see no faults: their timing varies from
-//! run to run, and a fault drawn by them would make a seed's schedule vary too.
+//! run to run, and a fault drawn by them would make a seed's schedule vary too. It can
+//! also crash: after a number of operations, every one fails (the process that was acting
+//! died there).
 
 use std::io;
 use std::sync::Arc;
@@ -34,6 +36,9 @@ struct Flaky {
     /// Operations failed per thousand.
     per_mille: u32,
     injected: u64,
+    /// Operations left before a crash: from then on every operation fails, as if the
+    /// process making them had died there.
+    crash_in: Option<u32>,
 }
 
 /// What a faulty write does: nothing and fail, or take effect and fail.
@@ -60,6 +65,7 @@ impl FlakyStore {
                     rng: StdRng::seed_from_u64(seed),
                     per_mille: 0,
                     injected: 0,
+                    crash_in: None,
                 }),
             }),
         })
@@ -67,6 +73,16 @@ impl FlakyStore {
 
     pub(super) fn set_rate(&self, per_mille: u32) {
         self.faults.state.lock().per_mille = per_mille;
+    }
+
+    /// The driver's next `ops` operations go as usual, and every one after them fails
+    /// until [`FlakyStore::recover`]: the process acting then has crashed.
+    pub(super) fn crash_after(&self, ops: u32) {
+        self.faults.state.lock().crash_in = Some(ops);
+    }
+
+    pub(super) fn recover(&self) {
+        self.faults.state.lock().crash_in = None;
     }
 
     /// Faults injected so far.
@@ -81,6 +97,12 @@ impl Faults {
             return Fault::None;
         }
         let mut st = self.state.lock();
+        if let Some(left) = st.crash_in.as_mut() {
+            if *left == 0 {
+                return Fault::Before;
+            }
+            *left -= 1;
+        }
         if st.per_mille == 0 || st.rng.gen_range(0..1000) >= st.per_mille {
             return Fault::None;
         }

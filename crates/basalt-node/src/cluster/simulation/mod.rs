@@ -9,7 +9,8 @@
 //! list; the invariant sweep.
 //!
 //! A seed replays the same schedule: `BASALT_SIM_SEED=N` runs that one seed and prints its
-//! schedule; `BASALT_SIM_SEEDS=N` runs seeds 0..N (CI runs the default, the soak thousands).
+//! schedule; `BASALT_SIM_SEEDS=N` runs seeds 0..N (CI runs the default, 200; a soak runs
+//! thousands: `BASALT_SIM_SEEDS=5000`).
 //!
 //! Time: the driver is the only thread that acts. A pause is modelled by its effect on
 //! the lease: a cut-off server's lease holds until the simulation expires its session,
@@ -168,7 +169,8 @@ impl Sim {
                 73..=74 => self.zombie_exits(),
                 75..=77 => self.start_server(),
                 78..=85 => self.chore(),
-                86..=87 => self.fail_over_master(),
+                86 => self.fail_over_master(),
+                87 => self.master_dies_at_work(),
                 88..=90 => self.split(),
                 91..=92 => self.merge(),
                 93..=94 => self.move_region(),
@@ -286,6 +288,25 @@ impl Sim {
             self.note(format!("master {} killed", old.master.name()));
         }
         self.start_master();
+    }
+
+    /// The master dies part-way through its work (`kill -9`): between fencing a dead
+    /// server's log and splitting it, between the split and the assignment, in the middle
+    /// of a split, merge or move. Its successor must finish or undo what it began.
+    fn master_dies_at_work(&mut self) {
+        let after = self.rng.gen_range(0..40);
+        self.note(format!(
+            "the master dies after {after} more store operations"
+        ));
+        self.flaky.crash_after(after);
+        match self.rng.gen_range(0..4) {
+            0 => self.chore(),
+            1 => self.split(),
+            2 => self.merge(),
+            _ => self.move_region(),
+        }
+        self.flaky.recover();
+        self.fail_over_master();
     }
 
     fn set_fault_rate(&mut self) {
@@ -570,7 +591,7 @@ fn env_u64(name: &str) -> Option<u64> {
 fn seeded_schedules_of_kills_pauses_and_failovers_lose_nothing_and_serve_nothing_stale() {
     let seeds = match env_u64("BASALT_SIM_SEED") {
         Some(one) => one..one + 1,
-        None => 0..env_u64("BASALT_SIM_SEEDS").unwrap_or(16),
+        None => 0..env_u64("BASALT_SIM_SEEDS").unwrap_or(200),
     };
     let steps = env_u64("BASALT_SIM_STEPS").map_or(STEPS, |s| s as usize);
     let one = seeds.end - seeds.start == 1;
