@@ -98,18 +98,20 @@ async fn pause_one(cluster: &mut Cluster, conn: &Connection) {
     .await;
     signal("-CONT", &pid);
     // It exits on its own, with an error: it lost its session and was fenced.
-    let deadline = Instant::now() + Duration::from_secs(30);
+    exits_with_an_error(&mut paused, "the paused server, after waking").await;
+}
+
+/// Waits (polling the process, for up to a minute) until `p` exits, and checks it failed.
+async fn exits_with_an_error(p: &mut Process, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
     let status = loop {
-        if let Some(st) = paused.child.try_wait().unwrap() {
+        if let Some(st) = p.child.try_wait().unwrap() {
             break st;
         }
-        assert!(
-            Instant::now() < deadline,
-            "the paused server did not exit after waking"
-        );
+        assert!(Instant::now() < deadline, "{what} did not exit");
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
-    assert!(!status.success(), "it exits with an error: {status}");
+    assert!(!status.success(), "{what} exits with an error: {status}");
 }
 
 /// Kills the active master with SIGKILL: the backup takes over, and the writers, which
@@ -268,18 +270,7 @@ async fn a_region_server_cut_off_from_zookeeper_alone_loses_nothing_and_exits() 
     sweep(&conn, &table, 3).await;
     // It learns that its session ended when it reaches ZooKeeper again, if not sooner.
     net.heal();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let status = loop {
-        if let Some(st) = cut.child.try_wait().unwrap() {
-            break st;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the cut-off server did not exit once healed"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
-    assert!(!status.success(), "it exits with an error: {status}");
+    exits_with_an_error(&mut cut, "the cut-off server, once the link is back").await;
     cluster.stop_all();
 }
 
