@@ -160,18 +160,20 @@ impl VersionedFile {
     }
 }
 
-/// Another writer committed the version this one meant to create.
-/// Whether a commit's error says for certain that the commit did not happen: another
-/// writer holds the version. Any other error may come from a commit that took effect
-/// (invariant 4), so what the commit names must stay.
+/// Whether a commit failed because another writer holds the version it meant to create
+/// (invariant 3): the one error that says for certain the commit did not happen. Any other
+/// error may come from a commit that took effect (invariant 4), so what it names must stay.
 #[must_use]
-pub fn surely_not_committed(e: &Error) -> bool {
-    matches!(e, Error::DoNotRetry(m) if m.starts_with("fenced: "))
+pub fn is_fenced(e: &Error) -> bool {
+    matches!(e, Error::DoNotRetry(m) if m.starts_with(FENCED))
 }
 
+const FENCED: &str = "fenced: ";
+
+/// Another writer committed the version this one meant to create.
 fn fenced(path: &Path) -> Error {
     Error::DoNotRetry(format!(
-        "fenced: {} was committed by another writer since this one loaded its metadata; nothing was changed",
+        "{FENCED}{} was committed by another writer since this one loaded its metadata; nothing was changed",
         path.display()
     ))
 }

@@ -521,6 +521,25 @@ fn a_stale_manifest_writer_is_fenced_on_shared_storage() {
 }
 
 #[test]
+fn a_metadata_commit_whose_answer_was_lost_counts_when_its_bytes_are_there() {
+    let store = Arc::new(Hooked::default());
+    let env = shared(store.clone());
+    let dir = path("catalog");
+    let (mut vf, _) = VersionedFile::load::<Vec<u32>>(&env, &dir, "DOC").unwrap();
+    vf.commit(&env, &vec![1]).unwrap();
+    // The store takes the next version and then answers a timeout: the version holds this
+    // writer's bytes, so the commit happened, and the writer's next one goes above it.
+    store
+        .fail_next_create_after_storing
+        .store(true, Ordering::SeqCst);
+    vf.commit(&env, &vec![2]).unwrap();
+    assert_eq!(vf.version(), 2);
+    vf.commit(&env, &vec![3]).unwrap();
+    let (_, doc) = VersionedFile::load::<Vec<u32>>(&env, &dir, "DOC").unwrap();
+    assert_eq!(doc, Some(vec![3]));
+}
+
+#[test]
 fn the_wal_on_shared_storage_recovers_every_synced_edit() {
     let store = MemoryStore::new();
     let env = shared(store.clone());

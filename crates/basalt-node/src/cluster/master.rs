@@ -26,12 +26,13 @@ use std::sync::Arc;
 
 use basalt_model::{Error, Result, TableDescriptor, TableName};
 use basalt_storage::env::Env;
-use basalt_storage::manifest::VersionedFile;
+use basalt_storage::manifest::{self, VersionedFile};
 use basalt_storage::region::{Region, RegionInfo};
 use bytes::Bytes;
 use parking_lot::Mutex;
 
 use super::{plan_moves, ServerDirectory};
+
 use crate::catalog::{table_key, Catalog, RegionAssignment, TableEntry};
 use crate::coordination::{ClusterInfo, Coordinator};
 
@@ -118,7 +119,7 @@ impl ClusterMaster {
                         clocks: Mutex::default(),
                     })
                 }
-                Err(Error::DoNotRetry(m)) if m.contains("fenced") => {} // the old one's: reload
+                Err(e) if manifest::is_fenced(&e) => {} // the old one's: reload
                 Err(e) => return Err(e),
             }
         }
@@ -220,14 +221,14 @@ impl ClusterMaster {
                 g.1 = next;
                 Ok(out)
             }
-            Err(Error::DoNotRetry(m)) if m.contains("fenced") => {
+            Err(e) if manifest::is_fenced(&e) => {
                 // Another master's commit, or this one's whose answer was lost
                 // (invariant 4 of `manifest.rs`): the catalog on storage tells which.
                 let (vf, found) = Catalog::load(&self.env, &self.root.join("catalog"))?;
                 let found = found.unwrap_or_default();
                 if found.master_epoch != self.epoch {
                     return Err(Error::DoNotRetry(format!(
-                        "master {} (epoch {}) was deposed: {m}",
+                        "master {} (epoch {}) was deposed: {e}",
                         self.name, self.epoch
                     )));
                 }

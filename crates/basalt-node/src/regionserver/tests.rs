@@ -129,6 +129,40 @@ fn a_region_moved_within_the_millisecond_its_row_ran_ahead_orders_later_writes_a
 }
 
 #[test]
+fn a_region_closed_after_a_failed_flush_hands_on_what_came_in_since() {
+    use basalt_storage::env::{FaultInjector, Op};
+    let (root, clock, rdir) = new_region();
+    let faults = Arc::new(FaultInjector::new(1));
+    let options = Options {
+        env: Env::with_faults(Arc::clone(&clock) as _, Arc::clone(&faults)),
+        ..Options::default()
+    };
+    let (queue, _inbox) = MasterQueue::new();
+    let first = RegionServer::start(root.path(), &options, queue).unwrap();
+    first.recover(false).unwrap();
+    let r = first
+        .open_region(&rdir, &whole_table_region(), &table())
+        .unwrap();
+    put(&r, "a", "1");
+    // The flush's store file cannot be created: its snapshot stays for a retry.
+    faults.fail_nth(Op::Create, 1);
+    assert!(r.flush().is_err());
+    put(&r, "b", "2");
+    // The closing flush writes the snapshot that failed, and what came in after it.
+    first.close_region(&r).unwrap();
+    assert_eq!(r.memstore_size_bytes(), 0);
+
+    clock.advance(1);
+    let (second, _inbox2) = start(root.path(), &clock);
+    second.recover(false).unwrap();
+    let moved = second
+        .open_region(&rdir, &whole_table_region(), &table())
+        .unwrap();
+    assert_eq!(value(&moved, "a").as_deref(), Some(&b"1"[..]));
+    assert_eq!(value(&moved, "b").as_deref(), Some(&b"2"[..]));
+}
+
+#[test]
 fn a_dead_servers_log_is_replayed_by_the_next_and_then_retired() {
     let (root, clock, rdir) = new_region();
     let dead_log = {

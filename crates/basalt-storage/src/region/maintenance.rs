@@ -89,7 +89,7 @@ impl Region {
             // The snapshots stay for the retry. The files written go only if the manifest
             // surely does not list them: a commit whose answer was lost may have taken
             // effect, and a file left over is archived at the region's next open.
-            if crate::manifest::surely_not_committed(&e) {
+            if crate::manifest::is_fenced(&e) {
                 for f in written.iter().flatten() {
                     let _ = self.env.remove_file(f.path());
                 }
@@ -235,7 +235,7 @@ impl Region {
         });
         let listed = match &committed {
             Ok(()) => !family_gone,
-            Err(e) => !crate::manifest::surely_not_committed(e),
+            Err(e) => !crate::manifest::is_fenced(e),
         };
         if committed.is_err() || family_gone {
             // As for a flush: the output stays where a manifest may list it.
