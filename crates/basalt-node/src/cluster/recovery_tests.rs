@@ -354,3 +354,89 @@ fn a_scan_under_way_returns_no_row_once_the_lease_runs_out() {
         "{e}"
     );
 }
+
+#[test]
+fn a_split_run_again_over_a_log_cut_short_keeps_the_files_it_cannot_read() {
+    use basalt_storage::env::{MemoryStore, ObjectStore as _};
+    let store = MemoryStore::new();
+    let flaky = super::simulation::flaky::FlakyStore::new(store.clone(), 0);
+    let cluster = Cluster::over(store, flaky.clone());
+    let (m, _mc) = cluster.master("m1,16000,1");
+    let (doomed, session) = cluster.region_server(16021);
+    let t = create(&m, "t", 1);
+    cluster.fill(&m, &t, 20);
+    let name = doomed.name();
+    kill(&cluster, &doomed, &session);
+    drop(doomed);
+    m.split_into_recovered_edits(&name).unwrap();
+    let files = recovered_files(&cluster);
+    assert_eq!(files.len(), 1, "{files:?}");
+    let written = cluster.store.get(&files[0]).unwrap();
+    // The clearing of the log stopped part-way: its later records are gone. A split run
+    // again then reads the log cut short, and the file it wrote cannot be read just now.
+    let segment = format!("wal/{name}/00000000000000000001.wal/");
+    let mut chunks = cluster.store.list_all(&segment).unwrap();
+    chunks.sort();
+    assert!(chunks.len() > 12, "a chunk per write: {chunks:?}");
+    for key in &chunks[chunks.len() / 2..chunks.len() - 1] {
+        cluster.store.delete(key).unwrap();
+    }
+    flaky.fail_reads_of(Some("recovered.edits/"));
+    assert!(m.split_into_recovered_edits(&name).is_err());
+    flaky.fail_reads_of(None);
+    assert_eq!(
+        cluster.store.get(&files[0]).unwrap(),
+        written,
+        "the file stays whole"
+    );
+    m.split_into_recovered_edits(&name).unwrap();
+    assert_eq!(cluster.store.get(&files[0]).unwrap(), written);
+    let (_rs, _s) = cluster.region_server(16022);
+    m.assign_all().unwrap();
+    cluster.assert_rows(&m, &t, 20);
+}
+
+#[test]
+fn a_region_that_has_not_replayed_its_recovered_edits_is_not_merged() {
+    let cluster = Cluster::new();
+    let (m, _mc) = cluster.master("m1,16000,1");
+    let (doomed, session) = cluster.region_server(16021);
+    let t = create(&m, "t", 2);
+    cluster.fill(&m, &t, 20); // in the log only: no flush
+    let (other, _os) = cluster.region_server(16022);
+    let name = doomed.name();
+    kill(&cluster, &doomed, &session);
+    drop(doomed);
+    m.split_into_recovered_edits(&name).unwrap();
+    // A master assigned the regions to the live server and died before they opened there.
+    m.edit(|c| {
+        for a in c.assignments.values_mut() {
+            a.server = Some(other.name());
+        }
+        Ok(())
+    })
+    .unwrap();
+    let ids: Vec<u64> = m
+        .catalog()
+        .table(&t)
+        .unwrap()
+        .regions
+        .iter()
+        .map(|r| r.id)
+        .collect();
+    let e = m.merge_regions(&ids, false).unwrap_err();
+    assert!(matches!(e, Error::NotServingRegion(_)), "{e}");
+    // Nor does the region's directory hand on its files while the edits wait.
+    let dir = Path::new(ROOT)
+        .join("data/default/t")
+        .join(ids[0].to_string());
+    let e = Region::stored_handed_files(&cluster.env(), &dir, ids[0]).unwrap_err();
+    assert!(
+        matches!(e, Error::NotServingRegion(ref m) if m.contains("recovered")),
+        "{e}"
+    );
+    m.assign_all().unwrap();
+    assert!(recovered_files(&cluster).is_empty());
+    m.merge_regions(&ids, false).unwrap();
+    cluster.assert_rows(&m, &t, 20);
+}

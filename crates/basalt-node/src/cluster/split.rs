@@ -225,7 +225,10 @@ impl ClusterMaster {
                 let e = Error::NotServingRegion(info.region_name_string(&table));
                 return Err(self.reopen(&parents, e));
             };
-            if let Err(e) = self.close_on(&server, info.id) {
+            let closed = self
+                .check_open_on(&server, info, &table)
+                .and_then(|()| self.close_on(&server, info.id));
+            if let Err(e) = closed {
                 return Err(self.reopen(&parents, e));
             }
             parents.push((info.clone(), server));
@@ -251,6 +254,20 @@ impl ClusterMaster {
             made: vec![(merged, files)],
             flushed,
         })
+    }
+
+    /// Refuses a parent that its server does not hold open: the catalog may name a server
+    /// whose open failed (a master died before it could record that), and a close there
+    /// would hand on a region that never took in what was recovered for it.
+    fn check_open_on(&self, server: &str, info: &RegionInfo, table: &TableName) -> Result<()> {
+        let report = self.servers.connect(server)?.report(self.epoch)?;
+        if report.regions.iter().any(|r| r.info.id == info.id) {
+            return Ok(());
+        }
+        Err(Error::NotServingRegion(format!(
+            "{} is not online on {server}",
+            info.region_name_string(table)
+        )))
     }
 
     /// What a closed region hands on, from its manifest on storage.

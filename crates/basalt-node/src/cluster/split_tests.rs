@@ -157,6 +157,31 @@ fn a_merge_of_regions_on_different_servers_keeps_every_row() {
 }
 
 #[test]
+fn a_merge_refuses_a_parent_that_its_server_does_not_hold() {
+    let cluster = Cluster::new();
+    let (m, _mc) = cluster.master("m1,16000,1");
+    let servers = cluster.region_servers(16020, 2);
+    let t = create(&m, "t", 4);
+    cluster.fill(&m, &t, 40);
+    let rs = regions(&m, &t);
+    // A master died between assigning the region and its open: the catalog names a
+    // server that does not hold it.
+    let (_, server) = m.locate(&t, &rs[1].start_key).unwrap();
+    let holder = servers.iter().find(|s| Some(s.name()) == server).unwrap();
+    holder.close_region(m.epoch(), rs[1].id).unwrap();
+    let e = m.merge_regions(&[rs[0].id, rs[1].id], false).unwrap_err();
+    assert!(
+        matches!(e, Error::NotServingRegion(ref m) if m.contains("not online")),
+        "{e}"
+    );
+    assert_eq!(regions(&m, &t), rs, "nothing merged");
+    m.assign_all().unwrap();
+    m.merge_regions(&[rs[0].id, rs[1].id], false).unwrap();
+    assert_catalog_matches_servers(&cluster, &m);
+    cluster.assert_rows(&m, &t, 40);
+}
+
+#[test]
 fn a_server_reporting_a_region_past_max_filesize_has_it_split() {
     let cluster = Cluster::new();
     let (m, _mc) = cluster.master("m1,16000,1");

@@ -12,13 +12,14 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 
 use basalt_model::descriptor::DEFAULT_MAX_FILESIZE_BYTES;
-use basalt_model::Result;
+use basalt_model::{Error, Result};
 use bytes::Bytes;
 
 use super::{ManifestFile, Region, RegionManifest, StoreManifest};
 use crate::env::Env;
 use crate::manifest::VersionedFile;
 use crate::storefile::FileId;
+use crate::wal::split::recovered_edits;
 
 /// The files a region hands on, by family directory name, oldest first.
 pub type HandedFiles = BTreeMap<String, Vec<FileId>>;
@@ -107,9 +108,18 @@ impl Region {
     /// [`Region::handed_files`] of region `id` stored in `dir`, from its manifest on storage:
     /// after the region closed (flushed) on its server, the master reads what it hands on.
     ///
+    /// Its files are all it holds only once no recovered edits wait: edits split out of a
+    /// dead server's log are the region's until an open replays and flushes them, so a
+    /// region that has not opened since hands on nothing.
+    ///
     /// # Errors
-    /// As [`Region::stored_references`].
+    /// As [`Region::stored_references`]; `NotServingRegion` while recovered edits wait.
     pub fn stored_handed_files(env: &Env, dir: &Path, id: u64) -> Result<(HandedFiles, u64)> {
+        if !recovered_edits(env, dir)?.is_empty() {
+            return Err(Error::NotServingRegion(format!(
+                "region {id} has edits recovered from a dead server's log that it has not replayed; it must open before it splits or merges"
+            )));
+        }
         Ok(handed(&stored_manifest(env, dir, id)?, id))
     }
 

@@ -10,7 +10,11 @@
 //! # Invariants
 //! 1. A split is idempotent: a file is named after its source segment, its content depends
 //!    on that segment alone, and a file an earlier attempt left is kept only if it decodes
-//!    whole (else it is written again). So a split that stopped part-way is simply run again.
+//!    whole (a torn one is written again; one that cannot be read fails the attempt). So a
+//!    split that stopped part-way is simply run again. A split whose clearing of the log
+//!    stopped part-way runs again over what is left: every file it wrote is whole and kept,
+//!    and it writes only files that a replay has consumed since, whose edits the region has
+//!    flushed (so the replay skips them).
 //! 2. The split reads and never changes the dead server's log: a torn tail ends a segment
 //!    (it was never acknowledged) without being cut away.
 
@@ -82,11 +86,14 @@ pub fn recovered_edits_path(region_dir: &Path, server: &str, segment: &Path) -> 
 /// `Io`.
 pub fn write_recovered_edits(env: &Env, path: &Path, edits: &[WalEdit]) -> Result<bool> {
     if env.exists(path)? {
-        if decode_whole(env, path).is_ok() {
-            return Ok(false);
+        match decode_whole(env, path) {
+            Ok(_) => return Ok(false),
+            // A file an earlier attempt never completed: written again.
+            Err(Error::Corruption { .. }) => env.remove_file(path)?,
+            // Not known to be torn: the file stays. A later attempt reads a log that an
+            // interrupted clear may have cut short, so it must not replace a whole file.
+            Err(e) => return Err(e),
         }
-        // An upload an earlier attempt never completed: written again.
-        env.remove_file(path)?;
     }
     let mut data = header();
     for e in edits {

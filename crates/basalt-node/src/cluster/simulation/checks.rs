@@ -9,8 +9,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
+use std::sync::Arc;
 
+use basalt_api::Table;
 use basalt_model::ops::Get;
+use basalt_model::Result;
 use basalt_storage::env::ObjectStore as _;
 use basalt_storage::region::repair;
 use basalt_testkit::checkers::linearizability::{check_each, CellModel, Verdict};
@@ -124,12 +127,22 @@ impl Sim {
         self.check_linked_list();
     }
 
+    /// The table for `row` as a client sees it on its `attempt`: the first may go through
+    /// a stale cache; after an error the client asks the master again, as HBase's does.
+    fn settled_table(&mut self, row: &[u8], attempt: usize) -> Result<Arc<dyn Table>> {
+        if attempt == 0 {
+            self.table_for(row)
+        } else {
+            self.table_via(row, false)
+        }
+    }
+
     /// Reads `row`'s column `q` where the master says, trying a few times (a client whose
     /// cache is stale asks again).
     fn read_settled(&mut self, row: &[u8], q: &str) -> Option<Bytes> {
         let mut last = None;
-        for _ in 0..5 {
-            let table = self.table_for(row);
+        for attempt in 0..5 {
+            let table = self.settled_table(row, attempt);
             match table.and_then(|t| {
                 t.get(Get::new(Bytes::copy_from_slice(row)).add_column("f", q.to_owned()))
             }) {
@@ -146,9 +159,9 @@ impl Sim {
             let row = register_row(i);
             for (q, counter) in [("v", false), ("n", true)] {
                 let mut answer = Err(None);
-                for _ in 0..5 {
+                for attempt in 0..5 {
                     let call = self.tick();
-                    let t = self.table_for(row.as_bytes());
+                    let t = self.settled_table(row.as_bytes(), attempt);
                     match t.and_then(|t| apply(t.as_ref(), &row, counter, &super::CellOp::Get)) {
                         Ok(a) => {
                             answer = Ok((call, a));

@@ -4,7 +4,7 @@
 //! may be). Background threads (flusher, compactor) see no faults: their timing varies from
 //! run to run, and a fault drawn by them would make a seed's schedule vary too. It can
 //! also crash: after a number of operations, every one fails (the process that was acting
-//! died there).
+//! died there). A test may also fail every read of chosen keys' content, on any thread.
 
 use std::io;
 use std::sync::Arc;
@@ -18,7 +18,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 #[derive(Debug)]
-pub(super) struct FlakyStore {
+pub(in crate::cluster) struct FlakyStore {
     inner: Arc<MemoryStore>,
     faults: Arc<Faults>,
 }
@@ -39,6 +39,8 @@ struct Flaky {
     /// Operations left before a crash: from then on every operation fails, as if the
     /// process making them had died there.
     crash_in: Option<u32>,
+    /// Every read of the content of a key holding this fails, whatever the thread.
+    unreadable: Option<String>,
 }
 
 /// What a faulty write does: nothing and fail, or take effect and fail.
@@ -56,7 +58,7 @@ fn injected(op: &str, key: &str) -> io::Error {
 impl FlakyStore {
     /// Faults drawn from `seed` on the calling thread's operations; none until
     /// [`FlakyStore::set_rate`].
-    pub(super) fn new(inner: Arc<MemoryStore>, seed: u64) -> Arc<FlakyStore> {
+    pub(in crate::cluster) fn new(inner: Arc<MemoryStore>, seed: u64) -> Arc<FlakyStore> {
         Arc::new(FlakyStore {
             inner,
             faults: Arc::new(Faults {
@@ -66,6 +68,7 @@ impl FlakyStore {
                     per_mille: 0,
                     injected: 0,
                     crash_in: None,
+                    unreadable: None,
                 }),
             }),
         })
@@ -83,6 +86,12 @@ impl FlakyStore {
 
     pub(super) fn recover(&self) {
         self.faults.state.lock().crash_in = None;
+    }
+
+    /// Fails every read of the content of a key that holds `part` from now on (listing and
+    /// sizes still answer), or none with `None`.
+    pub(in crate::cluster) fn fail_reads_of(&self, part: Option<&str>) {
+        self.faults.state.lock().unreadable = part.map(str::to_owned);
     }
 
     /// Faults injected so far.
@@ -116,6 +125,10 @@ impl Faults {
 
     /// A read: fails or not (a read that took effect is one that answered).
     fn read(&self, op: &str, key: &str) -> io::Result<()> {
+        let unreadable = self.state.lock().unreadable.clone();
+        if op.starts_with("get") && unreadable.is_some_and(|part| key.contains(&part)) {
+            return Err(injected(op, key));
+        }
         match self.draw() {
             Fault::None => Ok(()),
             Fault::Before | Fault::After => Err(injected(op, key)),

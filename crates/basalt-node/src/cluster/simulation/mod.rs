@@ -19,7 +19,7 @@
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 mod checks;
-mod flaky;
+pub(super) mod flaky;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -39,6 +39,7 @@ use rand::{Rng, SeedableRng};
 use super::tests::{create, Cluster};
 use super::*;
 use crate::coordination::memory::MemoryCoordinator;
+use crate::database::table::At;
 use flaky::FlakyStore;
 
 /// The registers clients read and write: two per region of the first table, each with a
@@ -144,6 +145,7 @@ impl Sim {
     }
 
     fn note(&mut self, what: String) {
+        tracing::info!(target: "sim", "{what}");
         self.log.push(what);
     }
 
@@ -402,6 +404,12 @@ impl Sim {
     /// or, one time in five, through any server (a client whose location cache is stale).
     fn table_for(&mut self, row: &[u8]) -> Result<Arc<dyn basalt_api::Table>> {
         let stale = self.rng.gen_ratio(1, 5);
+        self.table_via(row, stale)
+    }
+
+    /// The table through the server the master names for `row`, or through any server
+    /// when the client's cache is `stale`.
+    fn table_via(&mut self, row: &[u8], stale: bool) -> Result<Arc<dyn basalt_api::Table>> {
         let name = if stale {
             let i = self.rng.gen_range(0..self.servers.len().max(1));
             self.servers.get(i).map(|s| s.rs.name())
@@ -415,7 +423,11 @@ impl Sim {
         let server = name
             .and_then(|n| self.servers.iter().find(|s| s.rs.name() == n))
             .ok_or_else(|| Error::NotServingRegion("no server holds the row".into()))?;
-        let via = server.rs.name();
+        let held = server.rs.locate(&self.table, At::Row(row));
+        let via = match held {
+            Ok(r) => format!("{} (region {})", server.rs.name(), r.info().id),
+            Err(_) => format!("{} (not holding the row)", server.rs.name()),
+        };
         let table = RegionServerConnection::new(Arc::clone(&server.rs)).table(&self.table);
         self.note(format!("  via {via}"));
         table
@@ -595,6 +607,13 @@ fn seeded_schedules_of_kills_pauses_and_failovers_lose_nothing_and_serve_nothing
     };
     let steps = env_u64("BASALT_SIM_STEPS").map_or(STEPS, |s| s as usize);
     let one = seeds.end - seeds.start == 1;
+    if one {
+        // The replay of one seed shows the engine's log too, filtered by `RUST_LOG`.
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_test_writer()
+            .try_init();
+    }
     let (mut ops, mut faults) = (0, 0);
     for seed in seeds {
         let sim = run_seed(seed, steps);
