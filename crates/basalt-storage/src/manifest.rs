@@ -17,13 +17,21 @@
 //!    included), and a create that finds the file there means another writer committed it
 //!    since this one loaded. The commit then fails (`DoNotRetry`, "fenced") and the newer
 //!    version stands. On shared storage this is the ownership fence: a stale owner cannot
-//!    destroy its successor's commit.
+//!    destroy its successor's commit. Since old versions are cleaned away, the version a
+//!    stale owner takes may be free again: so on shared storage a commit lists the
+//!    versions after its create, and a higher one there means it is fenced just the same
+//!    (the higher one was made before the cleaning that freed this one).
 //! 4. On shared storage, a create that answers an error may still have taken effect (the
 //!    store carried out the request and the answer was lost). A commit whose create fails
 //!    reads the version back: holding exactly the bytes it wrote, it is this writer's
-//!    commit, and the commit succeeds. When even that read fails, the writer cannot tell;
-//!    its next commit then finds the version taken and fails as fenced, and the writer
-//!    reloads the document to learn which it was (the master does: `ClusterMaster::edit`).
+//!    commit, and the commit succeeds. When even that read fails, the commit fails and
+//!    stays in doubt: the writer's next commit first reads that version again. Holding this
+//!    writer's bytes, it was this writer's commit, which the next one supersedes (the
+//!    writer's document never took the failed change in, so the change is undone, as its
+//!    error said); absent, it never happened; holding other bytes, another writer's, and
+//!    this one is fenced. Unreadable again, the next commit fails too, and nothing is
+//!    written. On a local file system the version is this writer's whatever it holds (the
+//!    directory has one writer), torn or whole.
 
 use std::path::{Path, PathBuf};
 
@@ -49,6 +57,8 @@ pub struct VersionedFile {
     dir: PathBuf,
     prefix: &'static str,
     version: u64,
+    /// The version a failed commit may have created, with the bytes it wrote (invariant 4).
+    in_doubt: Option<(u64, Vec<u8>)>,
 }
 
 impl VersionedFile {
@@ -63,12 +73,7 @@ impl VersionedFile {
         prefix: &'static str,
     ) -> Result<(VersionedFile, Option<T>)> {
         env.create_dir_all(dir)?;
-        let mut versions: Vec<u64> = env
-            .list(dir)?
-            .iter()
-            .filter_map(|n| n.strip_prefix(prefix)?.strip_prefix('-')?.parse().ok())
-            .collect();
-        versions.sort_unstable();
+        let versions = versions(env, dir, prefix)?;
         let mut last_err = None;
         for &v in versions.iter().rev() {
             let path = dir.join(name(prefix, v));
@@ -91,6 +96,7 @@ impl VersionedFile {
                 dir: dir.to_owned(),
                 prefix,
                 version: highest,
+                in_doubt: None,
             };
             return Ok((vf, Some(doc)));
         }
@@ -102,6 +108,7 @@ impl VersionedFile {
                 dir: dir.to_owned(),
                 prefix,
                 version: 0,
+                in_doubt: None,
             },
             None,
         ))
@@ -127,6 +134,7 @@ impl VersionedFile {
         let mut data = json;
         let crc = crc32c::crc32c(&data);
         data.extend_from_slice(format!("\n{crc:08x}{END}").as_bytes());
+        self.settle_in_doubt(env)?;
         let next = self.version + 1;
         let path = self.dir.join(name(self.prefix, next));
         // A local file is created exclusively at `create`; an object on shared storage at
@@ -143,10 +151,19 @@ impl VersionedFile {
         });
         if let Err(e) = created {
             if !committed_anyway(env, &path, &data) {
-                return Err(taken(e));
+                let e = taken(e);
+                if !is_fenced(&e) {
+                    self.in_doubt = Some((next, data));
+                }
+                return Err(e);
             }
         }
-        env.sync_dir(&self.dir)?;
+        if let Err(e) = self.confirm(env, &path, next) {
+            if !is_fenced(&e) {
+                self.in_doubt = Some((next, data));
+            }
+            return Err(e);
+        }
         // Durable: the commit has happened, whatever follows. Old versions are garbage now;
         // one that cannot be removed is left for a later commit (readers take the newest).
         let previous = self.version;
@@ -154,6 +171,47 @@ impl VersionedFile {
         for old in (previous.saturating_sub(2)..=previous).filter(|v| *v > 0) {
             if let Err(e) = env.remove_file(&self.dir.join(name(self.prefix, old))) {
                 tracing::warn!(error = %e, "leaving an old metadata version behind");
+            }
+        }
+        Ok(())
+    }
+}
+
+impl VersionedFile {
+    /// Makes the version just created at `path` durable, unless a higher one was there
+    /// before it: then the version this writer took had been cleaned away after a newer
+    /// writer's commit, and it is fenced (invariant 3).
+    fn confirm(&self, env: &Env, path: &Path, next: u64) -> Result<()> {
+        if env.is_shared() && versions(env, &self.dir, self.prefix)?.last() > Some(&next) {
+            if let Err(e) = env.remove_file(path) {
+                tracing::warn!(error = %e, "leaving a superseded metadata version behind");
+            }
+            return Err(fenced(path));
+        }
+        env.sync_dir(&self.dir)
+    }
+
+    /// Learns whether the last failed commit took effect (invariant 4): if so, the next
+    /// commit goes above it.
+    ///
+    /// # Errors
+    /// `DoNotRetry` (fenced) when another writer holds the version; `Io` when it cannot be
+    /// read (still in doubt).
+    fn settle_in_doubt(&mut self, env: &Env) -> Result<()> {
+        let Some((version, data)) = self.in_doubt.take() else {
+            return Ok(());
+        };
+        if version != self.version + 1 {
+            return Ok(());
+        }
+        let path = self.dir.join(name(self.prefix, version));
+        match env.read_all(&path) {
+            Ok(found) if found == data || !env.is_shared() => self.version = version,
+            Ok(_) => return Err(fenced(&path)),
+            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                self.in_doubt = Some((version, data));
+                return Err(e);
             }
         }
         Ok(())
@@ -176,6 +234,17 @@ fn fenced(path: &Path) -> Error {
         "{FENCED}{} was committed by another writer since this one loaded its metadata; nothing was changed",
         path.display()
     ))
+}
+
+/// The versions in `dir`, in order (torn ones included).
+fn versions(env: &Env, dir: &Path, prefix: &str) -> Result<Vec<u64>> {
+    let mut versions: Vec<u64> = env
+        .list(dir)?
+        .iter()
+        .filter_map(|n| n.strip_prefix(prefix)?.strip_prefix('-')?.parse().ok())
+        .collect();
+    versions.sort_unstable();
+    Ok(versions)
 }
 
 fn name(prefix: &str, v: u64) -> String {

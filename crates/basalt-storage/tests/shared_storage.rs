@@ -53,6 +53,20 @@ struct Hooked {
     /// One more than the deletes that still succeed before every later one fails (0: no
     /// limit).
     fail_deletes_after: AtomicUsize,
+    /// Reads of content that fail before they answer again.
+    failing_reads: AtomicUsize,
+}
+
+impl Hooked {
+    fn read_fails(&self) -> io::Result<()> {
+        let failing = self
+            .failing_reads
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+        match failing {
+            Ok(_) => Err(io::Error::new(io::ErrorKind::TimedOut, "no answer in time")),
+            Err(_) => Ok(()),
+        }
+    }
 }
 
 /// An upload whose aborts [`Hooked`] counts.
@@ -103,9 +117,11 @@ impl ObjectStore for Hooked {
         }))
     }
     fn get(&self, key: &str) -> io::Result<Option<Bytes>> {
+        self.read_fails()?;
         self.inner.get(key)
     }
     fn get_range(&self, key: &str, offset: u64, len: usize) -> io::Result<Bytes> {
+        self.read_fails()?;
         self.inner.get_range(key, offset, len)
     }
     fn size(&self, key: &str) -> io::Result<Option<u64>> {
@@ -537,6 +553,75 @@ fn a_metadata_commit_whose_answer_was_lost_counts_when_its_bytes_are_there() {
     vf.commit(&env, &vec![3]).unwrap();
     let (_, doc) = VersionedFile::load::<Vec<u32>>(&env, &dir, "DOC").unwrap();
     assert_eq!(doc, Some(vec![3]));
+}
+
+#[test]
+fn a_metadata_commit_in_doubt_is_settled_by_the_next_one() {
+    let store = Arc::new(Hooked::default());
+    let env = shared(store.clone());
+    let dir = path("region");
+    let (mut vf, _) = VersionedFile::load::<Vec<u32>>(&env, &dir, "DOC").unwrap();
+    vf.commit(&env, &vec![1]).unwrap();
+    // The store takes version 2 and answers a timeout, and the read back times out too:
+    // the writer cannot tell whether it committed.
+    store
+        .fail_next_create_after_storing
+        .store(true, Ordering::SeqCst);
+    store.failing_reads.store(1, Ordering::SeqCst);
+    let e = vf.commit(&env, &vec![2]).unwrap_err();
+    assert!(!basalt_storage::manifest::is_fenced(&e), "{e}");
+    // Its next commit reads version 2 again, still in vain: nothing is written.
+    store.failing_reads.store(1, Ordering::SeqCst);
+    vf.commit(&env, &vec![3]).unwrap_err();
+    let (_, doc) = VersionedFile::load::<Vec<u32>>(&env, &dir, "DOC").unwrap();
+    assert_eq!(doc, Some(vec![2]));
+    // Then it finds its own bytes there, and goes above them.
+    vf.commit(&env, &vec![3]).unwrap();
+    assert_eq!(vf.version(), 3);
+    let (_, doc) = VersionedFile::load::<Vec<u32>>(&env, &dir, "DOC").unwrap();
+    assert_eq!(doc, Some(vec![3]));
+    // A writer in doubt that finds another writer's bytes there is fenced: its create did
+    // not land after all, and a writer that loaded version 3 too took version 4.
+    let (mut other, _) = VersionedFile::load::<Vec<u32>>(&env, &dir, "DOC").unwrap();
+    let mut owner = vf;
+    store
+        .fail_next_create_after_storing
+        .store(true, Ordering::SeqCst);
+    store.failing_reads.store(1, Ordering::SeqCst);
+    owner.commit(&env, &vec![4]).unwrap_err();
+    let keys = store.inner.list_all("").unwrap();
+    let fourth = keys
+        .iter()
+        .find(|k| k.ends_with("DOC-00000000000000000004"));
+    store.inner.delete(fourth.unwrap()).unwrap();
+    other.commit(&env, &vec![5]).unwrap();
+    let e = owner.commit(&env, &vec![6]).unwrap_err();
+    assert!(basalt_storage::manifest::is_fenced(&e), "{e}");
+    let (_, doc) = VersionedFile::load::<Vec<u32>>(&env, &dir, "DOC").unwrap();
+    assert_eq!(doc, Some(vec![5]));
+}
+
+#[test]
+fn a_stale_writer_is_fenced_even_after_the_version_above_its_own_was_cleaned_away() {
+    let store = MemoryStore::new();
+    let env = shared(store.clone());
+    let dir = path("region");
+    let (mut first, _) = VersionedFile::load::<Vec<u32>>(&env, &dir, "DOC").unwrap();
+    first.commit(&env, &vec![1]).unwrap();
+    // A zombie loaded version 1; the new owner commits 2 (its fence), then 3 and 4, which
+    // clean versions 1 to 3 away.
+    let (mut zombie, _) = VersionedFile::load::<Vec<u32>>(&env, &dir, "DOC").unwrap();
+    let (mut owner, _) = VersionedFile::load::<Vec<u32>>(&env, &dir, "DOC").unwrap();
+    for v in 2..=4 {
+        owner.commit(&env, &vec![v]).unwrap();
+    }
+    let e = zombie.commit(&env, &vec![666]).unwrap_err();
+    assert!(basalt_storage::manifest::is_fenced(&e), "{e}");
+    let (_, doc) = VersionedFile::load::<Vec<u32>>(&env, &dir, "DOC").unwrap();
+    assert_eq!(doc, Some(vec![4]));
+    owner.commit(&env, &vec![5]).unwrap();
+    let (_, doc) = VersionedFile::load::<Vec<u32>>(&env, &dir, "DOC").unwrap();
+    assert_eq!(doc, Some(vec![5]));
 }
 
 #[test]

@@ -221,25 +221,11 @@ impl ClusterMaster {
                 g.1 = next;
                 Ok(out)
             }
-            Err(e) if manifest::is_fenced(&e) => {
-                // Another master's commit, or this one's whose answer was lost
-                // (invariant 4 of `manifest.rs`): the catalog on storage tells which.
-                let (vf, found) = Catalog::load(&self.env, &self.root.join("catalog"))?;
-                let found = found.unwrap_or_default();
-                if found.master_epoch != self.epoch {
-                    return Err(Error::DoNotRetry(format!(
-                        "master {} (epoch {}) was deposed: {e}",
-                        self.name, self.epoch
-                    )));
-                }
-                *g = (vf, found);
-                Err(Error::io(
-                    "committing the catalog",
-                    std::io::Error::other(
-                        "an earlier commit that answered an error had taken effect; the catalog was reloaded, try again",
-                    ),
-                ))
-            }
+            // Another master committed since this one loaded the catalog: it took over.
+            Err(e) if manifest::is_fenced(&e) => Err(Error::DoNotRetry(format!(
+                "master {} (epoch {}) was deposed: {e}",
+                self.name, self.epoch
+            ))),
             Err(e) => Err(e),
         }
     }
