@@ -24,6 +24,7 @@ pub mod block_cache;
 mod codec;
 pub mod compaction;
 pub mod env;
+pub mod failpoint;
 pub mod fuzzing;
 pub mod manifest;
 pub mod memstore;

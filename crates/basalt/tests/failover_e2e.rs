@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 use basalt_api::ClusterStatus;
 use basalt_client::Connection;
 use basalt_model::{ColumnFamilyDescriptor, TableDescriptor, TableName};
+use basalt_storage::failpoint;
 use basalt_testkit::services::ZooKeeper;
 use bytes::Bytes;
 use cluster::load::under_load;
@@ -33,6 +34,16 @@ const REGIONS: usize = 20;
 
 /// The invariant sweep: every region open on a live server, and the catalog agreeing.
 async fn sweep(conn: &Connection, table: &TableName, live: usize) -> ClusterStatus {
+    sweep_of(conn, table, live, REGIONS).await
+}
+
+/// [`sweep`] of a table that has `regions` regions.
+async fn sweep_of(
+    conn: &Connection,
+    table: &TableName,
+    live: usize,
+    regions: usize,
+) -> ClusterStatus {
     let admin = conn.admin();
     let s = wait_for(&admin, "recovered", |s| {
         all_assigned(live)(s) && s.recoveries.is_empty()
@@ -40,7 +51,7 @@ async fn sweep(conn: &Connection, table: &TableName, live: usize) -> ClusterStat
     .await;
     let names: BTreeSet<&String> = s.servers.iter().map(|x| &x.name).collect();
     let reports = admin.region_loads(table).await.unwrap();
-    assert_eq!(reports.len(), REGIONS);
+    assert_eq!(reports.len(), regions);
     for (region, _, server) in &reports {
         assert!(
             names.contains(server),
@@ -50,7 +61,7 @@ async fn sweep(conn: &Connection, table: &TableName, live: usize) -> ClusterStat
     }
     assert_eq!(
         s.servers.iter().map(|x| x.regions).sum::<usize>(),
-        REGIONS,
+        regions,
         "{s:#?}"
     );
     s
@@ -119,6 +130,12 @@ async fn exits_with_an_error(p: &mut Process, what: &str) {
 async fn kill_the_master(cluster: &mut Cluster, conn: &Connection) {
     let zk = cluster.zookeeper.address.clone();
     let backup = Process::start("master", &zk, &cluster.storage, &cluster.env, &cluster.args);
+    take_over_by(cluster, conn, backup, 1).await;
+}
+
+/// Kills the active master (the first) with SIGKILL once `backup` waits behind it, which
+/// then takes over, becomes the first, and finds `live` region servers.
+async fn take_over_by(cluster: &mut Cluster, conn: &Connection, backup: Process, live: usize) {
     let backup_name = backup.name.clone();
     let admin = conn.admin();
     wait_for(&admin, "a backup master", |s| {
@@ -128,9 +145,9 @@ async fn kill_the_master(cluster: &mut Cluster, conn: &Connection) {
     let mut active = cluster.masters.remove(0);
     active.child.kill().unwrap();
     active.child.wait().unwrap();
-    cluster.masters.push(backup);
+    cluster.masters.insert(0, backup);
     wait_for(&admin, "the backup took over", |s| {
-        s.master == backup_name && all_assigned(1)(s)
+        s.master == backup_name && all_assigned(live)(s)
     })
     .await;
 }
@@ -271,6 +288,127 @@ async fn a_region_server_cut_off_from_zookeeper_alone_loses_nothing_and_exits() 
     // It learns that its session ended when it reaches ZooKeeper again, if not sooner.
     net.heal();
     exits_with_an_error(&mut cut, "the cut-off server, once the link is back").await;
+    cluster.stop_all();
+}
+
+/// Makes a master armed to die at failpoint `point` the active one: it starts as the
+/// backup, the active master is killed, and it takes over; a plain backup then waits
+/// behind it.
+async fn arm_the_master(cluster: &mut Cluster, conn: &Connection, point: &str) {
+    let mut env = cluster.env.clone();
+    env.push((failpoint::ARMED_BY, point.to_owned()));
+    let zk = cluster.zookeeper.address.clone();
+    let armed = Process::start("master", &zk, &cluster.storage, &env, &cluster.args);
+    let armed_name = armed.name.clone();
+    let live = cluster.servers.len();
+    take_over_by(cluster, conn, armed, live).await;
+    let plain = Process::start("master", &zk, &cluster.storage, &cluster.env, &cluster.args);
+    let plain_name = plain.name.clone();
+    cluster.masters.push(plain);
+    wait_for(&conn.admin(), "a plain backup master", |s| {
+        s.master == armed_name && s.backup_masters == [plain_name.clone()]
+    })
+    .await;
+}
+
+/// The armed master died at its failpoint, and the plain backup took over.
+async fn the_armed_master_died(cluster: &mut Cluster, conn: &Connection) {
+    let mut armed = cluster.masters.remove(0);
+    exits_with_an_error(&mut armed, "the armed master").await;
+    let backup = cluster.masters[0].name.clone();
+    wait_for(&conn.admin(), "the backup took over", |s| {
+        s.master == backup
+    })
+    .await;
+}
+
+fn start_region_server(cluster: &mut Cluster, env: &[(&'static str, String)]) {
+    let zk = cluster.zookeeper.address.clone();
+    let rs = Process::start("regionserver", &zk, &cluster.storage, env, &cluster.args);
+    cluster.servers.push(rs);
+}
+
+/// Two adjacent regions' encoded names, and the key splitting one of them.
+async fn merge_and_split_targets(conn: &Connection, table: &TableName) -> (Vec<String>, Bytes) {
+    let regions = conn.admin().regions(table).await.unwrap();
+    let names = regions[..2].iter().map(|r| r.encoded_name(table)).collect();
+    let mut key = regions[4].start_key.to_vec();
+    key.extend_from_slice(b"5");
+    (names, Bytes::from(key))
+}
+
+/// `kill -9` of the active master at each step HBase's procedures must survive: between a
+/// dead server's fence and its log's split, between the split and the assignment, with a
+/// split's parent closed, and with a merge's parents closed. The plain backup finishes or
+/// undoes the work; under load every checker passes and every region ends open on exactly
+/// one live server. Last, the server receiving a dead server's regions dies too, as it
+/// replays their edits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn masters_and_a_receiving_server_killed_part_way_lose_nothing() {
+    let (_dir, mut cluster, conn, table) = start(SESSION_TIMEOUT_MS).await;
+    let plain_env = cluster.env.clone();
+    for (seed, point) in [
+        (11, "master.recovery.fenced"),
+        (12, "master.recovery.split"),
+    ] {
+        arm_the_master(&mut cluster, &conn, point).await;
+        let load = under_load(&conn, seed, async {
+            kill_the_busiest(&mut cluster, &conn).await;
+            the_armed_master_died(&mut cluster, &conn).await;
+        })
+        .await;
+        load.check(&conn).await;
+        sweep(&conn, &table, 2).await;
+        start_region_server(&mut cluster, &plain_env);
+        sweep(&conn, &table, 3).await;
+    }
+
+    let (names, key) = merge_and_split_targets(&conn, &table).await;
+    arm_the_master(&mut cluster, &conn, "master.split.closed").await;
+    let admin = conn.admin();
+    let load = under_load(&conn, 13, async {
+        // The client asks the backup again once the armed master is gone; either way the
+        // split is whole or not at all.
+        let _ = admin.split_table(&table, Some(&key)).await;
+        the_armed_master_died(&mut cluster, &conn).await;
+    })
+    .await;
+    load.check(&conn).await;
+    let regions = admin.regions(&table).await.unwrap().len();
+    assert!((REGIONS..=REGIONS + 1).contains(&regions), "{regions}");
+    sweep_of(&conn, &table, 3, regions).await;
+
+    arm_the_master(&mut cluster, &conn, "master.merge.closed").await;
+    let load = under_load(&conn, 14, async {
+        let names: Vec<&[u8]> = names.iter().map(String::as_bytes).collect();
+        let _ = admin.merge_regions(&names, false).await;
+        the_armed_master_died(&mut cluster, &conn).await;
+    })
+    .await;
+    load.check(&conn).await;
+    let after = admin.regions(&table).await.unwrap().len();
+    assert!(
+        (regions - 1..=regions).contains(&after),
+        "{regions} then {after}"
+    );
+    sweep_of(&conn, &table, 3, after).await;
+
+    // A fourth server that dies as it replays a dead server's edits: it holds no region
+    // yet, so it receives the most.
+    let mut armed_env = plain_env.clone();
+    armed_env.push((failpoint::ARMED_BY, "region.replaying".to_owned()));
+    start_region_server(&mut cluster, &armed_env);
+    let receiving = cluster.servers.pop().unwrap();
+    wait_for(&admin, "four region servers", |s| s.servers.len() == 4).await;
+    let load = under_load(&conn, 15, async {
+        kill_the_busiest(&mut cluster, &conn).await;
+    })
+    .await;
+    load.check(&conn).await;
+    let mut receiving = receiving;
+    exits_with_an_error(&mut receiving, "the receiving server").await;
+    let s = sweep_of(&conn, &table, 2, after).await;
+    assert!(s.dead_servers.contains(&receiving.name), "{s:#?}");
     cluster.stop_all();
 }
 

@@ -36,6 +36,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use basalt_model::Result;
 use basalt_storage::env::FENCE_MARKER;
+use basalt_storage::failpoint::fail_point;
 use basalt_storage::wal::split::{read_segment, recovered_edits_path, write_recovered_edits};
 
 use super::master::{enabled_or_not, enabled_regions};
@@ -163,6 +164,9 @@ impl ClusterMaster {
         dead.extend(assigned);
         dead.extend(c.dead_servers.keys().cloned());
         dead.retain(|s| !live.contains(s));
+        // Known to this master from now on, so its page lists them as dead after their
+        // recovery ends, though it never saw them live.
+        self.seen.lock().extend(dead.iter().cloned());
         let new: Vec<&String> = dead
             .iter()
             .filter(|s| !c.dead_servers.contains_key(*s))
@@ -194,6 +198,7 @@ impl ClusterMaster {
         for segment in &segments {
             self.env.clear_fenced_log(segment)?;
         }
+        fail_point("master.recovery.split");
         Ok(())
     }
 
@@ -203,6 +208,7 @@ impl ClusterMaster {
     pub(super) fn split_into_recovered_edits(&self, server: &str) -> Result<Vec<PathBuf>> {
         let dir = self.root.join("wal").join(server);
         self.env.fence_logs(&dir, &self.name)?;
+        fail_point("master.recovery.fenced");
         let segments = log_segments(&self.env, &dir)?;
         let region_dirs = self.region_dirs();
         let (mut edits, mut skipped) = (0usize, 0usize);

@@ -26,6 +26,7 @@ use std::collections::BTreeSet;
 
 use basalt_model::{Error, Result, TableDescriptor, TableName};
 use basalt_storage::archive::Archive;
+use basalt_storage::failpoint::fail_point;
 use basalt_storage::region::{join_handed_files, HandedFiles, Region, RegionInfo};
 use bytes::Bytes;
 
@@ -147,6 +148,7 @@ impl ClusterMaster {
             },
         };
         self.close_on(&server, id)?;
+        fail_point("master.split.closed");
         let (files, flushed) = match self.handed(&table, &info) {
             Ok(h) => h,
             Err(e) => return Err(self.reopen(&[(info, server)], e)),
@@ -233,6 +235,7 @@ impl ClusterMaster {
             }
             parents.push((info.clone(), server));
         }
+        fail_point("master.merge.closed");
         let mut handed = Vec::new();
         for (info, _) in &parents {
             match self.handed(&table, info) {

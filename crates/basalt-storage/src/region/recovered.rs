@@ -6,6 +6,7 @@ use std::sync::atomic::Ordering;
 use basalt_model::Result;
 
 use super::Region;
+use crate::failpoint::fail_point;
 use crate::wal::split::{decode_whole, recovered_edits, RECOVERED_EDITS};
 
 impl Region {
@@ -23,6 +24,7 @@ impl Region {
         if files.is_empty() {
             return Ok(0);
         }
+        fail_point("region.replaying");
         let mut replayed = 0;
         let mut max_seq = 0;
         for f in &files {
