@@ -184,7 +184,7 @@ pub struct SeaweedFs {
     /// A bucket made at start.
     pub bucket: String,
     /// Killed when the store is dropped.
-    _processes: Processes,
+    processes: Processes,
     dir: tempfile::TempDir,
 }
 
@@ -195,6 +195,28 @@ impl SeaweedFs {
     /// When `weed` is missing or the servers do not start.
     #[must_use]
     pub fn start() -> SeaweedFs {
+        SeaweedFs::start_with("000")
+    }
+
+    /// As [`SeaweedFs::start`], with every volume kept on two of the three volume servers
+    /// (replication `001`), so the store outlives one of them.
+    #[must_use]
+    pub fn start_replicated() -> SeaweedFs {
+        SeaweedFs::start_with("001")
+    }
+
+    /// Kills volume server `i` (1 to 3) with SIGKILL.
+    ///
+    /// # Panics
+    /// When there is no such server.
+    pub fn kill_volume_server(&mut self, i: usize) {
+        assert!((1..=3).contains(&i), "volume servers are 1 to 3");
+        let server = &mut self.processes.0[i];
+        let _ = server.kill();
+        let _ = server.wait();
+    }
+
+    fn start_with(replication: &str) -> SeaweedFs {
         let weed = std::env::var("BASALT_WEED").unwrap_or_else(|_| "weed".to_owned());
         let dir = tempfile::tempdir().expect("a temporary directory");
         let d = |n: &str| -> PathBuf {
@@ -224,6 +246,7 @@ impl SeaweedFs {
             "-peers=none".into(),
             "-telemetry=false".into(),
             "-volumeSizeLimitMB=64".into(),
+            format!("-defaultReplication={replication}"),
         ]);
         run("master", master_args);
         for i in 1..=3 {
@@ -271,7 +294,7 @@ impl SeaweedFs {
         SeaweedFs {
             endpoint: format!("http://{endpoint}"),
             bucket,
-            _processes: processes,
+            processes,
             dir,
         }
     }

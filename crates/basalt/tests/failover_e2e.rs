@@ -21,9 +21,10 @@ use std::time::{Duration, Instant};
 
 use basalt_api::ClusterStatus;
 use basalt_client::Connection;
+use basalt_model::ops::Put;
 use basalt_model::{ColumnFamilyDescriptor, TableDescriptor, TableName};
 use basalt_storage::failpoint;
-use basalt_testkit::services::ZooKeeper;
+use basalt_testkit::services::{SeaweedFs, ZooKeeper};
 use bytes::Bytes;
 use cluster::load::under_load;
 use cluster::netns::Netns;
@@ -172,15 +173,17 @@ async fn create_table(conn: &Connection) -> TableName {
 /// A cluster on a shared directory (held by the returned directory) whose processes have
 /// a session timeout of `timeout_ms`, a client, and the table of 20 regions, all assigned.
 async fn start(timeout_ms: u64) -> (tempfile::TempDir, Cluster, Connection, TableName) {
-    start_on(ZooKeeper::start(), timeout_ms, None).await
+    start_on(ZooKeeper::start(), timeout_ms, None, None).await
 }
 
 /// As [`start`], on `zookeeper`, with a fourth region server started by `fourth` (in
-/// another network namespace, listening on the address given) when there is one.
+/// another network namespace, listening on the address given) when there is one, and over
+/// `store` (a storage URL and the environment that reaches it) when there is one.
 async fn start_on(
     zookeeper: ZooKeeper,
     timeout_ms: u64,
     fourth: Option<(std::process::Command, String)>,
+    store: Option<(String, Vec<(&'static str, String)>)>,
 ) -> (tempfile::TempDir, Cluster, Connection, TableName) {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("basalt.toml");
@@ -189,9 +192,12 @@ async fn start_on(
         format!("\"zookeeper.session.timeout\" = {timeout_ms}\n"),
     )
     .unwrap();
-    let storage = format!("file://{}", dir.path().join("storage").display());
+    let (storage, env) = store.unwrap_or_else(|| {
+        let shared = format!("file://{}", dir.path().join("storage").display());
+        (shared, Vec::new())
+    });
     let args = vec!["--config".to_owned(), config.display().to_string()];
-    let mut cluster = Cluster::start_on(zookeeper, storage, Vec::new(), args);
+    let mut cluster = Cluster::start_on(zookeeper, storage, env, args);
     let mut live = 3;
     if let Some((program, bind)) = fourth {
         let zk = cluster.zookeeper.address.clone();
@@ -265,7 +271,8 @@ async fn a_region_server_cut_off_from_zookeeper_alone_loses_nothing_and_exits() 
     let zookeeper = ZooKeeper::start_on(&net.service_ip);
     let program = net.command(env!("CARGO_BIN_EXE_basalt"));
     let fourth = Some((program, net.ns_ip.clone()));
-    let (_dir, mut cluster, conn, table) = start_on(zookeeper, SESSION_TIMEOUT_MS, fourth).await;
+    let (_dir, mut cluster, conn, table) =
+        start_on(zookeeper, SESSION_TIMEOUT_MS, fourth, None).await;
     let mut cut = cluster.servers.pop().unwrap();
     let name = cut.name.clone();
     assert!(name.starts_with(&net.ns_ip), "{name}");
@@ -409,6 +416,43 @@ async fn masters_and_a_receiving_server_killed_part_way_lose_nothing() {
     exits_with_an_error(&mut receiving, "the receiving server").await;
     let s = sweep_of(&conn, &table, 2, after).await;
     assert!(s.dead_servers.contains(&receiving.name), "{s:#?}");
+    cluster.stop_all();
+}
+
+/// The same recovery over SeaweedFS's S3, whose volumes keep two copies on three volume
+/// servers: the busiest region server is killed, then one volume server. Writes go on once
+/// the store has rerouted them; the longest a probe write waited is printed (the pause).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn on_seaweedfs_a_killed_region_server_and_volume_server_lose_nothing() {
+    let mut weed = SeaweedFs::start_replicated();
+    let store = Some((weed.url("failover"), weed.aws_env()));
+    let (_dir, mut cluster, conn, table) =
+        start_on(ZooKeeper::start(), SESSION_TIMEOUT_MS, None, store).await;
+    let load = under_load(&conn, 21, async {
+        kill_the_busiest(&mut cluster, &conn).await;
+    })
+    .await;
+    load.check(&conn).await;
+    sweep(&conn, &table, 2).await;
+
+    let probe = conn.table(&table.to_string()).unwrap();
+    let mut longest = Duration::ZERO;
+    let load = under_load(&conn, 22, async {
+        weed.kill_volume_server(1);
+        for i in 0..200 {
+            let put = Put::new(format!("probe{i:04}")).add("f", "q", "v");
+            let started = Instant::now();
+            probe.put(put).await.unwrap();
+            longest = longest.max(started.elapsed());
+        }
+    })
+    .await;
+    eprintln!(
+        "a SeaweedFS volume server killed: the longest a write waited was {} ms",
+        longest.as_millis()
+    );
+    load.check(&conn).await;
+    sweep(&conn, &table, 2).await;
     cluster.stop_all();
 }
 
