@@ -238,7 +238,15 @@ async fn killed_and_paused_region_servers_and_a_killed_master_lose_no_acknowledg
         took.as_millis()
     );
     load.check(&conn).await;
-    sweep(&conn, &table, 2).await;
+    let s = sweep(&conn, &table, 2).await;
+    // The master's page lists the dead server, and no recovery under way.
+    let page = http::get(&cluster.masters[0].info);
+    let dead = format!(
+        "<ul id=\"dead-servers\"><li>{}</li></ul>",
+        s.dead_servers[0]
+    );
+    assert!(page.contains(&dead), "{page}");
+    assert!(page.contains("<ul id=\"recoveries\"></ul>"), "{page}");
 
     let load = under_load(&conn, 2, pause_one(&mut cluster, &conn)).await;
     load.check(&conn).await;
