@@ -13,6 +13,7 @@ use basalt_storage::region::Region;
 
 use super::tests::{assert_catalog_matches_servers, counts, create, Cluster};
 use super::*;
+use crate::coordination::memory::MemoryCoordinator;
 
 const ROOT: &str = "memory://cluster";
 
@@ -25,6 +26,23 @@ fn kill(
 ) {
     cluster.servers.0.lock().remove(&rs.name());
     cluster.ensemble.expire(session);
+}
+
+/// A master, and a region server that wrote `rows` rows over `regions` regions (in its log
+/// only: no flush) and died: the table and the dead server's name.
+fn a_dead_server(
+    cluster: &Cluster,
+    regions: usize,
+    rows: usize,
+) -> (ClusterMaster, Arc<MemoryCoordinator>, TableName, String) {
+    let (m, mc) = cluster.master("m1,16000,1");
+    let (doomed, session) = cluster.region_server(16021);
+    let t = create(&m, "t", regions);
+    cluster.fill(&m, &t, rows);
+    let name = doomed.name();
+    kill(cluster, &doomed, &session);
+    drop(doomed);
+    (m, mc, t, name)
 }
 
 fn put_row(
@@ -168,13 +186,7 @@ fn a_new_master_finishes_a_recovery_its_predecessor_began() {
 #[test]
 fn a_split_run_twice_writes_each_edit_once() {
     let cluster = Cluster::new();
-    let (m, _mc) = cluster.master("m1,16000,1");
-    let (doomed, session) = cluster.region_server(16021);
-    let t = create(&m, "t", 2);
-    cluster.fill(&m, &t, 20);
-    let name = doomed.name();
-    kill(&cluster, &doomed, &session);
-    drop(doomed);
+    let (m, _mc, t, name) = a_dead_server(&cluster, 2, 20);
     m.split_into_recovered_edits(&name).unwrap();
     // A master that died before deleting the segments: its successor splits them again.
     let files = recovered_files(&cluster);
@@ -361,13 +373,7 @@ fn a_split_run_again_over_a_log_cut_short_keeps_the_files_it_cannot_read() {
     let store = MemoryStore::new();
     let flaky = super::simulation::flaky::FlakyStore::new(store.clone(), 0);
     let cluster = Cluster::over(store, flaky.clone());
-    let (m, _mc) = cluster.master("m1,16000,1");
-    let (doomed, session) = cluster.region_server(16021);
-    let t = create(&m, "t", 1);
-    cluster.fill(&m, &t, 20);
-    let name = doomed.name();
-    kill(&cluster, &doomed, &session);
-    drop(doomed);
+    let (m, _mc, t, name) = a_dead_server(&cluster, 1, 20);
     m.split_into_recovered_edits(&name).unwrap();
     let files = recovered_files(&cluster);
     assert_eq!(files.len(), 1, "{files:?}");
@@ -399,14 +405,8 @@ fn a_split_run_again_over_a_log_cut_short_keeps_the_files_it_cannot_read() {
 #[test]
 fn a_region_that_has_not_replayed_its_recovered_edits_is_not_merged() {
     let cluster = Cluster::new();
-    let (m, _mc) = cluster.master("m1,16000,1");
-    let (doomed, session) = cluster.region_server(16021);
-    let t = create(&m, "t", 2);
-    cluster.fill(&m, &t, 20); // in the log only: no flush
+    let (m, _mc, t, name) = a_dead_server(&cluster, 2, 20);
     let (other, _os) = cluster.region_server(16022);
-    let name = doomed.name();
-    kill(&cluster, &doomed, &session);
-    drop(doomed);
     m.split_into_recovered_edits(&name).unwrap();
     // A master assigned the regions to the live server and died before they opened there.
     m.edit(|c| {
