@@ -57,8 +57,9 @@ pub struct VersionedFile {
     dir: PathBuf,
     prefix: &'static str,
     version: u64,
-    /// The version a failed commit may have created, with the bytes it wrote (invariant 4).
-    in_doubt: Option<(u64, Vec<u8>)>,
+    /// The bytes of a failed commit that may have created version `version + 1`
+    /// (invariant 4).
+    in_doubt: Option<Vec<u8>>,
 }
 
 impl VersionedFile {
@@ -149,18 +150,13 @@ impl VersionedFile {
             f.write_all(&data)?;
             f.sync_data()
         });
-        if let Err(e) = created {
-            if !committed_anyway(env, &path, &data) {
-                let e = taken(e);
-                if !is_fenced(&e) {
-                    self.in_doubt = Some((next, data));
-                }
-                return Err(e);
-            }
-        }
-        if let Err(e) = self.confirm(env, &path, next) {
+        let committed = match created {
+            Err(e) if !committed_anyway(env, &path, &data) => Err(taken(e)),
+            _ => self.confirm(env, &path, next),
+        };
+        if let Err(e) = committed {
             if !is_fenced(&e) {
-                self.in_doubt = Some((next, data));
+                self.in_doubt = Some(data);
             }
             return Err(e);
         }
@@ -175,9 +171,7 @@ impl VersionedFile {
         }
         Ok(())
     }
-}
 
-impl VersionedFile {
     /// Makes the version just created at `path` durable, unless a higher one was there
     /// before it: then the version this writer took had been cleaned away after a newer
     /// writer's commit, and it is fenced (invariant 3).
@@ -198,19 +192,17 @@ impl VersionedFile {
     /// `DoNotRetry` (fenced) when another writer holds the version; `Io` when it cannot be
     /// read (still in doubt).
     fn settle_in_doubt(&mut self, env: &Env) -> Result<()> {
-        let Some((version, data)) = self.in_doubt.take() else {
+        let Some(data) = self.in_doubt.take() else {
             return Ok(());
         };
-        if version != self.version + 1 {
-            return Ok(());
-        }
+        let version = self.version + 1;
         let path = self.dir.join(name(self.prefix, version));
         match env.read_all(&path) {
             Ok(found) if found == data || !env.is_shared() => self.version = version,
             Ok(_) => return Err(fenced(&path)),
             Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => {
-                self.in_doubt = Some((version, data));
+                self.in_doubt = Some(data);
                 return Err(e);
             }
         }
@@ -301,6 +293,25 @@ mod tests {
         assert_eq!(load(&env, dir.path()).1, Some(vec![2]));
         // The owner goes on committing above it.
         owner.commit(&env, &vec![3]).unwrap();
+        assert_eq!(load(&env, dir.path()).1, Some(vec![3]));
+    }
+
+    #[test]
+    fn a_local_commit_whose_sync_failed_is_gone_above_by_the_next() {
+        use crate::env::{FaultInjector, Op, SystemClock};
+        let dir = tempfile::tempdir().unwrap();
+        let faults = std::sync::Arc::new(FaultInjector::new(0));
+        let env = Env::with_faults(std::sync::Arc::new(SystemClock), faults.clone());
+        let (mut vf, _) = load(&env, dir.path());
+        vf.commit(&env, &vec![1]).unwrap();
+        // Version 2 is created and written, and its sync fails: the file stays.
+        faults.fail_nth(Op::Sync, 1);
+        let e = vf.commit(&env, &vec![2]).unwrap_err();
+        assert!(!is_fenced(&e), "{e}");
+        assert!(dir.path().join(name("DOC", 2)).exists());
+        // The next commit takes it for this writer's own and goes above it.
+        vf.commit(&env, &vec![3]).unwrap();
+        assert_eq!(vf.version(), 3);
         assert_eq!(load(&env, dir.path()).1, Some(vec![3]));
     }
 

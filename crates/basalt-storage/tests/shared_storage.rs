@@ -617,6 +617,11 @@ fn a_stale_writer_is_fenced_even_after_the_version_above_its_own_was_cleaned_awa
     }
     let e = zombie.commit(&env, &vec![666]).unwrap_err();
     assert!(basalt_storage::manifest::is_fenced(&e), "{e}");
+    let left = store.list_all("").unwrap();
+    assert!(
+        !left.iter().any(|k| k.ends_with("DOC-00000000000000000002")),
+        "the zombie's version is removed: {left:?}"
+    );
     let (_, doc) = VersionedFile::load::<Vec<u32>>(&env, &dir, "DOC").unwrap();
     assert_eq!(doc, Some(vec![4]));
     owner.commit(&env, &vec![5]).unwrap();

@@ -32,7 +32,6 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 
 use super::{plan_moves, ServerDirectory};
-
 use crate::catalog::{table_key, Catalog, RegionAssignment, TableEntry};
 use crate::coordination::{ClusterInfo, Coordinator};
 
@@ -53,7 +52,8 @@ pub struct ClusterMaster {
     pub(super) procedure: Mutex<()>,
     /// Lock order 1.
     pub(super) catalog: Mutex<(VersionedFile, Catalog)>,
-    /// Servers seen live since this master took over (a leaf).
+    /// Servers known to this master: seen live since it took over, or found dead by a
+    /// recovery (a leaf).
     pub(super) seen: Mutex<std::collections::BTreeSet<String>>,
     /// Recoveries of dead servers (its locks are leaves).
     pub(super) recovery: super::recovery::RecoveryStats,

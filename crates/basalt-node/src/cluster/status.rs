@@ -12,8 +12,8 @@ use super::{ClusterMaster, Compaction};
 use crate::database::status::add_load;
 
 impl ClusterMaster {
-    /// Records the live servers seen now; returns the servers seen live since this master
-    /// took over that are gone (HBase's dead servers).
+    /// Records the live servers seen now; returns the servers this master knows (seen live
+    /// since it took over, or recovered) that are gone (HBase's dead servers).
     pub(super) fn note_live(&self, live: &[String]) -> Vec<String> {
         let mut seen = self.seen.lock();
         seen.extend(live.iter().cloned());

@@ -178,6 +178,7 @@ impl Sim {
                 93..=94 => self.move_region(),
                 _ => self.set_fault_rate(),
             }
+            self.settle_background();
         }
     }
 
@@ -390,11 +391,11 @@ impl Sim {
 
     /// Lets the live servers' background work (compactions a flush, split or merge asked
     /// for) finish, so the next step meets the same state in every run of the seed.
+    /// Waits until no server, zombies included, has a flush or compaction queued or
+    /// running: the driver's next step then finds the same storage on every replay.
     fn settle_background(&mut self) {
         for s in &self.servers {
-            if s.health == Health::Live {
-                let _ = s.rs.wait_idle();
-            }
+            let _ = s.rs.wait_idle();
         }
     }
 
