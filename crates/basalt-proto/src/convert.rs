@@ -391,6 +391,10 @@ pub fn check_and_mutate_to_pb(table: &str, cam: &CheckAndMutate) -> pb::CheckAnd
             C::Filter(Bytes::from(filter.to_filter_string())),
             *time_range,
         ),
+        Condition::Unchanged { digest } => (
+            C::Unchanged(Bytes::copy_from_slice(digest)),
+            TimeRange::all(),
+        ),
     };
     pb::CheckAndMutateRequest {
         table: table.to_owned(),
@@ -419,6 +423,11 @@ pub fn check_and_mutate_from_pb(r: pb::CheckAndMutateRequest) -> Result<CheckAnd
         C::Filter(f) => Condition::Filter {
             filter: parse_filter_bytes(&f)?,
             time_range,
+        },
+        C::Unchanged(d) => Condition::Unchanged {
+            digest: d[..]
+                .try_into()
+                .map_err(|_| bad("a row digest is 16 bytes"))?,
         },
     };
     let action = row_mutations_from_pb(

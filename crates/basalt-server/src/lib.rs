@@ -4,6 +4,7 @@
 
 #![allow(clippy::missing_errors_doc)] // gRPC handlers answer with statuses, documented in the proto
 
+pub mod bigtable;
 pub mod budget;
 pub mod cluster;
 pub mod fuzzing;
@@ -48,6 +49,8 @@ pub struct ServerConfig {
     pub info_listen: Option<SocketAddr>,
     /// The HBase Thrift1 gateway (`0.0.0.0:9090`); `None` turns it off.
     pub thrift: Option<thrift::ThriftConfig>,
+    /// Google Bigtable's v2 APIs (`127.0.0.1:8086`); `None` turns them off.
+    pub bigtable: Option<bigtable::BigtableConfig>,
     /// `hbase.client.scanner.timeout.period`: a scanner left alone this long is closed
     /// (native and Thrift scanners alike).
     pub scanner_lease: Duration,
@@ -71,6 +74,7 @@ impl Default for ServerConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], DEFAULT_PORT)),
             info_listen: Some(SocketAddr::from(([127, 0, 0, 1], DEFAULT_INFO_PORT))),
             thrift: Some(thrift::ThriftConfig::default()),
+            bigtable: Some(bigtable::BigtableConfig::default()),
             scanner_lease: Duration::from_secs(60),
             options: Options::default(),
             native_limits: ConnectionLimits::native(),
@@ -87,6 +91,7 @@ pub struct Server {
     listener: TcpListener,
     info_listener: Option<TcpListener>,
     thrift: Option<(TcpListener, Arc<thrift::Gateway>)>,
+    bigtable: Option<(TcpListener, bigtable::Gateway)>,
     services: Services,
     lease: Duration,
     limits: (ConnectionLimits, ConnectionLimits),
@@ -111,6 +116,7 @@ impl Server {
             listener,
             info_listener,
             thrift: None,
+            bigtable: None,
             services,
             lease: config.scanner_lease,
             limits: (config.native_limits, config.info_limits),
@@ -154,6 +160,7 @@ impl Server {
             metrics: Arc::new(metrics::RequestMetrics::new(&[
                 ("native", &grpc::OPS),
                 ("thrift", &thrift::METHODS),
+                ("bigtable", &bigtable::METHODS),
             ])),
         };
         let budget = budget::RequestBudget::new(config.request_budget_bytes);
@@ -173,10 +180,18 @@ impl Server {
             )?),
             None => None,
         };
+        let bigtable = match &config.bigtable {
+            Some(b) => Some((
+                bigtable::listen(b.listen).await?,
+                bigtable::Gateway::new(Arc::clone(&services.conn), Arc::clone(&services.metrics)),
+            )),
+            None => None,
+        };
         Ok(Server {
             listener,
             info_listener,
             thrift,
+            bigtable,
             services,
             lease: config.scanner_lease,
             limits: (config.native_limits, config.info_limits),
@@ -216,6 +231,17 @@ impl Server {
             .transpose()
     }
 
+    /// The address of the Bigtable API, when it is on.
+    ///
+    /// # Errors
+    /// The socket has no local address.
+    pub fn bigtable_addr(&self) -> std::io::Result<Option<SocketAddr>> {
+        self.bigtable
+            .as_ref()
+            .map(|(l, _)| l.local_addr())
+            .transpose()
+    }
+
     /// Serves until `shutdown` completes, then closes the database (every acknowledged write
     /// is durable after that).
     ///
@@ -229,6 +255,7 @@ impl Server {
             listener,
             info_listener,
             thrift,
+            bigtable,
             services,
             lease,
             limits,
@@ -241,27 +268,24 @@ impl Server {
         let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
             let _ = rx.wait_for(|s| *s).await;
         };
-        let info = match info_listener {
-            Some(l) => Some(serve_info(
-                l,
-                limits.1,
-                &services,
-                stopped(stop_rx.clone()),
-            )?),
-            None => None,
-        };
+        let info = info_listener
+            .map(|l| serve_info(l, limits.1, &services, stopped(stop_rx.clone())))
+            .transpose()?;
+        // The gateways' accepting tasks, awaited after the native API stops.
+        let mut gateways = Vec::new();
         let gateway = thrift.map(|(l, gateway)| {
-            let stop = stop_rx.clone();
             let g = Arc::clone(&gateway);
-            (tokio::spawn(thrift::serve(l, g, stop)), gateway)
+            gateways.push(tokio::spawn(thrift::serve(l, g, stop_rx.clone())));
+            gateway
         });
+        gateways.extend(bigtable.map(|(l, g)| bigtable::serve(l, &g, stopped(stop_rx.clone()))));
         let (stopping_tx, stopping) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(async move {
             shutdown.await;
             let _ = stop_tx.send(true);
             let _ = stopping_tx.send(());
         });
-        let reaper = reap_scanners(&services, gateway.as_ref().map(|(_, g)| g), lease);
+        let reaper = reap_scanners(&services, gateway.as_ref(), lease);
         let node = services.node.clone();
         let native = Accepted::start(listener, limits.0, "native API")
             .map_err(|e| ServerError(format!("serving the native API: {e}")))?;
@@ -293,7 +317,7 @@ impl Server {
             if let Some(info) = info {
                 let _ = info.await;
             }
-            if let Some((accepting, _)) = gateway {
+            for accepting in gateways {
                 let _ = accepting.await;
             }
             result

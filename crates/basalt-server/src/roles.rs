@@ -84,6 +84,7 @@ impl RoleConfig {
                 listen,
                 info_listen: None,
                 thrift: None,
+                bigtable: None,
                 ..ServerConfig::default()
             },
             balancer_period: Duration::from_secs(300),

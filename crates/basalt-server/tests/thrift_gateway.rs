@@ -52,6 +52,7 @@ impl Gateway {
                         listen: local,
                         ..ThriftConfig::default()
                     }),
+                    bigtable: None,
                     ..ServerConfig::default()
                 };
                 let server = Server::bind(config).await.unwrap();

@@ -1,5 +1,6 @@
 //! `basalt thrift --server HOST:PORT[,...]`: HBase's Thrift1 gateway as its own process, a
-//! client of a Basalt server or cluster (HBase's `hbase thrift start`).
+//! client of a Basalt server or cluster (HBase's `hbase thrift start`); `basalt bigtable
+//! --server HOST:PORT[,...]`: Google Bigtable's v2 APIs the same way.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
@@ -52,6 +53,51 @@ pub fn run(args: &ThriftArgs) -> anyhow::Result<()> {
         println!("HBase Thrift gateway on {addr}, serving the server at {server}");
         tracing::info!(%addr, %server, "serving Thrift");
         gateway.serve(shutdown_signal()).await?;
+        anyhow::Ok(())
+    });
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    served
+}
+
+#[derive(clap::Args, Debug)]
+pub struct BigtableArgs {
+    /// The server whose tables the gateway serves: `host:port` of its native API; for a
+    /// cluster, any of its masters and region servers as seeds (`host:port,host:port`).
+    #[arg(long)]
+    server: String,
+    /// The address to listen on (loopback unless set: there is no authentication).
+    #[arg(long, default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
+    bind: IpAddr,
+    /// 8086, the Bigtable emulator's port, unless set; 0 picks a free one (printed).
+    #[arg(long, default_value_t = basalt_server::bigtable::DEFAULT_PORT)]
+    port: u16,
+}
+
+/// Connects to the server, then serves the Bigtable API until SIGINT or SIGTERM.
+///
+/// # Errors
+/// The server cannot be reached or the port bound.
+pub fn run_bigtable(args: &BigtableArgs) -> anyhow::Result<()> {
+    use basalt_server::bigtable;
+    init_logs();
+    // Connected before the gateway's runtime starts: the client runs its own.
+    let conn = basalt_client::blocking::Connection::connect(&args.server)
+        .with_context(|| format!("connecting to the server at {}", args.server))?;
+    let runtime = tokio::runtime::Runtime::new()?;
+    let server = args.server.clone();
+    let listen = SocketAddr::new(args.bind, args.port);
+    let served = runtime.block_on(async move {
+        let metrics = Arc::new(basalt_server::metrics::RequestMetrics::new(&[(
+            "bigtable",
+            &bigtable::METHODS,
+        )]));
+        let gateway = bigtable::Gateway::new(Arc::new(conn), metrics);
+        let listener = bigtable::listen(listen).await?;
+        let addr = listener.local_addr()?;
+        // A line on stdout, for scripts and tests that start the gateway on port 0.
+        println!("Bigtable API on {addr}, serving the server at {server}");
+        tracing::info!(%addr, %server, "serving Bigtable");
+        bigtable::serve(listener, &gateway, shutdown_signal()).await?;
         anyhow::Ok(())
     });
     runtime.shutdown_timeout(Duration::from_secs(1));

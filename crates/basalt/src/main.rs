@@ -41,6 +41,9 @@ enum Command {
     /// HBase's Thrift1 gateway as its own process, over a server's native API
     /// (`hbase thrift start`). Stops on SIGINT or SIGTERM.
     Thrift(gateway::ThriftArgs),
+    /// Google Bigtable's v2 data and table admin APIs as their own process, over a
+    /// server's native API. Stops on SIGINT or SIGTERM.
+    Bigtable(gateway::BigtableArgs),
     /// The HBase shell, on a data directory opened in this process (refused while a server
     /// holds it). Runs a script file, or what stdin pipes in, or interactively.
     Shell {
@@ -116,6 +119,7 @@ fn main() -> anyhow::Result<()> {
         Command::Master(args) => cluster::run(cluster::Kind::Master, args),
         Command::Regionserver(args) => cluster::run(cluster::Kind::RegionServer, args),
         Command::Thrift(args) => gateway::run(&args),
+        Command::Bigtable(args) => gateway::run_bigtable(&args),
         Command::Hbck(args) => std::process::exit(hbck::run(&args)?),
         Command::Shell {
             server,

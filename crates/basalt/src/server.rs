@@ -28,6 +28,10 @@ pub struct ServerArgs {
     /// free one (printed at start).
     #[arg(long)]
     thrift_port: Option<u16>,
+    /// Google Bigtable's v2 APIs' port (8086, the emulator's); 0 picks a free one (printed
+    /// at start).
+    #[arg(long)]
+    bigtable_port: Option<u16>,
     /// Scanner lease timeout in ms (`hbase.client.scanner.timeout.period`).
     #[arg(long)]
     scanner_timeout_ms: Option<u64>,
@@ -45,6 +49,7 @@ struct FileConfig {
     port: Option<u16>,
     info_port: Option<u16>,
     thrift_port: Option<u16>,
+    bigtable_port: Option<u16>,
     /// The largest Thrift request or frame (`hbase.regionserver.thrift.framed.max_frame_size_in_mb`).
     thrift_max_frame_mib: Option<usize>,
     /// Thrift connections served at once (`hbase.thrift.maxWorkerThreads`).
@@ -104,6 +109,13 @@ fn config(args: ServerArgs) -> anyhow::Result<ServerConfig> {
         c.request_budget_bytes = m << 20;
     }
     c.thrift = Some(thrift);
+    let bigtable_port = args
+        .bigtable_port
+        .or(file.bigtable_port)
+        .unwrap_or(basalt_server::bigtable::DEFAULT_PORT);
+    c.bigtable = Some(basalt_server::bigtable::BigtableConfig {
+        listen: SocketAddr::new(bind, bigtable_port),
+    });
     if let Some(ms) = args.scanner_timeout_ms.or(file.scanner_timeout_ms) {
         c.scanner_lease = Duration::from_millis(ms);
     }
@@ -149,6 +161,9 @@ pub fn run(args: ServerArgs) -> anyhow::Result<()> {
         }
         if let Some(thrift) = server.thrift_addr()? {
             println!("HBase Thrift gateway on {thrift}");
+        }
+        if let Some(bigtable) = server.bigtable_addr()? {
+            println!("Bigtable API on {bigtable}");
         }
         if !addr.ip().is_loopback() {
             let warning = format!(
@@ -197,6 +212,7 @@ mod tests {
             port,
             info_port: None,
             thrift_port: None,
+            bigtable_port: None,
             scanner_timeout_ms: None,
             config,
         }

@@ -51,6 +51,8 @@ impl ServerProcess {
                 "0",
                 "--thrift-port",
                 "0",
+                "--bigtable-port",
+                "0",
                 "--data-dir",
             ])
             .arg(dir)

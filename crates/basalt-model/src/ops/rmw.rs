@@ -148,6 +148,12 @@ pub enum Condition {
         filter: Filter,
         time_range: TimeRange,
     },
+    /// The row is as a read saw it: its visible cells (every version of every family) have
+    /// the [`crate::RowResult::digest`] `digest`. This makes a read-compute-write
+    /// optimistic for a front end whose condition the engine cannot evaluate (Bigtable's
+    /// row filters, aggregates): it reads, decides, and writes only if nothing changed in
+    /// between, else reads again.
+    Unchanged { digest: [u8; 16] },
 }
 
 /// An atomic test-and-set on one row (`CheckAndMutate`).
@@ -209,6 +215,16 @@ impl CheckAndMutate {
         }
     }
 
+    /// Applies `action` only if `row` still reads as the read whose digest was `digest`.
+    #[must_use]
+    pub fn if_unchanged(digest: [u8; 16], action: RowMutations) -> CheckAndMutate {
+        CheckAndMutate {
+            row: action.row.clone(),
+            condition: Condition::Unchanged { digest },
+            action,
+        }
+    }
+
     /// Client-side checks: the action targets the checked row and each mutation is valid.
     ///
     /// # Errors
@@ -237,6 +253,7 @@ impl CheckAndMutateBuilder {
             Condition::Column { time_range, .. } | Condition::Filter { time_range, .. } => {
                 *time_range = tr;
             }
+            Condition::Unchanged { .. } => {}
         }
         self
     }

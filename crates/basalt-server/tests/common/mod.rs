@@ -14,6 +14,7 @@ pub struct Running {
     pub native: SocketAddr,
     pub info: SocketAddr,
     pub thrift: SocketAddr,
+    pub bigtable: SocketAddr,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<Result<(), String>>>,
     _dir: tempfile::TempDir,
@@ -44,6 +45,7 @@ impl Running {
                         listen: local,
                         ..ThriftConfig::default()
                     }),
+                    bigtable: Some(basalt_server::bigtable::BigtableConfig { listen: local }),
                     ..ServerConfig::default()
                 };
                 tune(&mut config);
@@ -52,6 +54,7 @@ impl Running {
                     server.local_addr().unwrap(),
                     server.info_addr().unwrap().unwrap(),
                     server.thrift_addr().unwrap().unwrap(),
+                    server.bigtable_addr().unwrap().unwrap(),
                 );
                 addr_tx.send(addrs).unwrap();
                 server
@@ -64,11 +67,12 @@ impl Running {
             rt.shutdown_timeout(Duration::from_secs(1));
             served
         });
-        let (native, info, thrift) = addr_rx.recv().unwrap();
+        let (native, info, thrift, bigtable) = addr_rx.recv().unwrap();
         Running {
             native,
             info,
             thrift,
+            bigtable,
             stop: Some(stop),
             thread: Some(thread),
             _dir: dir,

@@ -161,6 +161,10 @@ impl Region {
                     .with_time_range(*time_range);
                 Ok(!self.get(get)?.is_empty())
             }
+            Condition::Unchanged { digest } => {
+                let get = Get::new(cam.row.clone()).all_versions();
+                Ok(self.get(get)?.digest() == *digest)
+            }
         }
     }
 

@@ -21,10 +21,10 @@ class BasaltServer:
         binary = os.environ.get("BASALT_BIN", "basalt")
         self.proc = subprocess.Popen(
             [binary, "server", "--bind", "127.0.0.1", "--port", "0", "--info-port", "0",
-             "--thrift-port", "0", "--data-dir", os.path.join(self.dir, "data"), *extra_args],
+             "--thrift-port", "0", "--bigtable-port", "0", "--data-dir", os.path.join(self.dir, "data"), *extra_args],
             stdout=subprocess.PIPE, stderr=open(os.path.join(self.dir, "server.log"), "wb"),
             text=True)
-        lines = [self.proc.stdout.readline() for _ in range(3)]
+        lines = [self.proc.stdout.readline() for _ in range(4)]
         try:
             # "Basalt server listening on HOST:PORT (data directory ...)"
             self.native = lines[0].split()[4]
@@ -32,6 +32,8 @@ class BasaltServer:
             host_port = lines[2].split()[-1]
             self.host, port = host_port.rsplit(":", 1)
             self.port = int(port)
+            # "Bigtable API on HOST:PORT"
+            self.bigtable = lines[3].split()[-1]
         except (IndexError, ValueError):
             self.stop()
             raise RuntimeError(f"the server did not start: {lines!r}\n{self.log()}")
