@@ -149,6 +149,11 @@ pub struct ColumnFamilyDescriptor {
     pub compression: Compression,
     pub data_block_encoding: DataBlockEncoding,
     pub replication_scope: u32,
+    /// NEW_VERSION_BEHAVIOR: a delete marker masks only the cells written before it (a lower
+    /// sequence id), never a later write, whatever its timestamp. Defaulted when absent, so
+    /// descriptors stored before the field existed still load.
+    #[serde(default)]
+    pub new_version_behavior: bool,
     /// Per-family settings that override server configuration (CONFIGURATION => {...}).
     pub configuration: BTreeMap<String, String>,
     /// Keys Basalt does not interpret, kept and shown as METADATA.
@@ -171,6 +176,7 @@ impl ColumnFamilyDescriptor {
             compression: Compression::None,
             data_block_encoding: DataBlockEncoding::None,
             replication_scope: 0,
+            new_version_behavior: false,
             configuration: BTreeMap::new(),
             metadata: BTreeMap::new(),
         }
@@ -236,6 +242,13 @@ impl ColumnFamilyDescriptor {
     #[must_use]
     pub fn with_in_memory(mut self, on: bool) -> Self {
         self.in_memory = on;
+        self
+    }
+
+    /// Sets NEW_VERSION_BEHAVIOR.
+    #[must_use]
+    pub fn with_new_version_behavior(mut self, on: bool) -> Self {
+        self.new_version_behavior = on;
         self
     }
 
@@ -465,6 +478,7 @@ mod tests {
         assert!(!f.in_memory);
         assert_eq!(f.compression, Compression::None);
         assert_eq!(f.replication_scope, 0);
+        assert!(!f.new_version_behavior);
     }
 
     #[test]

@@ -119,6 +119,7 @@ fn scan_info() -> ScanInfo {
         ttl_ms: None,
         keep_deleted_cells: KeepDeletedCells::False,
         time_to_purge_deletes_ms: 0,
+        new_version_behavior: false,
     }
 }
 

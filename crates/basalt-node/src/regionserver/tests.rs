@@ -271,3 +271,96 @@ fn a_region_replays_its_recovered_edits_before_it_serves_and_keeps_their_row_tim
         "later writes order after the replayed ones"
     );
 }
+
+/// NEW_VERSION_BEHAVIOR masks by sequence id, so a region's next write must be numbered
+/// above every id in the files it inherits, or an old marker would mask it. Here each region
+/// opens on a server whose own counter lags far behind the one that wrote its files.
+#[test]
+fn daughters_and_a_merged_region_on_a_lagging_server_write_above_inherited_markers() {
+    use basalt_model::ops::Delete;
+    use basalt_storage::region::join_handed_files;
+
+    let write = |r: &Region, m: Mutation| r.mutate(&m).unwrap();
+    let put_at = |r: &Region, row: &str, v: &str| {
+        write(
+            r,
+            Mutation::Put(Put::new(row.to_owned()).add_at("f", "q", 5, v.to_owned())),
+        );
+    };
+    let put_and_delete = |r: &Region, row: &str| {
+        put_at(r, row, "before");
+        write(
+            r,
+            Mutation::Delete(Delete::new(row.to_owned()).add_family_at("f", 9)),
+        );
+    };
+    let (root, clock, rdir) = new_region();
+    // Every server starts before any write: none learns another's sequence ids from a log.
+    let servers: Vec<_> = (0..3)
+        .map(|_| {
+            clock.advance(1);
+            let (rs, inbox) = start(root.path(), &clock);
+            rs.recover(false).unwrap();
+            (rs, inbox)
+        })
+        .collect();
+    let (first, second, third) = (&servers[0].0, &servers[1].0, &servers[2].0);
+    let name = TableName::parse("t").unwrap();
+    let table = Arc::new(TableDescriptor::new(
+        &name,
+        [ColumnFamilyDescriptor::new("f").with_new_version_behavior(true)],
+    ));
+    let tdir = rdir.parent().unwrap().to_owned();
+    let successor = |id: u64, start: &str, end: &str, parents: &[&Arc<Region>]| {
+        let handed: Vec<_> = parents.iter().map(|p| p.handed_files()).collect();
+        let flushed = handed.iter().map(|h| h.1).max().unwrap();
+        let files = join_handed_files(handed.into_iter().map(|h| h.0).collect());
+        Region::create_successor(
+            &Env::default(),
+            &tdir.join(id.to_string()),
+            id,
+            &files,
+            flushed,
+        )
+        .unwrap();
+        let info = RegionInfo {
+            id,
+            start_key: Bytes::from(start.to_owned()),
+            end_key: Bytes::from(end.to_owned()),
+        };
+        (tdir.join(id.to_string()), info)
+    };
+
+    let parent = first
+        .open_region(&rdir, &whole_table_region(), &table)
+        .unwrap();
+    for i in 0..40 {
+        put(&parent, "filler", &i.to_string());
+    }
+    put_and_delete(&parent, "a");
+    first.close_region(&parent).unwrap();
+
+    // A split: the daughter reads the parent's files through references.
+    let (dir, info) = successor(8, "", "m", &[&parent]);
+    let low = second.open_region(&dir, &info, &table).unwrap();
+    let (dir, info) = successor(9, "m", "", &[&parent]);
+    let high = second.open_region(&dir, &info, &table).unwrap();
+    assert!(low.has_references());
+    put_at(&low, "a", "after split");
+    assert!(low.min_unflushed_seq_id() > parent.max_stored_seq_id());
+    assert_eq!(value(&low, "a").as_deref(), Some(&b"after split"[..]));
+
+    // A merge, once compactions rewrote the references: markers written on the daughters'
+    // server are in the files the merged region reads.
+    low.compact(true).unwrap();
+    high.compact(true).unwrap();
+    put_and_delete(&high, "z");
+    second.close_region(&low).unwrap();
+    second.close_region(&high).unwrap();
+    let (dir, info) = successor(10, "", "", &[&low, &high]);
+    let merged = third.open_region(&dir, &info, &table).unwrap();
+    put_at(&merged, "z", "after merge");
+    assert!(merged.min_unflushed_seq_id() > high.max_stored_seq_id());
+    assert_eq!(value(&merged, "z").as_deref(), Some(&b"after merge"[..]));
+    assert_eq!(value(&merged, "a").as_deref(), Some(&b"after split"[..]));
+}

@@ -9,6 +9,7 @@ mod durability;
 mod errors;
 mod lost_metadata;
 mod model;
+mod new_version_behavior;
 mod read_path;
 mod regions;
 mod schema;

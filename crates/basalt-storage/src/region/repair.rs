@@ -252,3 +252,42 @@ pub fn family_name(dir_name: &str) -> Option<bytes::Bytes> {
         .collect::<Option<Vec<u8>>>()
         .map(bytes::Bytes::from)
 }
+
+#[cfg(test)]
+mod tests {
+    use basalt_model::ColumnFamilyDescriptor;
+
+    use super::*;
+
+    /// Descriptor files outlive the code that wrote them: a family attribute added later
+    /// must default when an older file lacks it, or the table would not open.
+    #[test]
+    fn a_table_info_written_before_new_version_behavior_existed_reads_with_it_off() {
+        let env = Env::default();
+        let tmp = tempfile::tempdir().unwrap();
+        let name = TableName::parse("t").unwrap();
+        let desc = TableDescriptor::new(&name, [ColumnFamilyDescriptor::new("f")]);
+        let mut old = serde_json::to_value(&desc).unwrap();
+        for f in old["families"].as_array_mut().unwrap() {
+            f.as_object_mut()
+                .unwrap()
+                .remove("new_version_behavior")
+                .unwrap();
+        }
+        let dir = tmp.path().join(TABLE_INFO_DIR);
+        let (mut vf, _) =
+            VersionedFile::load::<TableDescriptor>(&env, &dir, TABLE_INFO_PREFIX).unwrap();
+        vf.commit(&env, &old).unwrap();
+        assert_eq!(
+            read_table_info(&env, tmp.path()).unwrap(),
+            Some(desc.clone())
+        );
+
+        let mut on = desc;
+        on.families
+            .values_mut()
+            .for_each(|f| f.new_version_behavior = true);
+        write_table_info(&env, tmp.path(), &on).unwrap();
+        assert_eq!(read_table_info(&env, tmp.path()).unwrap(), Some(on));
+    }
+}

@@ -161,6 +161,7 @@ impl Store {
             ttl_ms: f.ttl_ms(),
             keep_deleted_cells: f.keep_deleted_cells,
             time_to_purge_deletes_ms,
+            new_version_behavior: f.new_version_behavior,
         }
     }
 

@@ -1,6 +1,7 @@
 //! A store (memstore, snapshot, files, flush, compaction, store scanner and query matcher) on
 //! its own against the oracle: random writes, flushes, minor and major compactions, and reads
-//! of the whole store, raw and not, with time ranges and version limits.
+//! of the whole store, raw and not, with time ranges and version limits, for families with
+//! and without NEW_VERSION_BEHAVIOR.
 
 use basalt_model::ops::{Delete, Put, Scan};
 use basalt_model::{Cell, ColumnFamilyDescriptor, KeepDeletedCells, TimeRange};
@@ -100,10 +101,11 @@ proptest! {
     fn store_agrees_with_the_oracle(
         versions in 1u32..4,
         keep in any::<bool>(),
+        nvb in any::<bool>(),
         ops in prop::collection::vec(store_op(), 1..60),
     ) {
         let kdc = if keep { KeepDeletedCells::True } else { KeepDeletedCells::False };
-        let family = ColumnFamilyDescriptor::new("f").with_max_versions(versions).with_keep_deleted_cells(kdc).with_block_size_bytes(1024);
+        let family = ColumnFamilyDescriptor::new("f").with_max_versions(versions).with_keep_deleted_cells(kdc).with_new_version_behavior(nvb).with_block_size_bytes(1024);
         let tmp = tempfile::tempdir().unwrap();
         let store = Store::open(&Env::default(), tmp.path(), &whole_table(), family.clone(), &[], &BlockCache::new(1 << 20)).unwrap();
         let mut oracle = Oracle::new(std::slice::from_ref(&family));

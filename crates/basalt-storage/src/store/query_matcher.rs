@@ -9,11 +9,24 @@
 //!    trackers.
 //! 2. Delete markers are tracked before any column or version check, so a marker of any column
 //!    masks what follows it even when that column is not part of the result.
-//! 3. Markers never count toward VERSIONS (default, non-NEW_VERSION_BEHAVIOR semantics).
+//! 3. Markers never count toward VERSIONS, and neither do the cells they mask (with or
+//!    without NEW_VERSION_BEHAVIOR).
+//! 4. Without NEW_VERSION_BEHAVIOR a marker masks by timestamp alone: a later write at or
+//!    below it stays masked until a major compaction drops the marker.
+//! 5. With NEW_VERSION_BEHAVIOR a marker masks a cell only when, besides the timestamp rule,
+//!    the cell was written before it: `cell.seq_id < marker.seq_id`. A delete removes what
+//!    exists when it runs and never masks a later write, whatever that write's timestamp. So
+//!    a masked cell says nothing of the older cells of its column (one may be a later write),
+//!    and the matcher steps to the next cell instead of seeking past the column. This holds
+//!    only while a region's new writes take sequence ids above every id in its files, also
+//!    after a reopen, split or merge (`RegionServer::open_region` raises the counter).
+
+mod delete_tracker;
 
 use basalt_model::filter::{Filter, ReturnCode};
 use basalt_model::{Cell, CellType, KeepDeletedCells, TimeRange, Timestamp};
 use bytes::Bytes;
+use delete_tracker::{DeleteResult, DeleteTracker};
 
 /// What the scanner should do with the current cell.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -41,6 +54,8 @@ pub struct ScanInfo {
     pub keep_deleted_cells: KeepDeletedCells,
     /// `hbase.hstore.time.to.purge.deletes`: markers younger than this survive major compaction.
     pub time_to_purge_deletes_ms: i64,
+    /// NEW_VERSION_BEHAVIOR: markers mask only cells with a lower sequence id (invariant 5).
+    pub new_version_behavior: bool,
 }
 
 /// How the matcher is used.
@@ -116,7 +131,7 @@ impl QueryMatcher {
                 max_to_check,
                 oldest_unexpired_ts,
             ),
-            deletes: DeleteTracker::default(),
+            deletes: DeleteTracker::new(info.new_version_behavior),
             mode,
             info,
             now_ms,
@@ -199,12 +214,17 @@ impl QueryMatcher {
 
     fn check_deleted(&mut self, cell: &Cell) -> Option<MatchCode> {
         match self.deletes.is_deleted(cell) {
-            DeleteResult::FamilyDeleted | DeleteResult::ColumnDeleted => {
+            // The older cells of the column are masked too, unless one of them was written
+            // after the marker (invariant 5).
+            DeleteResult::FamilyDeleted | DeleteResult::ColumnDeleted
+                if !self.info.new_version_behavior =>
+            {
                 Some(MatchCode::SeekNextCol)
             }
-            DeleteResult::VersionDeleted | DeleteResult::FamilyVersionDeleted => {
-                Some(MatchCode::Skip)
-            }
+            DeleteResult::FamilyDeleted
+            | DeleteResult::ColumnDeleted
+            | DeleteResult::VersionDeleted
+            | DeleteResult::FamilyVersionDeleted => Some(MatchCode::Skip),
             DeleteResult::NotDeleted => None,
         }
     }
@@ -431,73 +451,6 @@ impl ColumnTracker {
         } else {
             MatchCode::SeekNextCol
         }
-    }
-}
-
-#[derive(Debug, PartialEq, Eq)]
-#[allow(clippy::enum_variant_names)] // HBase's DeleteResult names
-enum DeleteResult {
-    FamilyDeleted,
-    FamilyVersionDeleted,
-    ColumnDeleted,
-    VersionDeleted,
-    NotDeleted,
-}
-
-/// Remembers the markers seen in the current row (ScanDeleteTracker).
-#[derive(Debug, Default)]
-struct DeleteTracker {
-    family_ts: Option<Timestamp>,
-    family_versions: Vec<Timestamp>,
-    column: Option<Bytes>,
-    column_ts: Option<Timestamp>,
-    versions: Vec<Timestamp>,
-}
-
-impl DeleteTracker {
-    fn reset(&mut self) {
-        *self = DeleteTracker::default();
-    }
-
-    fn add(&mut self, m: &Cell) {
-        match m.cell_type {
-            CellType::DeleteFamily => {
-                self.family_ts = Some(self.family_ts.map_or(m.timestamp, |t| t.max(m.timestamp)));
-            }
-            CellType::DeleteFamilyVersion => self.family_versions.push(m.timestamp),
-            CellType::DeleteColumn | CellType::Delete => {
-                if self.column.as_ref() != Some(&m.qualifier) {
-                    self.column = Some(m.qualifier.clone());
-                    self.column_ts = None;
-                    self.versions.clear();
-                }
-                if m.cell_type == CellType::DeleteColumn {
-                    self.column_ts =
-                        Some(self.column_ts.map_or(m.timestamp, |t| t.max(m.timestamp)));
-                } else {
-                    self.versions.push(m.timestamp);
-                }
-            }
-            CellType::Put | CellType::Minimum | CellType::Maximum => {}
-        }
-    }
-
-    fn is_deleted(&self, c: &Cell) -> DeleteResult {
-        if self.family_ts.is_some_and(|t| c.timestamp <= t) {
-            return DeleteResult::FamilyDeleted;
-        }
-        if self.family_versions.contains(&c.timestamp) {
-            return DeleteResult::FamilyVersionDeleted;
-        }
-        if self.column.as_ref() == Some(&c.qualifier) {
-            if self.column_ts.is_some_and(|t| c.timestamp <= t) {
-                return DeleteResult::ColumnDeleted;
-            }
-            if self.versions.contains(&c.timestamp) {
-                return DeleteResult::VersionDeleted;
-            }
-        }
-        DeleteResult::NotDeleted
     }
 }
 

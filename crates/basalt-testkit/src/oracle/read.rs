@@ -154,7 +154,7 @@ fn read_family(
     };
     let wanted = scan.columns.qualifiers(&spec.name);
     let counts = |c: &&Cell| !scan.raw && c.cell_type.is_delete() && marker_counts(spec, tr, c);
-    let mut family_masks = Masks::default();
+    let mut family_masks = Masks::new(spec);
     cells
         .iter()
         .filter(counts)
@@ -171,7 +171,7 @@ fn read_family(
         if wanted.is_some_and(|w| !w.contains(&column[0].qualifier)) {
             continue;
         }
-        let mut masks = Masks::default();
+        let mut masks = Masks::new(spec);
         column
             .iter()
             .filter(counts)
@@ -204,9 +204,7 @@ fn read_column(
         {
             continue;
         }
-        if !l.raw
-            && (family_masks.masks(c.timestamp).is_some() || masks.masks(c.timestamp).is_some())
-        {
+        if !l.raw && (family_masks.masks(c).is_some() || masks.masks(c).is_some()) {
             continue;
         }
         if c.timestamp >= l.tr.max() {

@@ -6,6 +6,9 @@
 //! Cells of a column are examined newest first. A decision to "skip the rest of the column"
 //! ends the column — except for the empty qualifier, where family-level delete markers live:
 //! there every cell is still examined, so no family marker is lost to a skip.
+//!
+//! With NEW_VERSION_BEHAVIOR a marker masks only what was written before it (see `Masks`):
+//! a put written after every marker that covers it survives flushes and compactions.
 
 use basalt_model::{Cell, CellType, ColumnFamilyDescriptor, KeepDeletedCells};
 
@@ -23,28 +26,42 @@ enum Decision {
     DropRestOfColumn,
 }
 
-/// Markers seen so far in a row (what HBase's delete tracker remembers).
+/// Markers seen so far in a row (what HBase's delete tracker remembers), each as
+/// (timestamp, sequence id).
+///
+/// With NEW_VERSION_BEHAVIOR a marker masks a cell only when the cell was written before it
+/// (a lower sequence id); every marker is kept, so the rule reads as its definition.
 #[derive(Default)]
 pub(crate) struct Masks {
-    family_ts: Option<i64>,
-    family_versions: Vec<i64>,
-    column_ts: Option<i64>,
-    versions: Vec<i64>,
+    new_version_behavior: bool,
+    family: Vec<(i64, u64)>,
+    family_versions: Vec<(i64, u64)>,
+    columns: Vec<(i64, u64)>,
+    versions: Vec<(i64, u64)>,
 }
 
 impl Masks {
+    /// No markers yet, for a family with or without NEW_VERSION_BEHAVIOR.
+    pub(crate) fn new(spec: &ColumnFamilyDescriptor) -> Masks {
+        Masks {
+            new_version_behavior: spec.new_version_behavior,
+            ..Masks::default()
+        }
+    }
+
     pub(crate) fn add(&mut self, m: &Cell) {
+        let mark = (m.timestamp, m.seq_id);
         match m.cell_type {
-            CellType::DeleteFamily => self.family_ts = self.family_ts.max(Some(m.timestamp)),
-            CellType::DeleteFamilyVersion => self.family_versions.push(m.timestamp),
-            CellType::DeleteColumn => self.column_ts = self.column_ts.max(Some(m.timestamp)),
-            CellType::Delete => self.versions.push(m.timestamp),
+            CellType::DeleteFamily => self.family.push(mark),
+            CellType::DeleteFamilyVersion => self.family_versions.push(mark),
+            CellType::DeleteColumn => self.columns.push(mark),
+            CellType::Delete => self.versions.push(mark),
             _ => {}
         }
     }
 
     pub(crate) fn new_column(&mut self) {
-        self.column_ts = None;
+        self.columns.clear();
         self.versions.clear();
     }
 
@@ -52,18 +69,24 @@ impl Masks {
     /// this version is masked.
     /// The checks run in HBase's order (ScanDeleteTracker.isDeleted): family, family version,
     /// column, version. The order matters to what a flush keeps: a put masked by a family
-    /// version marker is skipped alone, so older markers of its column survive.
-    pub(crate) fn masks(&self, ts: i64) -> Option<bool> {
-        if self.family_ts.is_some_and(|t| ts <= t) {
-            return Some(true);
+    /// version marker is skipped alone, so older markers of its column survive. With
+    /// NEW_VERSION_BEHAVIOR every masked cell is masked alone: an older cell of its column
+    /// may have been written after the marker.
+    pub(crate) fn masks(&self, c: &Cell) -> Option<bool> {
+        let nvb = self.new_version_behavior;
+        let after = |&(_, seq): &(i64, u64)| !nvb || c.seq_id < seq;
+        let at_or_below = |ms: &[(i64, u64)]| ms.iter().any(|m| c.timestamp <= m.0 && after(m));
+        let exactly_at = |ms: &[(i64, u64)]| ms.iter().any(|m| c.timestamp == m.0 && after(m));
+        if at_or_below(&self.family) {
+            return Some(!nvb);
         }
-        if self.family_versions.contains(&ts) {
+        if exactly_at(&self.family_versions) {
             return Some(false);
         }
-        if self.column_ts.is_some_and(|t| ts <= t) {
-            return Some(true);
+        if at_or_below(&self.columns) {
+            return Some(!nvb);
         }
-        if self.versions.contains(&ts) {
+        if exactly_at(&self.versions) {
             return Some(false);
         }
         None
@@ -79,7 +102,7 @@ pub fn retain(cells: &[Cell], spec: &ColumnFamilyDescriptor, mode: Mode, now: i6
     let mut i = 0;
     while i < cells.len() {
         let row = cells[i].row.clone();
-        let mut masks = Masks::default();
+        let mut masks = Masks::new(spec);
         while i < cells.len() && cells[i].row == row {
             let q = cells[i].qualifier.clone();
             masks.new_column();
@@ -143,7 +166,7 @@ fn decide(
             }
         }
     } else {
-        match masks.masks(c.timestamp) {
+        match masks.masks(c) {
             Some(true) => return Decision::DropRestOfColumn,
             Some(false) => return Decision::Drop,
             None => {}

@@ -21,6 +21,7 @@ fn info(max_versions: u32) -> ScanInfo {
         ttl_ms: None,
         keep_deleted_cells: KeepDeletedCells::False,
         time_to_purge_deletes_ms: 0,
+        new_version_behavior: false,
     }
 }
 
@@ -35,7 +36,7 @@ fn user(max_versions: u32, tr: TimeRange) -> Mode {
 }
 
 /// Runs the matcher over sorted cells without seeking: seeks become "skip until past".
-fn kept(mode: Mode, info: ScanInfo, mut cells: Vec<Cell>) -> Vec<String> {
+fn run(mode: Mode, info: ScanInfo, mut cells: Vec<Cell>) -> Vec<Cell> {
     cells.sort();
     let mut m = QueryMatcher::new(mode, info, 1_000_000, u64::MAX);
     m.set_row(&Bytes::from_static(b"r"));
@@ -48,12 +49,7 @@ fn kept(mode: Mode, info: ScanInfo, mut cells: Vec<Cell>) -> Vec<String> {
         skip_to = None;
         let code = m.matches(c, None);
         if matches!(code, MatchCode::Include | MatchCode::IncludeAndSeekNextCol) {
-            out.push(format!(
-                "{}@{}/{}",
-                String::from_utf8_lossy(&c.qualifier),
-                c.timestamp,
-                c.cell_type.name()
-            ));
+            out.push(c.clone());
         }
         match code {
             MatchCode::SeekNextCol | MatchCode::IncludeAndSeekNextCol => {
@@ -65,6 +61,21 @@ fn kept(mode: Mode, info: ScanInfo, mut cells: Vec<Cell>) -> Vec<String> {
         }
     }
     out
+}
+
+/// What the matcher keeps, as `qualifier@ts/type`.
+fn kept(mode: Mode, info: ScanInfo, cells: Vec<Cell>) -> Vec<String> {
+    run(mode, info, cells)
+        .iter()
+        .map(|c| {
+            format!(
+                "{}@{}/{}",
+                String::from_utf8_lossy(&c.qualifier),
+                c.timestamp,
+                c.cell_type.name()
+            )
+        })
+        .collect()
 }
 
 #[test]
@@ -189,3 +200,5 @@ fn compaction_modes() {
         ["a@3/Put"]
     );
 }
+
+mod new_version_behavior;
