@@ -27,6 +27,7 @@ pub fn family_to_pb(f: &ColumnFamilyDescriptor) -> pb::ColumnFamily {
         compression: f.compression.hbase_name().to_owned(),
         data_block_encoding: f.data_block_encoding.hbase_name().to_owned(),
         replication_scope: f.replication_scope,
+        new_version_behavior: f.new_version_behavior,
         configuration: f.configuration.clone().into_iter().collect(),
         metadata: f.metadata.clone().into_iter().collect(),
     }
@@ -49,6 +50,7 @@ pub fn family_from_pb(f: pb::ColumnFamily) -> Result<ColumnFamilyDescriptor> {
     out.data_block_encoding = DataBlockEncoding::from_hbase_name(&f.data_block_encoding)
         .ok_or_else(|| bad("DATA_BLOCK_ENCODING", &f.data_block_encoding))?;
     out.replication_scope = f.replication_scope;
+    out.new_version_behavior = f.new_version_behavior;
     out.configuration = f.configuration.into_iter().collect();
     out.metadata = f.metadata.into_iter().collect();
     Ok(out)
@@ -151,5 +153,32 @@ pub fn region_from_pb(r: pb::Region) -> RegionInfo {
         id: r.id,
         start_key: r.start_key,
         end_key: r.end_key,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_family_attribute_survives_the_wire() {
+        let mut f = ColumnFamilyDescriptor::new("f")
+            .with_max_versions(4)
+            .with_min_versions(1)
+            .with_ttl_seconds(60)
+            .with_keep_deleted_cells(KeepDeletedCells::Ttl)
+            .with_bloom_filter(BloomType::RowCol)
+            .with_block_size_bytes(4096)
+            .with_block_cache(false)
+            .with_in_memory(true)
+            .with_compression(Compression::Zstd)
+            .with_new_version_behavior(true);
+        f.data_block_encoding = DataBlockEncoding::FastDiff;
+        f.replication_scope = 1;
+        f.configuration.insert("k".into(), "v".into());
+        f.metadata.insert("m".into(), "n".into());
+        assert_eq!(family_from_pb(family_to_pb(&f)).unwrap(), f);
+        let plain = ColumnFamilyDescriptor::new("g");
+        assert_eq!(family_from_pb(family_to_pb(&plain)).unwrap(), plain);
     }
 }

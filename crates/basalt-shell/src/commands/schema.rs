@@ -21,6 +21,11 @@ fn bad(what: &str, v: &Value) -> ShellError {
     ShellError::usage(format!("{what} is not valid: {v}"))
 }
 
+/// A family attribute HBase 2.5 does not count among its reserved keys: set, it is kept and
+/// printed with the METADATA values (`ColumnFamilyDescriptorBuilder.RESERVED_KEYWORDS` leaves
+/// it out so that HBase 1 and 2 descriptors compare equal), and unset it is not printed.
+const NEW_VERSION_BEHAVIOR: &str = "NEW_VERSION_BEHAVIOR";
+
 fn small(v: &Value, what: &str) -> Result<u32, ShellError> {
     u32::try_from(int(v, what)?).map_err(|_| bad(what, v))
 }
@@ -58,17 +63,22 @@ pub fn apply_family_option(
         "BLOCKCACHE" => f.block_cache = boolean(v, key)?,
         "IN_MEMORY" => f.in_memory = boolean(v, key)?,
         "REPLICATION_SCOPE" => f.replication_scope = small(v, key)?,
+        NEW_VERSION_BEHAVIOR => f.new_version_behavior = boolean(v, key)?,
         "CONFIGURATION" | "METADATA" => {
             let Value::Hash(pairs) = v else {
                 return Err(bad(key, v));
             };
-            let map = if key == "CONFIGURATION" {
-                &mut f.configuration
-            } else {
-                &mut f.metadata
-            };
             for (k, v) in pairs {
-                map.insert(key_name(k), v.to_s());
+                let k = key_name(k);
+                if key == "CONFIGURATION" {
+                    f.configuration.insert(k, v.to_s());
+                } else if k == NEW_VERSION_BEHAVIOR {
+                    // HBase keeps the attribute among the metadata values, so setting it
+                    // there turns it on (`Boolean.parseBoolean`: anything but "true" is off).
+                    f.new_version_behavior = v.to_s().eq_ignore_ascii_case("true");
+                } else {
+                    f.metadata.insert(k, v.to_s());
+                }
             }
         }
         _ => return Ok(false),
@@ -145,8 +155,12 @@ pub fn family_line(f: &ColumnFamilyDescriptor) -> String {
     if !f.configuration.is_empty() {
         parts.push(format!("CONFIGURATION => {}", map_text(&f.configuration)));
     }
-    if !f.metadata.is_empty() {
-        parts.push(format!("METADATA => {}", map_text(&f.metadata)));
+    let mut metadata = f.metadata.clone();
+    if f.new_version_behavior {
+        metadata.insert(NEW_VERSION_BEHAVIOR.to_owned(), "true".to_owned());
+    }
+    if !metadata.is_empty() {
+        parts.push(format!("METADATA => {}", map_text(&metadata)));
     }
     format!("{{{}}}", parts.join(", "))
 }
@@ -260,5 +274,15 @@ mod tests {
              BLOOMFILTER => 'ROW', IN_MEMORY => 'false', COMPRESSION => 'NONE', BLOCKCACHE => 'true', \
              BLOCKSIZE => '65536 B (64KB)'}"
         );
+    }
+
+    #[test]
+    fn new_version_behavior_shows_among_the_metadata_only_when_on() {
+        let mut f = ColumnFamilyDescriptor::new("f1");
+        f.metadata.insert("OWNER".into(), "x".into());
+        assert!(family_line(&f).ends_with("METADATA => {'OWNER' => 'x'}}"));
+        let f = f.with_new_version_behavior(true);
+        assert!(family_line(&f)
+            .ends_with("METADATA => {'NEW_VERSION_BEHAVIOR' => 'true', 'OWNER' => 'x'}}"));
     }
 }
