@@ -6,6 +6,7 @@
 mod common;
 
 use admin::bigtable_table_admin_client::BigtableTableAdminClient;
+use admin::modify_column_families_request::modification::Mod;
 use basalt_bigtable_proto::google::bigtable::admin::v2 as admin;
 use basalt_bigtable_proto::google::bigtable::v2 as data;
 use common::Running;
@@ -194,7 +195,7 @@ fn cell(f: &str, q: &str, ts: i64, v: &str) -> (String, String, i64, String) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn tables_and_families_are_managed_the_bigtable_way() {
+async fn tables_are_created_listed_and_refused_the_bigtable_way() {
     let mut c = start().await;
     let t = create(
         &mut c,
@@ -238,39 +239,40 @@ async fn tables_and_families_are_managed_the_bigtable_way() {
         .into_inner();
     let names: Vec<_> = list.tables.iter().map(|t| t.name.clone()).collect();
     assert_eq!(names, [table("empty"), table("t1")]);
+}
+
+fn modification(id: &str, m: Mod) -> admin::modify_column_families_request::Modification {
+    admin::modify_column_families_request::Modification {
+        id: id.into(),
+        r#mod: Some(m),
+        ..Default::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn families_change_and_tables_go_away_the_bigtable_way() {
+    let mut c = start().await;
+    create(
+        &mut c,
+        "t1",
+        &[("cf", Some(versions(2))), ("other", None)],
+        &[],
+    )
+    .await;
     let modified = c
         .admin
         .modify_column_families(admin::ModifyColumnFamiliesRequest {
             name: table("t1"),
             modifications: vec![
-                admin::modify_column_families_request::Modification {
-                    id: "new".into(),
-                    r#mod: Some(
-                        admin::modify_column_families_request::modification::Mod::Create(
-                            admin::ColumnFamily::default(),
-                        ),
-                    ),
-                    ..Default::default()
-                },
-                admin::modify_column_families_request::Modification {
-                    id: "cf".into(),
-                    r#mod: Some(
-                        admin::modify_column_families_request::modification::Mod::Update(
-                            admin::ColumnFamily {
-                                gc_rule: Some(versions(5)),
-                                value_type: None,
-                            },
-                        ),
-                    ),
-                    ..Default::default()
-                },
-                admin::modify_column_families_request::Modification {
-                    id: "other".into(),
-                    r#mod: Some(
-                        admin::modify_column_families_request::modification::Mod::Drop(true),
-                    ),
-                    ..Default::default()
-                },
+                modification("new", Mod::Create(admin::ColumnFamily::default())),
+                modification(
+                    "cf",
+                    Mod::Update(admin::ColumnFamily {
+                        gc_rule: Some(versions(5)),
+                        value_type: None,
+                    }),
+                ),
+                modification("other", Mod::Drop(true)),
             ],
             ignore_warnings: false,
         })
@@ -461,6 +463,23 @@ async fn bad_input_gets_bigtables_codes_and_writes_nothing() {
     assert_eq!(rows[0].1[0].3.len(), nine.len());
 }
 
+fn rmw(rules: Vec<data::ReadModifyWriteRule>) -> data::ReadModifyWriteRowRequest {
+    data::ReadModifyWriteRowRequest {
+        table_name: table("t"),
+        row_key: "r".into(),
+        rules,
+        ..Default::default()
+    }
+}
+
+fn inc(q: &str, n: i64) -> data::ReadModifyWriteRule {
+    data::ReadModifyWriteRule {
+        family_name: "cf".into(),
+        column_qualifier: q.as_bytes().to_vec().into(),
+        rule: Some(data::read_modify_write_rule::Rule::IncrementAmount(n)),
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conditional_and_read_modify_write_operations() {
     let mut c = start().await;
@@ -505,17 +524,6 @@ async fn conditional_and_read_modify_write_operations() {
         .map(|c| c.1.clone())
         .collect();
     assert_eq!(quals, ["f", "n", "t"]);
-    let rmw = |rules: Vec<data::ReadModifyWriteRule>| data::ReadModifyWriteRowRequest {
-        table_name: table("t"),
-        row_key: "r".into(),
-        rules,
-        ..Default::default()
-    };
-    let inc = |q: &str, n: i64| data::ReadModifyWriteRule {
-        family_name: "cf".into(),
-        column_qualifier: q.as_bytes().to_vec().into(),
-        rule: Some(data::read_modify_write_rule::Rule::IncrementAmount(n)),
-    };
     let row = c
         .data
         .read_modify_write_row(rmw(vec![inc("n", 10), inc("n", 1)]))
@@ -548,6 +556,42 @@ async fn conditional_and_read_modify_write_operations() {
     assert_eq!(&row.families[0].columns[0].cells[0].value[..], b"yes!");
 }
 
+/// Each entry's status code.
+async fn mutate_rows(c: &mut Clients, entries: Vec<data::mutate_rows_request::Entry>) -> Vec<i32> {
+    let mut statuses = c
+        .data
+        .mutate_rows(data::MutateRowsRequest {
+            table_name: table("t"),
+            entries,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let mut codes = Vec::new();
+    while let Some(r) = statuses.message().await.unwrap() {
+        codes.extend(r.entries.iter().map(|e| e.status.as_ref().unwrap().code));
+    }
+    codes
+}
+
+async fn sample_keys(c: &mut Clients) -> Vec<String> {
+    let mut samples = c
+        .data
+        .sample_row_keys(data::SampleRowKeysRequest {
+            table_name: table("t"),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let mut keys = Vec::new();
+    while let Some(s) = samples.message().await.unwrap() {
+        keys.push(String::from_utf8(s.row_key.to_vec()).unwrap());
+    }
+    keys
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reads_take_row_sets_limits_reversal_and_stats_and_samples_follow_regions() {
     let mut c = start().await;
@@ -565,21 +609,10 @@ async fn reads_take_row_sets_limits_reversal_and_stats_and_samples_follow_region
             idempotency: None,
         }))
         .collect();
-    let mut statuses = c
-        .data
-        .mutate_rows(data::MutateRowsRequest {
-            table_name: table("t"),
-            entries,
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    let mut codes = Vec::new();
-    while let Some(r) = statuses.message().await.unwrap() {
-        codes.extend(r.entries.iter().map(|e| e.status.as_ref().unwrap().code));
-    }
-    assert_eq!(codes, [0, 0, 0, 0, 0, 0, 0, Code::NotFound as i32]);
+    assert_eq!(
+        mutate_rows(&mut c, entries).await,
+        [0, 0, 0, 0, 0, 0, 0, Code::NotFound as i32]
+    );
     let keys = |rows: Vec<(String, Cells)>| rows.into_iter().map(|r| r.0).collect::<Vec<_>>();
     let set_of = data::RowSet {
         row_keys: vec!["g".into(), "a".into()],
@@ -619,20 +652,7 @@ async fn reads_take_row_sets_limits_reversal_and_stats_and_samples_follow_region
         panic!("no full stats")
     };
     assert_eq!(v.read_iteration_stats.unwrap().rows_returned_count, 2);
-    let mut samples = c
-        .data
-        .sample_row_keys(data::SampleRowKeysRequest {
-            table_name: table("t"),
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    let mut sample_keys = Vec::new();
-    while let Some(s) = samples.message().await.unwrap() {
-        sample_keys.push(String::from_utf8(s.row_key.to_vec()).unwrap());
-    }
-    assert_eq!(sample_keys, ["c", "f", ""]);
+    assert_eq!(sample_keys(&mut c).await, ["c", "f", ""]);
     c.admin
         .drop_row_range(admin::DropRowRangeRequest {
             name: table("t"),
