@@ -404,7 +404,14 @@ impl TableDescriptor {
     /// # Errors
     /// `DoNotRetry` for a table without families or with an invalid family.
     pub fn validate(&self) -> Result<()> {
-        if self.families.is_empty() {
+        let checks_on = self
+            .configuration
+            .get("hbase.table.sanity.checks")
+            .map(String::as_str)
+            != Some("false");
+        // As in HBase, a table that turns the sanity checks off may have no family yet
+        // (a Bigtable table is created so, its families added later).
+        if checks_on && self.families.is_empty() {
             return Err(Error::DoNotRetry(
                 "Table should have at least one column family.".into(),
             ));
@@ -412,11 +419,6 @@ impl TableDescriptor {
         for f in self.families.values() {
             f.validate()?;
         }
-        let checks_on = self
-            .configuration
-            .get("hbase.table.sanity.checks")
-            .map(String::as_str)
-            != Some("false");
         if checks_on && self.max_filesize_bytes < MAX_FILESIZE_LOWER_LIMIT_BYTES {
             // HBase's `hbase.hregion.max.filesize.limit`: smaller regions split without end.
             return Err(Error::DoNotRetry(format!(
@@ -538,6 +540,12 @@ mod tests {
                 .validate()
                 .is_ok()
         );
+        // No family: refused, unless the table turns the sanity checks off.
+        let mut bare = TableDescriptor::new(&t, Vec::new());
+        assert!(bare.validate().is_err());
+        bare.configuration
+            .insert("hbase.table.sanity.checks".into(), "false".into());
+        assert!(bare.validate().is_ok());
     }
 
     #[test]
