@@ -272,14 +272,35 @@ fn a_region_replays_its_recovered_edits_before_it_serves_and_keeps_their_row_tim
     );
 }
 
+/// Writes the manifest of region `id` of `[start, end)` in `tdir`, following `parents` (a
+/// split's or a merge's), and returns its directory and info.
+fn successor(
+    tdir: &Path,
+    id: u64,
+    start: &str,
+    end: &str,
+    parents: &[&Arc<Region>],
+) -> (std::path::PathBuf, RegionInfo) {
+    let handed: Vec<_> = parents.iter().map(|p| p.handed_files()).collect();
+    let flushed = handed.iter().map(|h| h.1).max().unwrap();
+    let files =
+        basalt_storage::region::join_handed_files(handed.into_iter().map(|h| h.0).collect());
+    let dir = tdir.join(id.to_string());
+    Region::create_successor(&Env::default(), &dir, id, &files, flushed).unwrap();
+    let info = RegionInfo {
+        id,
+        start_key: Bytes::from(start.to_owned()),
+        end_key: Bytes::from(end.to_owned()),
+    };
+    (dir, info)
+}
+
 /// NEW_VERSION_BEHAVIOR masks by sequence id, so a region's next write must be numbered
 /// above every id in the files it inherits, or an old marker would mask it. Here each region
 /// opens on a server whose own counter lags far behind the one that wrote its files.
 #[test]
 fn daughters_and_a_merged_region_on_a_lagging_server_write_above_inherited_markers() {
     use basalt_model::ops::Delete;
-    use basalt_storage::region::join_handed_files;
-
     let write = |r: &Region, m: Mutation| r.mutate(&m).unwrap();
     let put_at = |r: &Region, row: &str, v: &str| {
         write(
@@ -310,27 +331,7 @@ fn daughters_and_a_merged_region_on_a_lagging_server_write_above_inherited_marke
         &name,
         [ColumnFamilyDescriptor::new("f").with_new_version_behavior(true)],
     ));
-    let tdir = rdir.parent().unwrap().to_owned();
-    let successor = |id: u64, start: &str, end: &str, parents: &[&Arc<Region>]| {
-        let handed: Vec<_> = parents.iter().map(|p| p.handed_files()).collect();
-        let flushed = handed.iter().map(|h| h.1).max().unwrap();
-        let files = join_handed_files(handed.into_iter().map(|h| h.0).collect());
-        Region::create_successor(
-            &Env::default(),
-            &tdir.join(id.to_string()),
-            id,
-            &files,
-            flushed,
-        )
-        .unwrap();
-        let info = RegionInfo {
-            id,
-            start_key: Bytes::from(start.to_owned()),
-            end_key: Bytes::from(end.to_owned()),
-        };
-        (tdir.join(id.to_string()), info)
-    };
-
+    let tdir = rdir.parent().unwrap();
     let parent = first
         .open_region(&rdir, &whole_table_region(), &table)
         .unwrap();
@@ -341,9 +342,9 @@ fn daughters_and_a_merged_region_on_a_lagging_server_write_above_inherited_marke
     first.close_region(&parent).unwrap();
 
     // A split: the daughter reads the parent's files through references.
-    let (dir, info) = successor(8, "", "m", &[&parent]);
+    let (dir, info) = successor(tdir, 8, "", "m", &[&parent]);
     let low = second.open_region(&dir, &info, &table).unwrap();
-    let (dir, info) = successor(9, "m", "", &[&parent]);
+    let (dir, info) = successor(tdir, 9, "m", "", &[&parent]);
     let high = second.open_region(&dir, &info, &table).unwrap();
     assert!(low.has_references());
     put_at(&low, "a", "after split");
@@ -357,7 +358,7 @@ fn daughters_and_a_merged_region_on_a_lagging_server_write_above_inherited_marke
     put_and_delete(&high, "z");
     second.close_region(&low).unwrap();
     second.close_region(&high).unwrap();
-    let (dir, info) = successor(10, "", "", &[&low, &high]);
+    let (dir, info) = successor(tdir, 10, "", "", &[&low, &high]);
     let merged = third.open_region(&dir, &info, &table).unwrap();
     put_at(&merged, "z", "after merge");
     assert!(merged.min_unflushed_seq_id() > high.max_stored_seq_id());
