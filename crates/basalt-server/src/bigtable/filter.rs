@@ -78,11 +78,13 @@ fn count(n: i32, what: &str) -> Result<usize, Status> {
 }
 
 impl Compiled {
-    /// Checks `f` and compiles it. `in_predicate` refuses a sink (it has no meaning there).
+    /// Checks `f` and compiles it. `in_predicate` refuses a sink: Bigtable allows none in
+    /// a condition's predicate, true or false filter, nor in CheckAndMutateRow's predicate.
     pub fn new(f: &RowFilter, in_predicate: bool) -> Result<Compiled, Status> {
         use row_filter::Filter as F;
+        // data.proto: "If none are set, this RowFilter returns all cells in the input row."
         let Some(filter) = &f.filter else {
-            return Err(invalid("a RowFilter must set one of its filters"));
+            return Ok(Compiled::PassAll);
         };
         Ok(match filter {
             F::Chain(c) => Compiled::Chain(Self::all(&c.filters, in_predicate)?),
@@ -94,7 +96,7 @@ impl Compiled {
                     .ok_or_else(|| invalid("a condition filter needs a predicate_filter"))?;
                 let branch = |b: &Option<Box<RowFilter>>| {
                     b.as_deref()
-                        .map(|b| Self::new(b, in_predicate).map(Box::new))
+                        .map(|b| Self::new(b, true).map(Box::new))
                         .transpose()
                 };
                 Compiled::Condition {
@@ -105,7 +107,7 @@ impl Compiled {
             }
             F::Sink(true) if in_predicate => {
                 return Err(invalid(
-                    "a sink filter cannot be used in a condition's predicate",
+                    "a sink filter cannot be used in a condition or a predicate",
                 ))
             }
             F::Sink(true) => Compiled::Sink,

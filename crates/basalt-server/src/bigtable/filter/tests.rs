@@ -184,8 +184,18 @@ fn bad_filters_are_refused_before_any_read() {
     bad(Filter::RowSampleFilter(1.5), false);
     bad(Filter::Sink(true), true);
     bad(Filter::PassAllFilter(false), false);
-    let e = Compiled::new(&RowFilter { filter: None }, false).unwrap_err();
-    assert_eq!(e.code(), tonic::Code::InvalidArgument);
+    let sink_in_branch = Filter::Condition(Box::new(Condition {
+        predicate_filter: Some(Box::new(f(Filter::PassAllFilter(true)))),
+        true_filter: Some(Box::new(f(Filter::Sink(true)))),
+        false_filter: None,
+    }));
+    bad(sink_in_branch, false);
+}
+
+#[test]
+fn a_filter_that_sets_nothing_passes_every_cell() {
+    let compiled = Compiled::new(&RowFilter { filter: None }, false).unwrap();
+    assert_eq!(compiled.apply(b"r", row(), &Sampler::new(1)), row());
 }
 
 #[test]
