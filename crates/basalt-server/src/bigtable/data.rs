@@ -12,8 +12,8 @@ use basalt_bigtable_proto::google::bigtable::v2::{
     ReadRowsResponse, Row, SampleRowKeysRequest, SampleRowKeysResponse,
 };
 use basalt_bigtable_proto::google::rpc;
-use basalt_model::ops::{CheckAndMutate, Get, Mutation, RowMutations};
-use basalt_model::{Cell, RowResult};
+use basalt_model::ops::{CheckAndMutate, Get, Mutation, RowMutations, Scan};
+use basalt_model::{Cell, CellType, RowResult};
 use bytes::Bytes;
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
@@ -55,10 +55,32 @@ fn optimistic<T>(
     ))
 }
 
+/// Every Put `row` stores, deleted ones and versions past VERSIONS too (a raw read), for
+/// plans that delete a time range ([`Plan::writes_over`]); none for other plans.
+fn stored_puts(schema: &TableSchema, row: &Bytes, plans: &[&Plan]) -> Result<Vec<Cell>, Status> {
+    if !plans.iter().any(|p| p.deletes_a_range()) {
+        return Ok(Vec::new());
+    }
+    let scan = Scan::new()
+        .with_start_row(row.clone(), true)
+        .with_stop_row(row.clone(), true)
+        .raw()
+        .all_versions();
+    let mut scanner = schema.table.scan(scan).map_err(|e| status(&e))?;
+    let mut out = Vec::new();
+    while let Some(r) = scanner.next_row().map_err(|e| status(&e))? {
+        out.extend(r.cells.into_iter().filter(|c| c.cell_type == CellType::Put));
+    }
+    Ok(out)
+}
+
 /// Applies a plan: straight to the engine, or read-decide-write when it depends on the row.
 fn apply(schema: &TableSchema, row: &Bytes, plan: &Plan) -> Result<(), Status> {
     if plan.needs_read() {
-        return optimistic(schema, row, |read| Ok((Some(plan.writes(&read.cells)), ())));
+        let stored = stored_puts(schema, row, &[plan])?;
+        return optimistic(schema, row, |read| {
+            Ok((Some(plan.writes_over(&read.cells, &stored)), ()))
+        });
     }
     let writes = plan.writes(&[]);
     if writes.mutations.is_empty() {
@@ -152,6 +174,8 @@ fn check_and_mutate(gw: &Gateway, req: &CheckAndMutateRowRequest) -> Result<bool
     };
     let (if_true, if_false) = (plan(&req.true_mutations)?, plan(&req.false_mutations)?);
     let sampler = Sampler::new(now.unsigned_abs());
+    let plans: Vec<&Plan> = if_true.iter().chain(&if_false).collect();
+    let stored = stored_puts(&schema, &req.row_key, &plans)?;
     optimistic(&schema, &req.row_key, |read| {
         let cells = visible_cells(&schema, read.cells.clone(), micros(now));
         let matched = match &predicate {
@@ -159,7 +183,10 @@ fn check_and_mutate(gw: &Gateway, req: &CheckAndMutateRowRequest) -> Result<bool
             Some(f) => !cells.is_empty() && !f.apply(&req.row_key, cells, &sampler).is_empty(),
         };
         let chosen = if matched { &if_true } else { &if_false };
-        Ok((chosen.as_ref().map(|p| p.writes(&read.cells)), matched))
+        Ok((
+            chosen.as_ref().map(|p| p.writes_over(&read.cells, &stored)),
+            matched,
+        ))
     })
 }
 

@@ -133,12 +133,31 @@ impl Plan {
         })
     }
 
+    /// Whether a delete of a time range that starts after zero needs every Put the row
+    /// stores ([`Plan::writes_over`]).
+    #[must_use]
+    pub fn deletes_a_range(&self) -> bool {
+        self.steps
+            .iter()
+            .any(|s| matches!(s, Step::DeleteColumn { start, .. } if *start > 0))
+    }
+
     /// The writes, given the row's current cells when [`Plan::needs_read`] (HBase's
     /// milliseconds, as read with every version).
     #[must_use]
     pub fn writes(&self, current: &[Cell]) -> RowMutations {
+        self.writes_over(current, &[])
+    }
+
+    /// [`Plan::writes`], with `stored` the Puts a raw read of the row found: a range delete
+    /// marks those in its range too. A read shows at most the family's VERSIONS, and a
+    /// version past them that the delete left unmarked would show again once the versions
+    /// above it are deleted, inside the deleted range.
+    #[must_use]
+    pub fn writes_over(&self, current: &[Cell], stored: &[Cell]) -> RowMutations {
         let mut w = Writes {
             state: current.to_vec(),
+            stored: stored.to_vec(),
             puts: Vec::new(),
             markers: Delete::at(self.row.clone(), FOREVER_MS),
             row_deleted: false,
@@ -167,6 +186,8 @@ impl Plan {
 struct Writes {
     /// What the row holds, as the steps so far leave it (for range deletes and aggregates).
     state: Vec<Cell>,
+    /// Every Put the row stores, past VERSIONS too (for range deletes only).
+    stored: Vec<Cell>,
     puts: Vec<Cell>,
     markers: Delete,
     /// A DeleteFromRow came: it masks everything before it, so earlier markers are moot.
@@ -180,12 +201,14 @@ impl Writes {
             Step::DeleteRow => {
                 self.puts.clear();
                 self.state.clear();
+                self.stored.clear();
                 self.markers.markers.clear();
                 self.row_deleted = true;
             }
             Step::DeleteFamily(f) => {
                 self.puts.retain(|p| p.family != *f);
                 self.state.retain(|p| p.family != *f);
+                self.stored.retain(|p| p.family != *f);
                 if !self.row_deleted {
                     let d =
                         std::mem::replace(&mut self.markers, Delete::at(row.clone(), FOREVER_MS));
@@ -257,13 +280,21 @@ impl Writes {
                     d = d.add_columns_at(family.clone(), qualifier.clone(), upto);
                 }
             } else {
-                for c in self.state.iter().filter(|c| covers(c)) {
-                    d = d.add_column_at(family.clone(), qualifier.clone(), c.timestamp);
+                let versions: std::collections::BTreeSet<i64> = self
+                    .state
+                    .iter()
+                    .chain(&self.stored)
+                    .filter(|c| covers(c))
+                    .map(|c| c.timestamp)
+                    .collect();
+                for ts in versions {
+                    d = d.add_column_at(family.clone(), qualifier.clone(), ts);
                 }
             }
             self.markers = d;
         }
         self.state.retain(|c| !covers(c));
+        self.stored.retain(|c| !covers(c));
     }
 }
 
