@@ -5,6 +5,9 @@
 //! - a chain holds at most one filter that applies a label (Bigtable allows one label per
 //!   cell), and a value is never stripped after a label was applied (the emulator's strip
 //!   drops the cell's labels);
+//! - no filter counts cells (per-row or per-column limits and offsets) after copies of one
+//!   cell that differ (an interleave whose branches label or strip): their mutual order is
+//!   open, so which copies a count keeps is open too;
 //! - `cells_per_row_limit` and `cells_per_row_offset` only ever see one family's cells,
 //!   behind an exact family filter (the emulator walks a row's families in Go's random map
 //!   order, so over two families its answer is not even stable);
@@ -87,70 +90,115 @@ pub fn condition(
 pub struct Ctx {
     pub label: bool,
     pub strip: bool,
+    /// Whether a filter that counts cells (per-row and per-column limits and offsets) may
+    /// come: not after copies of one cell that differ (an interleave whose branches label
+    /// or strip), whose mutual order Bigtable leaves open, so which copies a count keeps is
+    /// open too.
+    pub count: bool,
 }
 
 impl Ctx {
     pub const ANY: Ctx = Ctx {
         label: true,
         strip: true,
+        count: true,
     };
+    /// A predicate's cells only say whether it matched, which no order changes.
     pub const PREDICATE: Ctx = Ctx {
         label: false,
         strip: true,
+        count: true,
     };
 }
 
-/// A random filter nested at most `depth` deep, and whether it applies a label.
-pub fn random(rng: &mut StdRng, depth: u32, ctx: Ctx) -> (RowFilter, bool) {
+/// A generated filter and what it may do to the cells.
+#[derive(Debug)]
+pub struct Generated {
+    pub filter: RowFilter,
+    /// It may apply a label.
+    labelled: bool,
+    /// It may change cells (label or strip them).
+    transforms: bool,
+    /// It may output copies of one cell that differ.
+    distinct_copies: bool,
+}
+
+impl Generated {
+    fn plain(filter: RowFilter) -> Generated {
+        Generated {
+            filter,
+            labelled: false,
+            transforms: false,
+            distinct_copies: false,
+        }
+    }
+}
+
+/// A random filter nested at most `depth` deep.
+pub fn random(rng: &mut StdRng, depth: u32, ctx: Ctx) -> Generated {
     if depth > 0 && rng.gen_bool(0.35) {
         return composite(rng, depth - 1, ctx);
     }
     leaf(rng, ctx)
 }
 
-fn composite(rng: &mut StdRng, depth: u32, ctx: Ctx) -> (RowFilter, bool) {
+fn composite(rng: &mut StdRng, depth: u32, ctx: Ctx) -> Generated {
     let n = rng.gen_range(2..=3);
     match rng.gen_range(0..3) {
         0 => {
             let mut ctx = ctx;
-            let mut labelled = false;
-            let filters = (0..n)
+            let parts: Vec<Generated> = (0..n)
                 .map(|_| {
-                    let (f, l) = random(rng, depth, ctx);
-                    if l {
-                        labelled = true;
-                        ctx = Ctx {
-                            label: false,
-                            strip: false,
-                        };
-                    }
-                    f
+                    let g = random(rng, depth, ctx);
+                    // One label per cell, never stripped after (the emulator's strip
+                    // drops labels), and no count over differing copies.
+                    ctx.label &= !g.labelled;
+                    ctx.strip &= !g.labelled;
+                    ctx.count &= !g.distinct_copies;
+                    g
                 })
                 .collect();
-            (chain(filters), labelled)
+            merged(parts, false)
         }
-        1 => {
-            let parts: Vec<(RowFilter, bool)> = (0..n).map(|_| random(rng, depth, ctx)).collect();
-            let labelled = parts.iter().any(|p| p.1);
-            (
-                interleave(parts.into_iter().map(|p| p.0).collect()),
-                labelled,
-            )
-        }
-        _ => {
-            let (predicate, _) = random(rng, depth, Ctx::PREDICATE);
-            let branch = |rng: &mut StdRng| rng.gen_bool(0.8).then(|| random(rng, depth, ctx));
-            let (t, f) = (branch(rng), branch(rng));
-            let labelled = t.as_ref().is_some_and(|b| b.1) || f.as_ref().is_some_and(|b| b.1);
-            (
-                condition(predicate, t.map(|b| b.0), f.map(|b| b.0)),
-                labelled,
-            )
-        }
+        1 => merged((0..n).map(|_| random(rng, depth, ctx)).collect(), true),
+        _ => conditional(rng, depth, ctx),
     }
 }
 
-fn leaf(rng: &mut StdRng, ctx: Ctx) -> (RowFilter, bool) {
+fn conditional(rng: &mut StdRng, depth: u32, ctx: Ctx) -> Generated {
+    let predicate = random(rng, depth, Ctx::PREDICATE).filter;
+    let branch = |rng: &mut StdRng| rng.gen_bool(0.8).then(|| random(rng, depth, ctx));
+    let (t, f) = (branch(rng), branch(rng));
+    let branches: Vec<&Generated> = t.iter().chain(f.iter()).collect();
+    let any = |flag: fn(&Generated) -> bool| branches.iter().any(|b| flag(b));
+    Generated {
+        labelled: any(|b| b.labelled),
+        transforms: any(|b| b.transforms),
+        distinct_copies: any(|b| b.distinct_copies),
+        filter: condition(predicate, t.map(|b| b.filter), f.map(|b| b.filter)),
+    }
+}
+
+/// A chain or (`interleave`) an interleave of `parts`. An interleave whose branches
+/// transform cells outputs copies of a cell that differ.
+fn merged(parts: Vec<Generated>, interleave: bool) -> Generated {
+    let any = |flag: fn(&Generated) -> bool| parts.iter().any(flag);
+    let (labelled, transforms) = (any(|p| p.labelled), any(|p| p.transforms));
+    let distinct_copies = any(|p| p.distinct_copies) || (interleave && transforms);
+    let filters = parts.into_iter().map(|p| p.filter).collect();
+    Generated {
+        filter: if interleave {
+            self::interleave(filters)
+        } else {
+            chain(filters)
+        },
+        labelled,
+        transforms,
+        distinct_copies,
+    }
+}
+
+fn leaf(rng: &mut StdRng, ctx: Ctx) -> Generated {
     use row_filter::Filter as F;
     let pick = |rng: &mut StdRng, from: &[&str]| (*from.choose(rng).unwrap()).to_owned();
     let f = match rng.gen_range(0..14) {
@@ -163,15 +211,23 @@ fn leaf(rng: &mut StdRng, ctx: Ctx) -> (RowFilter, bool) {
         6 => F::TimestampRangeFilter(timestamp_range(rng)),
         7 => F::ValueRegexFilter(pick(rng, VALUE_REGEXES).into()),
         8 => F::ValueRangeFilter(value_range_of(rng)),
-        9 => F::CellsPerColumnLimitFilter(rng.gen_range(1..=3)),
-        10 if ctx.strip => F::StripValueTransformer(true),
-        11 if ctx.label => return (label(&pick(rng, LABELS)), true),
-        12 => return (per_row(rng), false),
+        9 if ctx.count => F::CellsPerColumnLimitFilter(rng.gen_range(1..=3)),
+        10 if ctx.strip => {
+            let mut g = Generated::plain(of(F::StripValueTransformer(true)));
+            g.transforms = true;
+            return g;
+        }
+        11 if ctx.label => {
+            let mut g = Generated::plain(label(&pick(rng, LABELS)));
+            (g.labelled, g.transforms) = (true, true);
+            return g;
+        }
+        12 if ctx.count => return Generated::plain(per_row(rng)),
         // Bigtable: "If none are set, this RowFilter returns all cells in the input row."
-        13 if rng.gen_bool(0.3) => return (RowFilter { filter: None }, false),
+        13 if rng.gen_bool(0.3) => return Generated::plain(RowFilter { filter: None }),
         _ => F::PassAllFilter(true),
     };
-    (of(f), false)
+    Generated::plain(of(f))
 }
 
 /// A per-row limit or offset behind an exact family filter.

@@ -267,7 +267,7 @@ fn mutate_rows(rng: &mut StdRng, table: &str, st: &mut bool) -> (Op, Judge) {
 fn check_and_mutate(rng: &mut StdRng, table: &str, row: Bytes, st: &mut bool) -> (Op, Judge) {
     let predicate_filter = rng
         .gen_bool(0.8)
-        .then(|| filters::random(rng, 2, Ctx::PREDICATE).0);
+        .then(|| filters::random(rng, 2, Ctx::PREDICATE).filter);
     // Now and then neither list: Bigtable needs one of them.
     let neither = rng.gen_bool(0.03);
     let (mut t, mut f) = (Vec::new(), Vec::new());
@@ -349,7 +349,7 @@ fn read_rows(rng: &mut StdRng, table: &str) -> ReadRowsRequest {
         rows: row_set(rng),
         filter: rng
             .gen_bool(0.7)
-            .then(|| filters::random(rng, 3, Ctx::ANY).0),
+            .then(|| filters::random(rng, 3, Ctx::ANY).filter),
         rows_limit: if rng.gen_bool(0.3) {
             rng.gen_range(1..=3)
         } else {
