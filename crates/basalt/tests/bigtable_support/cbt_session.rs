@@ -164,6 +164,11 @@ pub fn run() {
         now_to: 0,
     };
     families(&s);
+    // The table's splits are its regions' boundaries.
+    assert_eq!(
+        s.shell("get_splits 'events'\n"),
+        "Total number of splits = 3\ng\np"
+    );
     cells(&mut s);
     reads(&s);
     // The HBase shell sees the same cells (its scan applies HBase's retention, which keeps
