@@ -276,15 +276,17 @@ pub async fn execute(c: &mut BigtableClient<Channel>, op: Op) -> Answer {
             Err(s) => failed(s),
             Ok(stream) => {
                 let mut stream = stream.into_inner();
+                // Entries may come in any order and over several responses.
                 let mut codes = Vec::new();
                 loop {
                     match stream.message().await {
-                        Ok(Some(m)) => codes.extend(
-                            m.entries
-                                .iter()
-                                .map(|e| Code::from(e.status.as_ref().map_or(0, |s| s.code))),
-                        ),
-                        Ok(None) => break Answer::Entries(codes),
+                        Ok(Some(m)) => codes.extend(m.entries.iter().map(|e| {
+                            (e.index, Code::from(e.status.as_ref().map_or(0, |s| s.code)))
+                        })),
+                        Ok(None) => {
+                            codes.sort_by_key(|c| c.0);
+                            break Answer::Entries(codes.into_iter().map(|c| c.1).collect());
+                        }
                         Err(s) => break failed(s),
                     }
                 }
