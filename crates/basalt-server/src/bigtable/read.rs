@@ -47,6 +47,15 @@ impl KeyRange {
         }
     }
 
+    fn is_inverted(&self) -> bool {
+        match (&self.start, &self.end) {
+            (Bound::Included(a) | Bound::Excluded(a), Bound::Included(b) | Bound::Excluded(b)) => {
+                a > b
+            }
+            _ => false,
+        }
+    }
+
     fn is_empty(&self) -> bool {
         match (&self.start, &self.end) {
             (Bound::Included(a), Bound::Included(b)) => a > b,
@@ -112,13 +121,26 @@ fn later_end(a: Bound<Bytes>, b: Bound<Bytes>) -> Bound<Bytes> {
 }
 
 /// The request's row set as sorted, disjoint ranges; an empty set is the whole table.
-fn key_ranges(rows: Option<&RowSet>) -> Vec<KeyRange> {
+///
+/// # Errors
+/// INVALID_ARGUMENT for a range whose start key is after its end key, as Bigtable answers
+/// (one that starts and ends at one key with an open end is empty, as the emulator takes it).
+fn key_ranges(rows: Option<&RowSet>) -> Result<Vec<KeyRange>, Status> {
     let Some(rows) = rows.filter(|r| !r.row_keys.is_empty() || !r.row_ranges.is_empty()) else {
-        return vec![KeyRange {
+        return Ok(vec![KeyRange {
             start: Bound::Unbounded,
             end: Bound::Unbounded,
-        }];
+        }]);
     };
+    if let Some(i) = rows
+        .row_ranges
+        .iter()
+        .position(|r| range_of(r).is_inverted())
+    {
+        return Err(Status::invalid_argument(format!(
+            "Error in field 'row_ranges' : Error in element #{i} : start_key must be less than end_key"
+        )));
+    }
     let mut ranges: Vec<KeyRange> = rows
         .row_keys
         .iter()
@@ -136,7 +158,7 @@ fn key_ranges(rows: Option<&RowSet>) -> Vec<KeyRange> {
             _ => merged.push(r),
         }
     }
-    merged
+    Ok(merged)
 }
 
 fn scan_of(r: &KeyRange, reversed: bool) -> Scan {
@@ -215,7 +237,7 @@ pub fn read_rows(
         pending_bytes: 0,
         tx,
     };
-    let mut ranges = key_ranges(req.rows.as_ref());
+    let mut ranges = key_ranges(req.rows.as_ref())?;
     if req.reversed {
         ranges.reverse();
     }
@@ -298,9 +320,16 @@ impl Reader<'_> {
         }
         self.counts.rows_returned += 1;
         self.counts.cells_returned += cells.len() as i64;
-        self.pending_bytes += push_row(&mut self.pending.chunks, &row.row, cells);
-        if self.pending_bytes >= RESPONSE_BYTES && !self.flush(false)? {
-            return Ok(false);
+        // A large row goes out over several responses (the protocol allows it), so no
+        // message outgrows what a client accepts by default (4 MiB).
+        let mut chunks = Vec::new();
+        push_row(&mut chunks, &row.row, cells);
+        for chunk in chunks {
+            self.pending_bytes += chunk.value.len() + chunk.row_key.len() + 64;
+            self.pending.chunks.push(chunk);
+            if self.pending_bytes >= RESPONSE_BYTES && !self.flush(false)? {
+                return Ok(false);
+            }
         }
         Ok(self.limit.is_none_or(|n| self.counts.rows_returned < n))
     }
@@ -344,16 +373,14 @@ pub(super) fn visible_cells(
     out
 }
 
-/// Appends one row's chunks; returns their value bytes.
-fn push_row(chunks: &mut Vec<CellChunk>, key: &Bytes, cells: Vec<BtCell>) -> usize {
-    let mut bytes = key.len();
+/// Appends one row's chunks.
+fn push_row(chunks: &mut Vec<CellChunk>, key: &Bytes, cells: Vec<BtCell>) {
     let n = cells.len();
     let mut prev: Option<(Bytes, Bytes)> = None;
     for (i, c) in cells.into_iter().enumerate() {
         let new_family = prev.as_ref().is_none_or(|(f, _)| *f != c.family);
         let new_column = new_family || prev.as_ref().is_some_and(|(_, q)| *q != c.qualifier);
         prev = Some((c.family.clone(), c.qualifier.clone()));
-        bytes += c.value.len() + c.qualifier.len();
         let mut head = CellChunk {
             row_key: if i == 0 { key.clone() } else { Bytes::new() },
             family_name: new_family.then(|| String::from_utf8_lossy(&c.family).into_owned()),
@@ -386,7 +413,6 @@ fn push_row(chunks: &mut Vec<CellChunk>, key: &Bytes, cells: Vec<BtCell>) -> usi
             chunks.push(chunk);
         }
     }
-    bytes
 }
 
 /// SampleRowKeys: each region's end key with the bytes stored before it, then the end of

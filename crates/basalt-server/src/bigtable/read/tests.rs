@@ -23,14 +23,9 @@ fn row_sets_become_sorted_disjoint_ranges() {
                 Some(EndKey::EndKeyOpen(b("d"))),
             ),
             range(Some(StartKey::StartKeyOpen(b("x"))), None),
-            // Empty: start after end.
-            range(
-                Some(StartKey::StartKeyClosed(b("q"))),
-                Some(EndKey::EndKeyOpen(b("p"))),
-            ),
         ],
     };
-    let ranges = key_ranges(Some(&set));
+    let ranges = key_ranges(Some(&set)).unwrap();
     assert_eq!(
         ranges,
         [
@@ -52,7 +47,7 @@ fn row_sets_become_sorted_disjoint_ranges() {
             },
         ]
     );
-    let whole = key_ranges(None);
+    let whole = key_ranges(None).unwrap();
     assert_eq!(
         whole,
         [KeyRange {
@@ -85,7 +80,7 @@ fn touching_ranges_merge_and_open_ends_stay_apart() {
             ),
         ],
     };
-    let ranges = key_ranges(Some(&set));
+    let ranges = key_ranges(Some(&set)).unwrap();
     assert_eq!(
         ranges,
         [
@@ -147,4 +142,36 @@ fn a_row_becomes_chunks_that_name_what_changed_and_commit_at_the_end() {
     assert_eq!(joined, big);
     let commits: Vec<bool> = chunks.iter().map(|c| c.row_status.is_some()).collect();
     assert_eq!(commits, [false, false, false, false, true]);
+}
+
+#[test]
+fn a_range_that_ends_before_it_starts_is_refused() {
+    for (start, end) in [
+        (StartKey::StartKeyClosed(b("q")), EndKey::EndKeyOpen(b("p"))),
+        (StartKey::StartKeyOpen(b("k")), EndKey::EndKeyClosed(b("j"))),
+    ] {
+        let set = RowSet {
+            row_keys: vec![b("a")],
+            row_ranges: vec![range(Some(start), Some(end))],
+        };
+        let e = key_ranges(Some(&set)).unwrap_err();
+        assert_eq!(e.code(), tonic::Code::InvalidArgument, "{e:?}");
+    }
+    let closed = RowSet {
+        row_keys: vec![],
+        row_ranges: vec![range(
+            Some(StartKey::StartKeyClosed(b("k"))),
+            Some(EndKey::EndKeyClosed(b("k"))),
+        )],
+    };
+    assert_eq!(key_ranges(Some(&closed)).unwrap().len(), 1);
+    // Start and end at one key with an open end: empty, not refused.
+    let empty = RowSet {
+        row_keys: vec![],
+        row_ranges: vec![range(
+            Some(StartKey::StartKeyClosed(b("k"))),
+            Some(EndKey::EndKeyOpen(b("k"))),
+        )],
+    };
+    assert!(key_ranges(Some(&empty)).unwrap().is_empty());
 }
