@@ -65,12 +65,34 @@ fn invalid(msg: impl Into<String>) -> Status {
 /// RE2's syntax as Bigtable uses it, on bytes: the pattern must match the whole input,
 /// `.` matches any byte but a newline, and `\C` any byte.
 fn full_match(pattern: &[u8], what: &str) -> Result<Regex, Status> {
-    let text =
-        std::str::from_utf8(pattern).map_err(|_| invalid(format!("{what} is not valid UTF-8")))?;
-    let text = text.replace(r"\C", r"(?s:.)");
+    let text = byte_pattern(pattern);
     Regex::new(&format!("(?-u)^(?:{text})$"))
         .or_else(|_| Regex::new(&format!("^(?:{text})$")))
         .map_err(|e| invalid(format!("Error in field '{what}' : {e}")))
+}
+
+/// An RE2 pattern's bytes as a pattern of `regex::bytes` in byte mode: a byte outside
+/// ASCII, escaped or not, stands for itself (`\xNN`), so a literal of any bytes (what the
+/// clients' literal value filters send) matches exactly those bytes; `\C` is any byte.
+fn byte_pattern(pattern: &[u8]) -> String {
+    let mut out = String::with_capacity(pattern.len() + 8);
+    let mut bytes = pattern.iter().copied();
+    while let Some(b) = bytes.next() {
+        match b {
+            b'\\' => match bytes.next() {
+                Some(b'C') => out.push_str("(?s:.)"),
+                Some(n) if !n.is_ascii() => out.push_str(&format!("\\x{n:02X}")),
+                Some(n) => {
+                    out.push('\\');
+                    out.push(char::from(n));
+                }
+                None => out.push('\\'),
+            },
+            b if b.is_ascii() => out.push(char::from(b)),
+            b => out.push_str(&format!("\\x{b:02X}")),
+        }
+    }
+    out
 }
 
 fn count(n: i32, what: &str) -> Result<usize, Status> {

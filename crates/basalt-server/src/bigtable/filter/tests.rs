@@ -207,3 +207,20 @@ fn row_sampling_keeps_about_the_asked_share() {
         .count();
     assert!((800..1200).contains(&kept), "kept {kept} of 4000 rows");
 }
+
+#[test]
+fn a_regex_of_any_bytes_matches_those_bytes() {
+    let matches = |pattern: &[u8], value: &[u8]| {
+        full_match(pattern, "value_regex_filter")
+            .unwrap()
+            .is_match(value)
+    };
+    // What the clients' literal filters send: each byte, special ones escaped.
+    assert!(matches(b"\\\xaa\0\0\0", b"\xaa\0\0\0"));
+    assert!(matches(b"\xaa\\.", b"\xaa."));
+    assert!(!matches(b"\xaa\\.", b"\xaax"));
+    assert!(matches("\u{2603}".as_bytes(), "\u{2603}".as_bytes()));
+    assert!(matches(b"\\\\C", b"\\C"));
+    assert!(matches(b"\\C\\C", b"\xff\n"));
+    assert!(!matches(b"a.", b"a\n"));
+}
