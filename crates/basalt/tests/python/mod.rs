@@ -1,49 +1,91 @@
-//! The Python environment of the tests that drive the Thrift gateway with the clients its
-//! users run (happybase, aiohappybase): a venv with the pinned clients from PyPI, made once
-//! per build directory, and the scripts in `tests/thrift/` run in it.
+//! The Python environments of the tests that drive the server with the clients its users
+//! run: a venv per directory of Python tests (`tests/thrift/`: happybase, aiohappybase;
+//! `tests/bigtable/`: google-cloud-bigtable), with that directory's pinned packages from
+//! PyPI, made once per build directory, and the scripts there run in it.
+
+#![allow(dead_code)] // each test binary uses part of it
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Where the Python side of the tests lives.
+/// One directory of Python tests under `tests/`, with its `setup_env.py` and
+/// `requirements.txt`.
+#[derive(Debug)]
+pub struct Suite {
+    dir: &'static str,
+}
+
+/// The Thrift gateway's client tests.
+pub const THRIFT: Suite = Suite { dir: "thrift" };
+
+/// The Bigtable gateway's client tests.
+pub const BIGTABLE: Suite = Suite { dir: "bigtable" };
+
+impl Suite {
+    /// Where the Python side of the tests lives.
+    pub fn here(&self) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests")
+            .join(self.dir)
+    }
+
+    /// The venv the Python tests run in, made once (by whichever test gets there first).
+    pub fn venv(&self) -> PathBuf {
+        let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{}-venv", self.dir));
+        let status = Command::new("python3")
+            .arg(self.here().join("setup_env.py"))
+            .arg(&venv)
+            .status()
+            .expect("python3 is needed for the Python client tests");
+        assert!(
+            status.success(),
+            "making the Python environment of tests/{} failed (it needs python3 with venv, and PyPI)",
+            self.dir
+        );
+        venv
+    }
+
+    /// The directory of the clients' source distributions (their own test modules ship
+    /// there).
+    pub fn sdists(&self) -> String {
+        let dir = self.venv().join("sdists");
+        dir.to_str().expect("utf-8 path").to_owned()
+    }
+
+    /// Runs `args` with the venv's Python in the suite's directory, against this build's
+    /// `basalt`; panics unless it succeeds.
+    pub fn python(&self, args: &[&str]) {
+        let venv = self.venv();
+        let status = Command::new(venv.join("bin/python"))
+            .args(args)
+            .current_dir(self.here())
+            .env("BASALT_BIN", env!("CARGO_BIN_EXE_basalt"))
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .status()
+            .expect("running the venv's python");
+        assert!(
+            status.success(),
+            "python {args:?} failed; its output is above"
+        );
+    }
+}
+
+/// [`THRIFT`]'s directory.
 pub fn here() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/thrift")
+    THRIFT.here()
 }
 
-/// The venv the Python tests run in, made once (by whichever test gets there first).
+/// [`THRIFT`]'s venv.
 pub fn venv() -> PathBuf {
-    let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join("thrift-venv");
-    let status = Command::new("python3")
-        .arg(here().join("setup_env.py"))
-        .arg(&venv)
-        .status()
-        .expect("python3 is needed for the Thrift client tests");
-    assert!(
-        status.success(),
-        "making the Python environment failed (it needs python3 with venv, and PyPI)"
-    );
-    venv
+    THRIFT.venv()
 }
 
-/// The directory of the clients' source distributions (their own test modules ship there).
+/// [`THRIFT`]'s source distributions.
 pub fn sdists() -> String {
-    let dir = venv().join("sdists");
-    dir.to_str().expect("utf-8 path").to_owned()
+    THRIFT.sdists()
 }
 
-/// Runs `args` with the venv's Python, against this build's `basalt`; panics unless it
-/// succeeds.
+/// Runs `args` with [`THRIFT`]'s Python; panics unless it succeeds.
 pub fn python(args: &[&str]) {
-    let venv = venv();
-    let status = Command::new(venv.join("bin/python"))
-        .args(args)
-        .current_dir(here())
-        .env("BASALT_BIN", env!("CARGO_BIN_EXE_basalt"))
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .status()
-        .expect("running the venv's python");
-    assert!(
-        status.success(),
-        "python {args:?} failed; its output is above"
-    );
+    THRIFT.python(args);
 }
