@@ -22,7 +22,7 @@ use super::{micros, status, table_name, Gateway, TableSchema};
 /// The largest piece of a value one chunk carries; a larger value is split across chunks,
 /// as the protocol allows.
 const CHUNK_VALUE_BYTES: usize = 1 << 20;
-/// A response is sent once its chunks hold about this many bytes.
+/// A row larger than this goes out over several responses.
 const RESPONSE_BYTES: usize = 1 << 20;
 
 /// The rows of one request, in order: each a closed or open range of keys.
@@ -330,6 +330,11 @@ impl Reader<'_> {
             if self.pending_bytes >= RESPONSE_BYTES && !self.flush(false)? {
                 return Ok(false);
             }
+        }
+        // Each row is a response of its own, as Bigtable and its emulator send them: a
+        // client sees rows as they come and resumes a broken stream after the last one.
+        if !self.flush(false)? {
+            return Ok(false);
         }
         Ok(self.limit.is_none_or(|n| self.counts.rows_returned < n))
     }
