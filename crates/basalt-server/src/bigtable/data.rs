@@ -77,8 +77,10 @@ fn stored_puts(schema: &TableSchema, row: &Bytes, plans: &[&Plan]) -> Result<Vec
 /// Applies a plan: straight to the engine, or read-decide-write when it depends on the row.
 fn apply(schema: &TableSchema, row: &Bytes, plan: &Plan) -> Result<(), Status> {
     if plan.needs_read() {
-        let stored = stored_puts(schema, row, &[plan])?;
+        // The raw read is made in each attempt, after the read the attempt's condition
+        // checks, so it sees every Put that read could have missed.
         return optimistic(schema, row, |read| {
+            let stored = stored_puts(schema, row, &[plan])?;
             Ok((Some(plan.writes_over(&read.cells, &stored)), ()))
         });
     }
@@ -173,9 +175,7 @@ fn check_and_mutate(gw: &Gateway, req: &CheckAndMutateRowRequest) -> Result<bool
             .transpose()
     };
     let (if_true, if_false) = (plan(&req.true_mutations)?, plan(&req.false_mutations)?);
-    let sampler = Sampler::new(now.unsigned_abs());
-    let plans: Vec<&Plan> = if_true.iter().chain(&if_false).collect();
-    let stored = stored_puts(&schema, &req.row_key, &plans)?;
+    let sampler = Sampler::seeded_by_clock();
     optimistic(&schema, &req.row_key, |read| {
         let cells = visible_cells(&schema, read.cells.clone(), micros(now));
         let matched = match &predicate {
@@ -183,6 +183,7 @@ fn check_and_mutate(gw: &Gateway, req: &CheckAndMutateRowRequest) -> Result<bool
             Some(f) => !cells.is_empty() && !f.apply(&req.row_key, cells, &sampler).is_empty(),
         };
         let chosen = if matched { &if_true } else { &if_false };
+        let stored = stored_puts(&schema, &req.row_key, &chosen.iter().collect::<Vec<_>>())?;
         Ok((
             chosen.as_ref().map(|p| p.writes_over(&read.cells, &stored)),
             matched,

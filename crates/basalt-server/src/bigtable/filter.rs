@@ -397,6 +397,15 @@ impl Sampler {
         Sampler(AtomicU64::new(seed | 1))
     }
 
+    /// A sampler seeded by the clock's nanoseconds: each request samples differently.
+    #[must_use]
+    pub fn seeded_by_clock() -> Sampler {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        Sampler::new(u64::from(nanos) ^ 0x9E37_79B9_7F4A_7C15)
+    }
+
     fn sample(&self, p: f64) -> bool {
         let mut x = self.0.load(Ordering::Relaxed);
         x ^= x << 13;

@@ -229,7 +229,7 @@ pub fn read_rows(
     let mut reader = Reader {
         schema: &schema,
         filter,
-        sampler: Sampler::new(started.elapsed().as_nanos() as u64 ^ 0x9E37_79B9_7F4A_7C15),
+        sampler: Sampler::seeded_by_clock(),
         now_micros: micros(now_ms()),
         limit: (req.rows_limit > 0).then_some(req.rows_limit),
         counts: Counts::default(),
