@@ -28,6 +28,7 @@ pub mod failpoint;
 pub mod fuzzing;
 pub mod manifest;
 pub mod memstore;
+pub mod mslab;
 pub mod region;
 pub mod store;
 pub mod storefile;

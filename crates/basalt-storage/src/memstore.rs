@@ -12,6 +12,9 @@
 //!    held, exactly: the write path never inserts a key twice (it folds repeated columns of a
 //!    mutation first), and cells leave only by a flush replacing the memstore whole or by
 //!    [`MemStore::remove_edit`] taking out a write whose WAL sync failed.
+//! 3. A cell kept holds no buffer but its memstore's chunks ([`crate::mslab`]): its bytes are
+//!    copied in on insert, so the memory a memstore holds is what `size_bytes` counts, plus
+//!    the unused end of its last chunk.
 
 use std::collections::VecDeque;
 use std::ops::Bound;
@@ -22,6 +25,7 @@ use basalt_model::{Cell, Result};
 use bytes::Bytes;
 use crossbeam_skiplist::SkipSet;
 
+use crate::mslab::Mslab;
 use crate::store::scanner::CellSource;
 
 /// Memory of one skip-list entry beyond its cell: the node header, its tower of links (two on
@@ -84,6 +88,8 @@ impl Eq for Entry {}
 #[derive(Debug, Default)]
 pub struct MemStore {
     cells: SkipSet<Entry>,
+    /// Where the cells' bytes are kept (invariant 3).
+    mslab: Mslab,
     size_bytes: AtomicUsize,
     min_seq_id: AtomicU64,
 }
@@ -94,6 +100,7 @@ impl MemStore {
     pub fn new() -> MemStore {
         MemStore {
             cells: SkipSet::new(),
+            mslab: Mslab::default(),
             size_bytes: AtomicUsize::new(0),
             min_seq_id: AtomicU64::new(u64::MAX),
         }
@@ -104,7 +111,7 @@ impl MemStore {
         let n = cell.heap_size() + ENTRY_OVERHEAD_BYTES;
         self.size_bytes.fetch_add(n, Ordering::Relaxed);
         self.min_seq_id.fetch_min(cell.seq_id, Ordering::Relaxed);
-        self.cells.insert(Entry::new(cell));
+        self.cells.insert(Entry::new(self.mslab.copy(cell)));
         n
     }
 
@@ -275,6 +282,27 @@ mod tests {
     fn row() -> impl Strategy<Value = Vec<u8>> {
         // Lengths around the inline head, few distinct bytes: shared prefixes are common.
         prop::collection::vec(0u8..3, 0..30)
+    }
+
+    /// Invariant 3: a kept cell does not hold its request's buffer, and reads as written.
+    #[test]
+    fn a_kept_cell_holds_no_buffer_it_came_from() {
+        let mem = MemStore::new();
+        let request = Bytes::from(vec![7u8; 8192]);
+        let cell = Cell::put(request.slice(0..4), "f", "q", 1, request.slice(100..200));
+        let counted = mem.insert(cell.clone());
+        assert_eq!(counted, cell.heap_size() + ENTRY_OVERHEAD_BYTES);
+        drop(cell);
+        assert!(
+            request.is_unique(),
+            "the memstore still holds the request's buffer"
+        );
+        let kept: Vec<Cell> = snapshot_cells(&mem).collect();
+        assert_eq!(kept.len(), 1);
+        assert_eq!(
+            (&kept[0].row[..], &kept[0].value[..]),
+            (&[7u8; 4][..], &[7u8; 100][..])
+        );
     }
 
     proptest! {
