@@ -742,3 +742,84 @@ async fn aggregate_families_add_to_cells() {
         .unwrap_err();
     assert_eq!(refused.code(), Code::InvalidArgument);
 }
+
+/// The newest value of `family:qualifier` in `row`, read with the client alone.
+async fn newest(c: &mut BigtableClient<Channel>, row: &str, qualifier: &str) -> Vec<u8> {
+    use data::row_filter::{Chain, Filter};
+    let only = |f| data::RowFilter { filter: Some(f) };
+    let filter = Filter::Chain(Chain {
+        filters: vec![
+            only(Filter::ColumnQualifierRegexFilter(
+                qualifier.as_bytes().to_vec().into(),
+            )),
+            only(Filter::CellsPerColumnLimitFilter(1)),
+        ],
+    });
+    let rows = data::RowSet {
+        row_keys: vec![row.as_bytes().to_vec().into()],
+        row_ranges: Vec::new(),
+    };
+    let req = data::ReadRowsRequest {
+        table_name: table("grouped"),
+        rows: Some(rows),
+        filter: Some(only(filter)),
+        ..Default::default()
+    };
+    let mut stream = c.read_rows(req).await.unwrap().into_inner();
+    let mut value = Vec::new();
+    while let Some(m) = stream.message().await.unwrap() {
+        m.chunks
+            .iter()
+            .for_each(|ch| value.extend_from_slice(&ch.value));
+    }
+    value
+}
+
+/// Concurrent MutateRow requests are written in groups (one engine batch for each group):
+/// each request still gets its own answer, a refused one fails alone, and an OK means the
+/// write is readable at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_mutate_rows_each_get_their_own_answer() {
+    let mut c = start().await;
+    create(&mut c, "grouped", &[("cf", None)], &[]).await;
+    let mut writers = tokio::task::JoinSet::new();
+    for w in 0..16 {
+        let mut data = c.data.clone();
+        writers.spawn(async move {
+            let mut written = 0;
+            for i in 0..25 {
+                // Writers share rows; each writes its own column, each row at most once.
+                let row = format!("r{:02}", (w * 7 + i) % 40);
+                let (family, value) = if i % 5 == 4 {
+                    ("nope", String::new())
+                } else {
+                    ("cf", format!("w{w}-{i}"))
+                };
+                let q = format!("w{w}");
+                let answer = data
+                    .mutate_row(data::MutateRowRequest {
+                        table_name: table("grouped"),
+                        row_key: row.as_bytes().to_vec().into(),
+                        mutations: vec![set(family, &q, -1, &value)],
+                        ..Default::default()
+                    })
+                    .await;
+                if family == "nope" {
+                    assert_eq!(answer.unwrap_err().code(), Code::NotFound);
+                    continue;
+                }
+                answer.unwrap();
+                assert_eq!(newest(&mut data, &row, &q).await, value.as_bytes());
+                written += 1;
+            }
+            written
+        });
+    }
+    let mut written = 0;
+    while let Some(n) = writers.join_next().await {
+        written += n.unwrap();
+    }
+    let rows = read(&mut c, read_all("grouped")).await.unwrap();
+    let cells: usize = rows.iter().map(|(_, cells)| cells.len()).sum();
+    assert_eq!((written, cells), (16 * 20, 16 * 20));
+}

@@ -3,7 +3,9 @@
 
 use std::collections::BTreeMap;
 use std::pin::Pin;
+use std::time::Instant;
 
+use basalt_bigtable_proto::google::bigtable::v2::Mutation as V2Mutation;
 use basalt_bigtable_proto::google::bigtable::v2::{
     bigtable_server::Bigtable, mutate_rows_response, read_modify_write_rule,
     CheckAndMutateRowRequest, CheckAndMutateRowResponse, Column, Family, MutateRowRequest,
@@ -13,7 +15,7 @@ use basalt_bigtable_proto::google::bigtable::v2::{
 };
 use basalt_bigtable_proto::google::rpc;
 use basalt_model::ops::{CheckAndMutate, Get, Mutation, RowMutations, Scan};
-use basalt_model::{Cell, CellType, RowResult};
+use basalt_model::{Cell, CellType, RowResult, TableName};
 use bytes::Bytes;
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
@@ -99,8 +101,7 @@ fn rpc_status(s: &Status) -> rpc::Status {
     }
 }
 
-/// MutateRows: each entry on its own, all or nothing per entry. Entries that are one Put
-/// each go to the engine as one batch (one WAL sync per region).
+/// MutateRows: each entry on its own, all or nothing per entry.
 fn mutate_rows(
     gw: &Gateway,
     req: &MutateRowsRequest,
@@ -115,12 +116,41 @@ fn mutate_rows(
             "Too many mutations: {total} (at most {MAX_MUTATIONS})"
         )));
     }
-    let schema = gw.schema(&name)?;
+    let entries: Vec<(&Bytes, &[V2Mutation])> = req
+        .entries
+        .iter()
+        .map(|e| (&e.row_key, e.mutations.as_slice()))
+        .collect();
+    Ok(write_entries(gw, &name, &entries)
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| mutate_rows_response::Entry {
+            index: i as i64,
+            status: Some(match r {
+                Ok(()) => rpc::Status::default(),
+                Err(s) => rpc_status(&s),
+            }),
+        })
+        .collect())
+}
+
+/// Writes rows' mutations, each row all or nothing: a status per entry. Entries that are
+/// one Put or Delete each go to the engine as one batch (one WAL sync per region); the
+/// others are applied one by one.
+pub(super) fn write_entries(
+    gw: &Gateway,
+    name: &TableName,
+    entries: &[(&Bytes, &[V2Mutation])],
+) -> Vec<Result<(), Status>> {
+    let schema = match gw.schema(name) {
+        Ok(s) => s,
+        Err(s) => return vec![Err(s); entries.len()],
+    };
     let now = now_ms();
-    let mut results: Vec<Result<(), Status>> = Vec::with_capacity(req.entries.len());
+    let mut results: Vec<Result<(), Status>> = Vec::with_capacity(entries.len());
     let mut batch: Vec<(usize, Mutation)> = Vec::new();
-    for (i, e) in req.entries.iter().enumerate() {
-        let plan = match Plan::new(&schema, &e.row_key, &e.mutations, now) {
+    for (i, (row_key, mutations)) in entries.iter().enumerate() {
+        let plan = match Plan::new(&schema, row_key, mutations, now) {
             Ok(p) => p,
             Err(s) => {
                 results.push(Err(s));
@@ -135,23 +165,13 @@ fn mutate_rows(
                 continue;
             }
         }
-        results[i] = apply(&schema, &e.row_key, &plan);
+        results[i] = apply(&schema, row_key, &plan);
     }
     let (indexes, mutations): (Vec<usize>, Vec<Mutation>) = batch.into_iter().unzip();
     for (i, r) in indexes.into_iter().zip(schema.table.batch(mutations)) {
         results[i] = r.map(|_| ()).map_err(|e| status(&e));
     }
-    Ok(results
-        .into_iter()
-        .enumerate()
-        .map(|(i, r)| mutate_rows_response::Entry {
-            index: i as i64,
-            status: Some(match r {
-                Ok(()) => rpc::Status::default(),
-                Err(s) => rpc_status(&s),
-            }),
-        })
-        .collect())
+    results
 }
 
 fn check_and_mutate(gw: &Gateway, req: &CheckAndMutateRowRequest) -> Result<bool, Status> {
@@ -346,15 +366,18 @@ impl Bigtable for Gateway {
         &self,
         request: Request<MutateRowRequest>,
     ) -> Result<Response<MutateRowResponse>, Status> {
+        let started = Instant::now();
         let req = request.into_inner();
-        self.blocking("MutateRow", move |gw| {
-            let name = table_name(&req.table_name)?;
-            let schema = gw.schema(&name)?;
-            let plan = Plan::new(&schema, &req.row_key, &req.mutations, now_ms())?;
-            apply(&schema, &req.row_key, &plan)?;
-            Ok(MutateRowResponse {})
-        })
-        .await
+        let out = match table_name(&req.table_name) {
+            Ok(name) => {
+                self.mutate_row_combined(name, req.row_key, req.mutations)
+                    .await
+            }
+            Err(s) => Err(s),
+        };
+        self.metrics
+            .record_api("bigtable", "MutateRow", started.elapsed(), out.is_ok());
+        out.map(|()| Response::new(MutateRowResponse {}))
     }
 
     async fn mutate_rows(

@@ -19,6 +19,7 @@
 //! atomic against every writer, through any front end.
 
 mod admin;
+mod combine;
 mod data;
 mod filter;
 mod mutate;
@@ -105,6 +106,7 @@ pub struct Gateway {
     conn: Arc<dyn Connection>,
     schemas: Arc<SchemaCache>,
     metrics: Arc<RequestMetrics>,
+    combiner: Arc<combine::Combiner>,
 }
 
 impl std::fmt::Debug for Gateway {
@@ -120,6 +122,7 @@ impl Gateway {
             conn,
             schemas: Arc::new(Mutex::new(HashMap::new())),
             metrics,
+            combiner: Arc::default(),
         }
     }
 
