@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+mod bigtable_bench;
 mod cluster;
 mod gateway;
 mod hbck;
@@ -11,6 +12,11 @@ mod shell;
 mod ycsb;
 
 use anyhow::Context;
+
+/// mimalloc serves the many small, short-lived allocations of requests and memstore cells
+/// across threads faster than glibc's allocator, whose per-thread arenas grow and trim.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use basalt_bench::{BasaltEngine, Config, Workload};
 use basalt_model::{ColumnFamilyDescriptor, Compression};
 use basalt_node::Options;
@@ -64,11 +70,12 @@ enum Command {
     /// for: a lost catalog or manifest, damaged store files, a damaged WAL (HBase's hbck2).
     Hbck(hbck::HbckArgs),
     /// Runs engine workloads in-process: 16-byte keys, 100-byte values (db_bench's); or,
-    /// as `basalt bench ycsb`, YCSB's core workloads against a server.
+    /// as `basalt bench ycsb`, YCSB's core workloads against a server; or, as `basalt bench
+    /// bigtable`, a load through the Bigtable API against one or more endpoints.
     #[command(args_conflicts_with_subcommands = true)]
     Bench {
         #[command(subcommand)]
-        ycsb: Option<BenchCommand>,
+        against: Option<BenchCommand>,
         /// Workloads in order: fillseq, fillrandom, overwrite, readrandom, readrandomcold,
         /// readseq, seekrandom, readwhilewriting, fillsyncN (N concurrent synced writers).
         /// Fills start from an empty store; the others use what the fills left.
@@ -111,6 +118,9 @@ enum Command {
 enum BenchCommand {
     /// YCSB's core workloads A-F against a server through the client.
     Ycsb(ycsb::YcsbArgs),
+    /// Single-row writes, point reads and scans through the Bigtable v2 API, against one or
+    /// more endpoints in turn (Basalt's gateway beside Google's emulator, say).
+    Bigtable(bigtable_bench::BigtableArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -135,11 +145,15 @@ fn main() -> anyhow::Result<()> {
             std::process::exit(code);
         }
         Command::Bench {
-            ycsb: Some(BenchCommand::Ycsb(args)),
+            against: Some(BenchCommand::Ycsb(args)),
             ..
         } => ycsb::run(&args),
         Command::Bench {
-            ycsb: None,
+            against: Some(BenchCommand::Bigtable(args)),
+            ..
+        } => bigtable_bench::run(&args),
+        Command::Bench {
+            against: None,
             workloads,
             rows,
             reads,
