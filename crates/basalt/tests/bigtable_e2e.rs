@@ -72,6 +72,50 @@ fn a_cbt_session_and_the_hbase_shell_see_the_same_table() {
     bigtable_support::cbt_session::run();
 }
 
+/// `basalt bench bigtable` against Basalt and the emulator: every line on both, with the
+/// ratio of their rates, and the load wrote every row (as the HBase shell counts them).
+#[test]
+fn the_bigtable_bench_measures_every_line_on_both_targets() {
+    let basalt = BasaltServer::start();
+    let emulator = Emulator::start();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_basalt"))
+        .args(["bench", "bigtable", "--rows", "2000", "--scan-rows", "100"])
+        .args(["--seconds", "0.3", "--clients", "1,4"])
+        .args(["--target", &format!("basalt={}", basalt.bigtable)])
+        .args(["--target", &format!("emulator={}", emulator.addr)])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Vec<Vec<&str>> = text
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.starts_with("| line"))
+        .map(|l| l.trim_matches('|').split('|').map(str::trim).collect())
+        .collect();
+    let lines: Vec<(&str, &str)> = rows.iter().map(|r| (r[0], r[1])).collect();
+    let expected = ["single-row writes", "point reads", "scans"];
+    let expected: Vec<(&str, &str)> = ["1", "4"]
+        .iter()
+        .flat_map(|c| expected.iter().map(move |w| (*w, *c)))
+        .collect();
+    assert_eq!(lines, expected, "{text}");
+    for r in &rows {
+        let rate = |i: usize| r[i].parse::<f64>().unwrap();
+        let (basalt_rate, emulator_rate, ratio) = (rate(2), rate(4), rate(6));
+        assert!(basalt_rate > 0.0 && emulator_rate > 0.0, "{r:?}");
+        // The rates are printed whole, the ratio from the exact rates.
+        let low = (basalt_rate - 0.5) / (emulator_rate + 0.5) - 0.005;
+        let high = (basalt_rate + 0.5) / (emulator_rate - 0.5) + 0.005;
+        assert!((low..=high).contains(&ratio), "{r:?}");
+    }
+    let count = bigtable_support::run_shell(&basalt.native, "count 'bench'\n");
+    assert!(count.contains("2000 row(s)"), "{count}");
+}
+
 /// Seeds run by default; `BASALT_BIGTABLE_DIFF_SEEDS` raises it, and
 /// `BASALT_BIGTABLE_DIFF_SEED` replays one (with `BASALT_BIGTABLE_DIFF_TRACE` set, every
 /// operation and Basalt's answer are printed).
