@@ -17,7 +17,7 @@ use basalt_bigtable_proto::google::rpc;
 use basalt_model::ops::{CheckAndMutate, Get, Mutation, RowMutations, Scan};
 use basalt_model::{Cell, CellType, RowResult, TableName};
 use bytes::Bytes;
-use tokio_stream::Stream;
+use tokio_stream::{Stream, StreamExt};
 use tonic::{Request, Response, Status};
 
 use super::filter::{Compiled, Sampler};
@@ -341,9 +341,15 @@ impl Bigtable for Gateway {
                 let _ = tx.blocking_send(Err(s));
             }
         });
-        Ok(Response::new(Box::pin(
-            tokio_stream::wrappers::ReceiverStream::new(rx),
-        )))
+        // The response starts with its first message, so the headers, a point read's one
+        // row and often the trailers leave in one write, and an error before any row is
+        // the whole answer (a trailers-only response).
+        let mut rx = tokio_stream::wrappers::ReceiverStream::new(rx);
+        let first = match rx.next().await {
+            Some(Err(s)) => return Err(s),
+            first => first,
+        };
+        Ok(Response::new(Box::pin(tokio_stream::iter(first).chain(rx))))
     }
 
     async fn sample_row_keys(
