@@ -13,6 +13,7 @@
 pub mod bytes_fmt;
 pub mod cell;
 pub mod descriptor;
+pub mod descriptor_values;
 pub mod error;
 pub mod filter;
 pub mod limits;

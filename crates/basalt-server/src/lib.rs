@@ -13,6 +13,7 @@ pub mod grpc;
 pub mod info;
 pub mod listener;
 pub mod metrics;
+pub mod rest;
 pub mod roles;
 pub mod thrift;
 
@@ -51,6 +52,8 @@ pub struct ServerConfig {
     pub thrift: Option<thrift::ThriftConfig>,
     /// Google Bigtable's v2 APIs (`127.0.0.1:8086`); `None` turns them off.
     pub bigtable: Option<bigtable::BigtableConfig>,
+    /// HBase's REST gateway (`127.0.0.1:8080`); `None` turns it off.
+    pub rest: Option<rest::RestConfig>,
     /// `hbase.client.scanner.timeout.period`: a scanner left alone this long is closed
     /// (native and Thrift scanners alike).
     pub scanner_lease: Duration,
@@ -75,6 +78,7 @@ impl Default for ServerConfig {
             info_listen: Some(SocketAddr::from(([127, 0, 0, 1], DEFAULT_INFO_PORT))),
             thrift: Some(thrift::ThriftConfig::default()),
             bigtable: Some(bigtable::BigtableConfig::default()),
+            rest: Some(rest::RestConfig::default()),
             scanner_lease: Duration::from_secs(60),
             options: Options::default(),
             native_limits: ConnectionLimits::native(),
@@ -92,6 +96,7 @@ pub struct Server {
     info_listener: Option<TcpListener>,
     thrift: Option<(TcpListener, Arc<thrift::Gateway>)>,
     bigtable: Option<(TcpListener, bigtable::Gateway)>,
+    rest: Option<(TcpListener, rest::Gateway)>,
     services: Services,
     lease: Duration,
     limits: (ConnectionLimits, ConnectionLimits),
@@ -117,6 +122,7 @@ impl Server {
             info_listener,
             thrift: None,
             bigtable: None,
+            rest: None,
             services,
             lease: config.scanner_lease,
             limits: (config.native_limits, config.info_limits),
@@ -161,6 +167,7 @@ impl Server {
                 ("native", &grpc::OPS),
                 ("thrift", &thrift::METHODS),
                 ("bigtable", &bigtable::METHODS),
+                ("rest", &rest::METHODS),
             ])),
         };
         let budget = budget::RequestBudget::new(config.request_budget_bytes);
@@ -187,11 +194,23 @@ impl Server {
             )),
             None => None,
         };
+        let rest = match &config.rest {
+            Some(r) => Some((
+                rest::listen(r.listen).await?,
+                rest::Gateway::new(
+                    Arc::clone(&services.conn),
+                    Arc::clone(&services.metrics),
+                    r.clone(),
+                ),
+            )),
+            None => None,
+        };
         Ok(Server {
             listener,
             info_listener,
             thrift,
             bigtable,
+            rest,
             services,
             lease: config.scanner_lease,
             limits: (config.native_limits, config.info_limits),
@@ -242,6 +261,14 @@ impl Server {
             .transpose()
     }
 
+    /// The address of the REST gateway, when it is on.
+    ///
+    /// # Errors
+    /// The socket has no local address.
+    pub fn rest_addr(&self) -> std::io::Result<Option<SocketAddr>> {
+        self.rest.as_ref().map(|(l, _)| l.local_addr()).transpose()
+    }
+
     /// Serves until `shutdown` completes, then closes the database (every acknowledged write
     /// is durable after that).
     ///
@@ -256,6 +283,7 @@ impl Server {
             info_listener,
             thrift,
             bigtable,
+            rest,
             services,
             lease,
             limits,
@@ -279,6 +307,9 @@ impl Server {
             gateway
         });
         gateways.extend(bigtable.map(|(l, g)| bigtable::serve(l, &g, stopped(stop_rx.clone()))));
+        if let Some((l, g)) = rest {
+            gateways.push(rest::serve(l, &g, stopped(stop_rx.clone()))?);
+        }
         let (stopping_tx, stopping) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(async move {
             shutdown.await;

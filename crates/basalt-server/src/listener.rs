@@ -53,6 +53,17 @@ impl ConnectionLimits {
         }
     }
 
+    /// The REST gateway's (Jetty's defaults: 30 s idle): 10 000 connections, 10 s for the
+    /// first byte.
+    #[must_use]
+    pub fn rest() -> ConnectionLimits {
+        ConnectionLimits {
+            max_connections: 10_000,
+            first_byte: Duration::from_secs(10),
+            idle: Duration::from_secs(30),
+        }
+    }
+
     /// The web page's: 256 connections, 10 s for the first byte, 60 s idle.
     #[must_use]
     pub fn info() -> ConnectionLimits {

@@ -50,6 +50,9 @@ enum Command {
     /// Google Bigtable's v2 data and table admin APIs as their own process, over a
     /// server's native API. Stops on SIGINT or SIGTERM.
     Bigtable(gateway::BigtableArgs),
+    /// HBase's REST gateway (Stargate) as its own process, over a server's native API
+    /// (`hbase rest start`). Stops on SIGINT or SIGTERM.
+    Rest(gateway::RestArgs),
     /// The HBase shell, on a data directory opened in this process (refused while a server
     /// holds it). Runs a script file, or what stdin pipes in, or interactively.
     Shell {
@@ -130,6 +133,7 @@ fn main() -> anyhow::Result<()> {
         Command::Regionserver(args) => cluster::run(cluster::Kind::RegionServer, args),
         Command::Thrift(args) => gateway::run(&args),
         Command::Bigtable(args) => gateway::run_bigtable(&args),
+        Command::Rest(args) => gateway::run_rest(&args),
         Command::Hbck(args) => std::process::exit(hbck::run(&args)?),
         Command::Shell {
             server,

@@ -32,6 +32,10 @@ pub struct ServerArgs {
     /// at start).
     #[arg(long)]
     bigtable_port: Option<u16>,
+    /// HBase's REST gateway's port (8080, `hbase.rest.port`); 0 picks a free one (printed
+    /// at start).
+    #[arg(long)]
+    rest_port: Option<u16>,
     /// Scanner lease timeout in ms (`hbase.client.scanner.timeout.period`).
     #[arg(long)]
     scanner_timeout_ms: Option<u64>,
@@ -50,6 +54,9 @@ struct FileConfig {
     info_port: Option<u16>,
     thrift_port: Option<u16>,
     bigtable_port: Option<u16>,
+    rest_port: Option<u16>,
+    /// `hbase.rest.readonly`: the REST gateway refuses every write.
+    rest_read_only: Option<bool>,
     /// The largest Thrift request or frame (`hbase.regionserver.thrift.framed.max_frame_size_in_mb`).
     thrift_max_frame_mib: Option<usize>,
     /// Thrift connections served at once (`hbase.thrift.maxWorkerThreads`).
@@ -116,6 +123,15 @@ fn config(args: ServerArgs) -> anyhow::Result<ServerConfig> {
     c.bigtable = Some(basalt_server::bigtable::BigtableConfig {
         listen: SocketAddr::new(bind, bigtable_port),
     });
+    let rest_port = args
+        .rest_port
+        .or(file.rest_port)
+        .unwrap_or(basalt_server::rest::DEFAULT_PORT);
+    c.rest = Some(basalt_server::rest::RestConfig {
+        listen: SocketAddr::new(bind, rest_port),
+        read_only: file.rest_read_only.unwrap_or(false),
+        ..basalt_server::rest::RestConfig::default()
+    });
     if let Some(ms) = args.scanner_timeout_ms.or(file.scanner_timeout_ms) {
         c.scanner_lease = Duration::from_millis(ms);
     }
@@ -165,6 +181,9 @@ pub fn run(args: ServerArgs) -> anyhow::Result<()> {
         if let Some(bigtable) = server.bigtable_addr()? {
             println!("Bigtable API on {bigtable}");
         }
+        if let Some(rest) = server.rest_addr()? {
+            println!("HBase REST gateway on http://{rest}/");
+        }
         if !addr.ip().is_loopback() {
             let warning = format!(
                 "WARNING: listening on {}, beyond this machine, with no authentication: anyone who can reach these ports can read, write and drop every table",
@@ -213,6 +232,7 @@ mod tests {
             info_port: None,
             thrift_port: None,
             bigtable_port: None,
+            rest_port: None,
             scanner_timeout_ms: None,
             config,
         }
