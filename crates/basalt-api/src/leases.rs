@@ -65,13 +65,18 @@ impl<S> Scanners<S> {
     }
 
     /// Takes the scanner out for one call (renewing nothing yet); `UnknownScanner` when it
-    /// is not there.
+    /// is not there, or when its lease ran out and the reaper has not closed it yet (so a
+    /// lease ends when it says, whenever the reaper runs).
     pub fn take(&self, id: u64) -> Result<S> {
-        self.leases
-            .lock()
-            .remove(&id)
-            .map(|l| l.scanner)
-            .ok_or(Error::UnknownScanner(id))
+        let lease = self.leases.lock().remove(&id);
+        match lease {
+            Some(l) if l.renewed.elapsed() < self.timeout => Ok(l.scanner),
+            Some(_) => {
+                tracing::info!(scanner = id, "scanner lease expired");
+                Err(Error::UnknownScanner(id))
+            }
+            None => Err(Error::UnknownScanner(id)),
+        }
     }
 
     /// Puts a scanner back after a call, renewing its lease.

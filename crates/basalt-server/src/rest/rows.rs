@@ -105,8 +105,13 @@ fn read(g: &Gateway, table: &str, spec: &RowSpec) -> Result<Vec<RowResult>, Rest
         let r = t.get(get)?;
         return Ok(if r.is_empty() { Vec::new() } else { vec![r] });
     };
-    let mut scan = get.into_scan().with_start_row(spec.row.clone(), true);
-    scan = scan.with_stop_row(end.clone(), false);
+    let mut scan = get.into_scan();
+    // The one-row scan of a Get, widened to the range.
+    scan.limit = 0;
+    scan.is_get = false;
+    scan = scan
+        .with_start_row(spec.row.clone(), true)
+        .with_stop_row(end.clone(), false);
     let mut out = Vec::new();
     let mut scanner = t.scan(scan)?;
     while let Some(r) = scanner.next_row()? {

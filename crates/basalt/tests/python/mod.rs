@@ -1,6 +1,6 @@
 //! The Python environments of the tests that drive the server with the clients its users
 //! run: a venv per directory of Python tests (`tests/thrift/`: happybase, aiohappybase;
-//! `tests/bigtable/`: google-cloud-bigtable), with that directory's pinned packages from
+//! `tests/bigtable/`: google-cloud-bigtable; `tests/rest/`: hbase-rest-py, starbase), with that directory's pinned packages from
 //! PyPI, made once per build directory, and the scripts there run in it.
 
 #![allow(dead_code)] // each test binary uses part of it
@@ -20,6 +20,9 @@ pub const THRIFT: Suite = Suite { dir: "thrift" };
 
 /// The Bigtable gateway's client tests.
 pub const BIGTABLE: Suite = Suite { dir: "bigtable" };
+
+/// The REST gateway's client tests.
+pub const REST: Suite = Suite { dir: "rest" };
 
 impl Suite {
     /// Where the Python side of the tests lives.
