@@ -194,17 +194,7 @@ impl Server {
             )),
             None => None,
         };
-        let rest = match &config.rest {
-            Some(r) => Some((
-                rest::listen(r.listen).await?,
-                rest::Gateway::new(
-                    Arc::clone(&services.conn),
-                    Arc::clone(&services.metrics),
-                    r.clone(),
-                ),
-            )),
-            None => None,
-        };
+        let rest = bind_rest(config.rest.as_ref(), &services).await?;
         Ok(Server {
             listener,
             info_listener,
@@ -361,6 +351,22 @@ impl Server {
             None => Ok(()),
         }
     }
+}
+
+/// Binds the REST gateway over the server's connection, when it is on.
+async fn bind_rest(
+    config: Option<&rest::RestConfig>,
+    services: &Services,
+) -> Result<Option<(TcpListener, rest::Gateway)>, ServerError> {
+    let Some(r) = config else {
+        return Ok(None);
+    };
+    let gateway = rest::Gateway::new(
+        Arc::clone(&services.conn),
+        Arc::clone(&services.metrics),
+        r.clone(),
+    );
+    Ok(Some((rest::listen(r.listen).await?, gateway)))
 }
 
 /// Lowers the listeners' connection caps to what the descriptor limit allows.

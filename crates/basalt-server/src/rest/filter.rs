@@ -263,41 +263,44 @@ fn simple(v: &Value, ty: &str, out: &mut Vec<u8>) -> Result<(), RestError> {
                 comparator(out, v, ty)?;
             }
         }
-        "MultipleColumnPrefixFilter" => {
-            let prefixes = field(v, "prefixes", ty)?.as_array().ok_or_else(|| {
-                RestError::bad_request(format!("{ty}'s 'prefixes' must be a list"))
-            })?;
-            for (i, p) in prefixes.iter().enumerate() {
-                if i > 0 {
-                    push(out, ", ");
-                }
-                let p = p.as_str().ok_or_else(|| {
-                    RestError::bad_request(format!("{ty}'s prefixes must be base64 strings"))
-                })?;
-                quote(out, &unb64("a prefix", p)?);
-            }
-        }
-        "TimestampsFilter" => {
-            let stamps = field(v, "timestamps", ty)?.as_array().ok_or_else(|| {
-                RestError::bad_request(format!("{ty}'s 'timestamps' must be a list"))
-            })?;
-            let mut parts = Vec::with_capacity(stamps.len());
-            for t in stamps {
-                let ts = t
-                    .as_i64()
-                    .or_else(|| t.as_str().and_then(|s| s.parse().ok()))
-                    .ok_or_else(|| {
-                        RestError::bad_request(format!("timestamp {t} is not a long"))
-                    })?;
-                parts.push(ts.to_string());
-            }
-            push(out, &parts.join(", "));
-        }
+        "MultipleColumnPrefixFilter" | "TimestampsFilter" => lists(v, ty, out)?,
         other => {
             return Err(RestError::bad_request(format!(
                 "filter type {other} is not one the filter language has"
             )))
         }
+    }
+    Ok(())
+}
+
+/// The arguments of the filters that take a list.
+fn lists(v: &Value, ty: &str, out: &mut Vec<u8>) -> Result<(), RestError> {
+    if ty == "MultipleColumnPrefixFilter" {
+        let prefixes = field(v, "prefixes", ty)?
+            .as_array()
+            .ok_or_else(|| RestError::bad_request(format!("{ty}'s 'prefixes' must be a list")))?;
+        for (i, p) in prefixes.iter().enumerate() {
+            if i > 0 {
+                push(out, ", ");
+            }
+            let p = p.as_str().ok_or_else(|| {
+                RestError::bad_request(format!("{ty}'s prefixes must be base64 strings"))
+            })?;
+            quote(out, &unb64("a prefix", p)?);
+        }
+    } else {
+        let stamps = field(v, "timestamps", ty)?
+            .as_array()
+            .ok_or_else(|| RestError::bad_request(format!("{ty}'s 'timestamps' must be a list")))?;
+        let mut parts = Vec::with_capacity(stamps.len());
+        for t in stamps {
+            let ts = t
+                .as_i64()
+                .or_else(|| t.as_str().and_then(|s| s.parse().ok()))
+                .ok_or_else(|| RestError::bad_request(format!("timestamp {t} is not a long")))?;
+            parts.push(ts.to_string());
+        }
+        push(out, &parts.join(", "));
     }
     Ok(())
 }

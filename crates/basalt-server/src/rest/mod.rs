@@ -17,10 +17,13 @@ mod admin;
 mod cellset;
 mod filter;
 pub mod media;
+mod namespaces;
 mod pb;
 mod rows;
 mod rowspec;
 mod scanners;
+mod schema;
+mod status;
 mod xml;
 
 use std::net::SocketAddr;
@@ -275,8 +278,8 @@ impl Gateway {
             ("", _) => ("tables", admin::tables(self, call)),
             ("version", "" | "rest") => ("version", admin::version(call)),
             ("version", "cluster") => ("version", admin::cluster_version(call)),
-            ("status", "cluster") => ("cluster", admin::cluster_status(self, call)),
-            ("namespaces", ns) => ("namespaces", admin::namespaces(self, call, ns)),
+            ("status", "cluster") => ("cluster", status::cluster_status(self, call)),
+            ("namespaces", ns) => ("namespaces", namespaces::namespaces(self, call, ns)),
             (table, rest) => match rowspec::url_decode(table) {
                 Ok(name) => self.table_resource(call, &String::from_utf8_lossy(&name), rest),
                 Err(e) => ("get", Err(e)),
@@ -288,7 +291,7 @@ impl Gateway {
         match rest.trim_end_matches('/') {
             "exists" => ("exists", admin::exists(self, call, table)),
             "regions" => ("regions", admin::regions(self, call, table)),
-            "schema" => ("schema", admin::schema(self, call, table)),
+            "schema" => ("schema", schema::schema(self, call, table)),
             "scanner" => ("scanner_open", scanners::open(self, call, table)),
             r if r.starts_with("scanner/") => {
                 scanners::instance(self, call, &r["scanner/".len()..])
@@ -306,7 +309,7 @@ impl Gateway {
     }
 
     fn table(&self, name: &str) -> Result<Arc<dyn basalt_api::Table>, RestError> {
-        let t = basalt_model::TableName::parse(name).map_err(|e| RestError::bad_request(e))?;
+        let t = basalt_model::TableName::parse(name).map_err(RestError::bad_request)?;
         Ok(self.conn.table(&t)?)
     }
 
@@ -345,15 +348,12 @@ pub fn router(gateway: Gateway) -> axum::Router {
 async fn handle(State(g): State<Gateway>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
     let limit = g.config.max_body_bytes;
-    let body = match axum::body::to_bytes(body, limit).await {
-        Ok(b) => b,
-        Err(_) => {
-            return RestError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!("Payload Too Large: a request body is at most {limit} bytes"),
-            )
-            .into_response()
-        }
+    let Ok(body) = axum::body::to_bytes(body, limit).await else {
+        return RestError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("Payload Too Large: a request body is at most {limit} bytes"),
+        )
+        .into_response();
     };
     let call = Call {
         query: parse_query(parts.uri.query()),

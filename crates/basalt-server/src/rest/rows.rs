@@ -340,13 +340,10 @@ fn check_and_delete(
             .cloned()
             .ok_or_else(|| RestError::bad_request("Column not specified for check."))?,
     };
-    let (cf, cq) = match split_column(&check_col) {
-        (f, Some(q)) => (f, q),
-        _ => {
-            return Err(RestError::bad_request(
-                "Column to check incorrectly specified.",
-            ))
-        }
+    let (cf, Some(cq)) = split_column(&check_col) else {
+        return Err(RestError::bad_request(
+            "Column to check incorrectly specified.",
+        ));
     };
     let mut delete = Delete::new(key.clone());
     for cell in cells {
