@@ -49,8 +49,9 @@ impl Format {
 pub const MODELS: &[Format] = &[Format::Xml, Format::Json, Format::Protobuf];
 /// What `/version` and `/version/cluster` produce.
 pub const WITH_TEXT: &[Format] = &[Format::Text, Format::Xml, Format::Json, Format::Protobuf];
-/// What a row GET produces: the models, or one value as octets.
-pub const ROW: &[Format] = &[Format::Xml, Format::Json, Format::Protobuf, Format::Binary];
+/// What a row's or a scanner's GET produces: one value as octets (the "default GET" that
+/// answers `*/*`, as HBase's REST server does), or the models.
+pub const CELLS: &[Format] = &[Format::Binary, Format::Xml, Format::Json, Format::Protobuf];
 
 /// The representation of the answer: the `Accept` entry with the highest quality that
 /// `produces` has (ties go to the earlier entry, then to `produces`' order); no `Accept`
@@ -165,6 +166,10 @@ mod tests {
     fn accept_picks_the_best_representation_the_resource_has() {
         assert_eq!(negotiate(&HeaderMap::new(), MODELS).ok(), Some(Format::Xml));
         assert_eq!(
+            negotiate(&HeaderMap::new(), CELLS).ok(),
+            Some(Format::Binary)
+        );
+        assert_eq!(
             negotiate(&accept("*/*"), WITH_TEXT).ok(),
             Some(Format::Text)
         );
@@ -181,7 +186,7 @@ mod tests {
             Some(Format::Json)
         );
         assert_eq!(
-            negotiate(&accept("application/octet-stream"), ROW).ok(),
+            negotiate(&accept("application/octet-stream"), CELLS).ok(),
             Some(Format::Binary)
         );
         let e = negotiate(&accept("image/png"), MODELS).expect_err("406");

@@ -14,7 +14,7 @@
 //! Every write is checked in full (families, sizes) before any of it is written, so a
 //! refused request writes nothing.
 
-use axum::http::{header, HeaderValue, Method, StatusCode};
+use axum::http::{HeaderValue, Method, StatusCode};
 use basalt_model::filter::Filter;
 use basalt_model::ops::{Append, CompareOp, Delete, Get, Increment, Mutation, Put};
 use basalt_model::{RowResult, TimeRange, LATEST_TIMESTAMP};
@@ -123,15 +123,7 @@ fn read(g: &Gateway, table: &str, spec: &RowSpec) -> Result<Vec<RowResult>, Rest
 }
 
 fn get(g: &Gateway, call: &Call, table: &str, spec: &RowSpec) -> Answer {
-    // No Accept is the octet-stream method, HBase's "default GET".
-    let format = if call.headers.get(header::ACCEPT).is_none() {
-        Format::Binary
-    } else {
-        media::negotiate(
-            &call.headers,
-            &[Format::Binary, Format::Xml, Format::Json, Format::Protobuf],
-        )?
-    };
+    let format = media::negotiate(&call.headers, media::CELLS)?;
     if format == Format::Binary && spec.columns.len() != 1 {
         return Err(RestError::bad_request(
             "Default 'GET' method only works if there is exactly 1 column in the row. Using the 'Accept' header with one of these formats lets you retrieve the entire row if it has multiple columns: text/xml, application/json, application/x-protobuf, application/protobuf",

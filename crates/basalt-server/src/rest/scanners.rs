@@ -335,14 +335,7 @@ fn count_param(call: &Call, name: &str) -> Result<usize, RestError> {
 }
 
 fn next(g: &Gateway, call: &Call, id: u64) -> Answer {
-    let format = if call.headers.get(header::ACCEPT).is_none() {
-        Format::Binary
-    } else {
-        media::negotiate(
-            &call.headers,
-            &[Format::Binary, Format::Xml, Format::Json, Format::Protobuf],
-        )?
-    };
+    let format = media::negotiate(&call.headers, media::CELLS)?;
     let (max_rows, max_cells) = (count_param(call, "n")?, count_param(call, "c")?);
     let mut s = g
         .scanners
