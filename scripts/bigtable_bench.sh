@@ -18,7 +18,7 @@ rm -rf "$dir/data"
 mkdir -p "$dir/data" "$dir/logs"
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null; wait' EXIT INT TERM
-"$basalt" server --bind 127.0.0.1 --port 0 --info-port 0 --thrift-port 0 --bigtable-port 28086 \
+"$basalt" server --bind 127.0.0.1 --port 0 --info-port 0 --thrift-port 0 --bigtable-port 28086 --rest-port 0 \
   --data-dir "$dir/data" > "$dir/logs/basalt.log" 2>&1 &
 pids+=($!)
 "$emulator" -host 127.0.0.1 -port 28087 > "$dir/logs/cbtemulator.log" 2>&1 &

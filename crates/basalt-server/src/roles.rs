@@ -85,6 +85,7 @@ impl RoleConfig {
                 info_listen: None,
                 thrift: None,
                 bigtable: None,
+                rest: None,
                 ..ServerConfig::default()
             },
             balancer_period: Duration::from_secs(300),

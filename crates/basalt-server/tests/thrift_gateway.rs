@@ -53,6 +53,7 @@ impl Gateway {
                         ..ThriftConfig::default()
                     }),
                     bigtable: None,
+                    rest: None,
                     ..ServerConfig::default()
                 };
                 let server = Server::bind(config).await.unwrap();

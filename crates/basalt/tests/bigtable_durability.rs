@@ -31,6 +31,8 @@ impl Server {
             "0",
             "--bigtable-port",
             "0",
+            "--rest-port",
+            "0",
             "--data-dir",
         ]
         .map(Into::into)

@@ -53,6 +53,8 @@ impl ServerProcess {
                 "0",
                 "--bigtable-port",
                 "0",
+                "--rest-port",
+                "0",
                 "--data-dir",
             ])
             .arg(dir)

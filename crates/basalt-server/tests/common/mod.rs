@@ -46,6 +46,10 @@ impl Running {
                         ..ThriftConfig::default()
                     }),
                     bigtable: Some(basalt_server::bigtable::BigtableConfig { listen: local }),
+                    rest: Some(basalt_server::rest::RestConfig {
+                        listen: local,
+                        ..basalt_server::rest::RestConfig::default()
+                    }),
                     ..ServerConfig::default()
                 };
                 tune(&mut config);

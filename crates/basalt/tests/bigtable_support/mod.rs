@@ -74,7 +74,7 @@ impl BasaltServer {
         let mut child = Command::new(env!("CARGO_BIN_EXE_basalt"))
             .args(["server", "--bind", "127.0.0.1"])
             .args(["--port", "0", "--info-port", "0", "--thrift-port", "0"])
-            .args(["--bigtable-port", "0", "--data-dir"])
+            .args(["--bigtable-port", "0", "--rest-port", "0", "--data-dir"])
             .arg(dir.path())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

@@ -21,7 +21,7 @@ class BasaltServer:
         binary = os.environ.get("BASALT_BIN", "basalt")
         self.proc = subprocess.Popen(
             [binary, "server", "--bind", "127.0.0.1", "--port", "0", "--info-port", "0",
-             "--thrift-port", "0", "--bigtable-port", "0", "--data-dir", os.path.join(self.dir, "data"), *extra_args],
+             "--thrift-port", "0", "--bigtable-port", "0", "--rest-port", "0", "--data-dir", os.path.join(self.dir, "data"), *extra_args],
             stdout=subprocess.PIPE, stderr=open(os.path.join(self.dir, "server.log"), "wb"),
             text=True)
         lines = [self.proc.stdout.readline() for _ in range(4)]
