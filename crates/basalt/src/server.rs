@@ -144,6 +144,16 @@ fn config(args: ServerArgs) -> anyhow::Result<ServerConfig> {
     Ok(c)
 }
 
+/// A line on stdout for whoever started the process. A reader that went away (a script
+/// that read the address it wanted and closed the pipe) must not stop the server, so a
+/// failed write is ignored where `println!` would panic.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 /// Runs the server until SIGINT or SIGTERM.
 ///
 /// # Errors
@@ -168,28 +178,28 @@ pub fn run(args: ServerArgs) -> anyhow::Result<()> {
         let server = Server::bind(config).await?;
         let addr = server.local_addr()?;
         // Lines on stdout, for scripts and tests that start the server on port 0.
-        println!(
+        say!(
             "Basalt server listening on {addr} (data directory {})",
             dir.display()
         );
         if let Some(info) = server.info_addr()? {
-            println!("Web page and metrics on http://{info}/");
+            say!("Web page and metrics on http://{info}/");
         }
         if let Some(thrift) = server.thrift_addr()? {
-            println!("HBase Thrift gateway on {thrift}");
+            say!("HBase Thrift gateway on {thrift}");
         }
         if let Some(bigtable) = server.bigtable_addr()? {
-            println!("Bigtable API on {bigtable}");
+            say!("Bigtable API on {bigtable}");
         }
         if let Some(rest) = server.rest_addr()? {
-            println!("HBase REST gateway on http://{rest}/");
+            say!("HBase REST gateway on http://{rest}/");
         }
         if !addr.ip().is_loopback() {
             let warning = format!(
                 "WARNING: listening on {}, beyond this machine, with no authentication: anyone who can reach these ports can read, write and drop every table",
                 addr.ip()
             );
-            println!("{warning}");
+            say!("{warning}");
             tracing::warn!("{warning}");
         }
         tracing::info!(%addr, dir = %dir.display(), "serving");
