@@ -23,6 +23,7 @@ pub use list::FilterListOp;
 pub use parse::{
     parse_filter, parse_filter_bytes, FILTER_NAMES, MAX_FILTER_DEPTH, MAX_FILTER_REGEXES,
 };
+pub use unparse::quoted as quote_operand;
 
 use std::collections::BTreeSet;
 

@@ -70,7 +70,9 @@ fn call(out: &mut Vec<u8>, name: &str, args: &[A<'_>]) {
     out.push(b')');
 }
 
-fn quoted(out: &mut Vec<u8>, b: &[u8]) {
+/// Appends `b` as a quoted operand of the filter language (`'` doubled), so any bytes parse
+/// back as themselves.
+pub fn quoted(out: &mut Vec<u8>, b: &[u8]) {
     out.push(b'\'');
     for &c in b {
         if c == b'\'' {

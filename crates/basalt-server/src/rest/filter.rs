@@ -10,7 +10,7 @@
 //! filter parser, so both front doors build the same filter with the same limits (depth,
 //! regex count).
 
-use basalt_model::filter::{parse_filter_bytes, Filter, MAX_FILTER_DEPTH};
+use basalt_model::filter::{parse_filter_bytes, quote_operand as quote, Filter, MAX_FILTER_DEPTH};
 use serde_json::Value;
 
 use crate::rest::cellset::unb64;
@@ -63,18 +63,6 @@ fn flag(v: &Value, name: &str, default: bool) -> Result<bool, RestError> {
             "'{name}' must be true or false, not {other}"
         ))),
     }
-}
-
-/// Appends `bytes` as a quoted filter-language operand (`'` doubled).
-fn quote(out: &mut Vec<u8>, bytes: &[u8]) {
-    out.push(b'\'');
-    for &b in bytes {
-        if b == b'\'' {
-            out.push(b'\'');
-        }
-        out.push(b);
-    }
-    out.push(b'\'');
 }
 
 fn quoted_b64(out: &mut Vec<u8>, v: &Value, name: &str, ty: &str) -> Result<(), RestError> {

@@ -155,6 +155,13 @@ fn column<'a>(cell: &'a CellModel, spec: &'a RowSpec, i: usize) -> Result<&'a [u
         .ok_or_else(|| RestError::bad_request("Column found to be null."))
 }
 
+/// The column a body cell names itself (check-and-mutate cells take none from the path).
+fn named_column(cell: &CellModel) -> Result<&[u8], RestError> {
+    cell.column
+        .as_deref()
+        .ok_or_else(|| RestError::bad_request("Column found to be null."))
+}
+
 /// Family and qualifier of a column that must have both.
 fn family_qualifier(col: &[u8]) -> Result<(Bytes, Bytes), RestError> {
     match split_column(col) {
@@ -287,10 +294,7 @@ fn check_and_put(g: &Gateway, table: &str, key: Bytes, row: &RowModel) -> Answer
     let mut put = Put::new(key.clone());
     let mut matched = false;
     for cell in cells {
-        let col = cell
-            .column
-            .as_deref()
-            .ok_or_else(|| RestError::bad_request("Column found to be null."))?;
+        let col = named_column(cell)?;
         let (f, q) = family_qualifier(col)?;
         matched |= col == check_col;
         put = put.add_at(f, q, cell.timestamp, cell.value.clone());
@@ -339,10 +343,7 @@ fn check_and_delete(
     };
     let mut delete = Delete::new(key.clone());
     for cell in cells {
-        let col = cell
-            .column
-            .as_deref()
-            .ok_or_else(|| RestError::bad_request("Column found to be null."))?;
+        let col = named_column(cell)?;
         delete = match split_column(col) {
             (f, None) => delete.add_family_at(f, cell.timestamp),
             (f, Some(q)) => delete.add_column_at(f, q, cell.timestamp),

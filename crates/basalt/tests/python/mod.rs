@@ -8,8 +8,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// One directory of Python tests under `tests/`, with its `setup_env.py` and
-/// `requirements.txt`.
+/// One directory of Python tests under `tests/`, with its `requirements.txt` and, when it
+/// runs clients' own tests from their source distributions, `sdists.txt`.
 #[derive(Debug)]
 pub struct Suite {
     dir: &'static str,
@@ -36,7 +36,8 @@ impl Suite {
     pub fn venv(&self) -> PathBuf {
         let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{}-venv", self.dir));
         let status = Command::new("python3")
-            .arg(self.here().join("setup_env.py"))
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/setup_env.py"))
+            .arg(self.here())
             .arg(&venv)
             .status()
             .expect("python3 is needed for the Python client tests");
