@@ -22,6 +22,8 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use tonic::transport::{Channel, Endpoint};
 
+use crate::bench_report::{micros, print_table, Measured};
+
 use admin::bigtable_table_admin_client::BigtableTableAdminClient;
 use data::bigtable_client::BigtableClient;
 use data::read_rows_response::cell_chunk::RowStatus;
@@ -38,7 +40,7 @@ const CONNECT_DEADLINE: Duration = Duration::from_secs(30);
 #[derive(clap::Args, Debug, Clone)]
 pub struct BigtableArgs {
     /// A Bigtable endpoint to measure, as `name=host:port` (repeat the flag for several; the
-    /// ratio column divides the first target's rate by the second's).
+    /// ratio columns divide each target's rate by the last's).
     #[arg(long = "target", required = true)]
     targets: Vec<Target>,
     /// The instance whose table `bench` is (re)created on every target.
@@ -103,29 +105,6 @@ impl fmt::Display for Workload {
     }
 }
 
-/// What one line measured on one target.
-#[derive(Debug, Clone, Copy)]
-struct Measured {
-    ops_per_sec: f64,
-    p50_us: u64,
-    p99_us: u64,
-}
-
-impl Measured {
-    fn from_latencies(mut us: Vec<u64>, elapsed: Duration) -> Measured {
-        us.sort_unstable();
-        let pct = |p: f64| {
-            let i = ((us.len() as f64 * p) as usize).min(us.len().saturating_sub(1));
-            us.get(i).copied().unwrap_or(0)
-        };
-        Measured {
-            ops_per_sec: us.len() as f64 / elapsed.as_secs_f64().max(1e-9),
-            p50_us: pct(0.50),
-            p99_us: pct(0.99),
-        }
-    }
-}
-
 /// Loads every target, runs every line against each in turn, and prints a line per
 /// measurement and a Markdown table of them all.
 ///
@@ -173,35 +152,10 @@ pub fn run(args: &BigtableArgs) -> anyhow::Result<()> {
                 table.push((w, clients, row));
             }
         }
-        print_table(args, &table);
+        let names: Vec<&str> = args.targets.iter().map(|t| t.name.as_str()).collect();
+        print_table(&names, &table);
         Ok(())
     })
-}
-
-fn print_table(args: &BigtableArgs, table: &[(Workload, usize, Vec<Measured>)]) {
-    let names: Vec<&str> = args.targets.iter().map(|t| t.name.as_str()).collect();
-    let mut header = String::from("| line | clients |");
-    for n in &names {
-        header.push_str(&format!(" {n} ops/s | {n} p50 / p99 (us) |"));
-    }
-    if names.len() >= 2 {
-        header.push_str(&format!(" {} / {} |", names[0], names[1]));
-    }
-    println!("\n{header}");
-    println!("{}", "|---".repeat(header.matches(" |").count()) + "|");
-    for (w, clients, row) in table {
-        let mut line = format!("| {w} | {clients} |");
-        for m in row {
-            line.push_str(&format!(
-                " {:.0} | {} / {} |",
-                m.ops_per_sec, m.p50_us, m.p99_us
-            ));
-        }
-        if let [a, b, ..] = row.as_slice() {
-            line.push_str(&format!(" {:.2} |", a.ops_per_sec / b.ops_per_sec));
-        }
-        println!("{line}");
-    }
 }
 
 fn key(n: u64) -> Bytes {
@@ -401,10 +355,6 @@ async fn client_loop(
     Ok(latencies)
 }
 
-fn micros(d: Duration) -> u64 {
-    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
-}
-
 fn row_set_of_key(k: Bytes) -> data::RowSet {
     data::RowSet {
         row_keys: vec![k],
@@ -467,11 +417,8 @@ mod tests {
     }
 
     #[test]
-    fn percentiles_come_from_the_sorted_latencies() {
-        let m = Measured::from_latencies((1..=100).rev().collect(), Duration::from_secs(2));
-        assert_eq!((m.p50_us, m.p99_us), (51, 100));
-        assert!((m.ops_per_sec - 50.0).abs() < 1e-9);
-        // Keys sort as their numbers do, so a scan from a key reads the rows after it.
+    fn keys_sort_as_their_numbers_do() {
+        // So a scan from a key reads the rows after it.
         assert!(key(9) < key(10) && key(99_999) < key(100_000));
     }
 }

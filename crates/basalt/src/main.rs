@@ -3,9 +3,11 @@
 
 use std::path::PathBuf;
 
+mod bench_report;
 mod bigtable_bench;
 mod cluster;
 mod gateway;
+mod gateway_bench;
 mod hbck;
 mod server;
 mod shell;
@@ -124,6 +126,9 @@ enum BenchCommand {
     /// Single-row writes, point reads and scans through the Bigtable v2 API, against one or
     /// more endpoints in turn (Basalt's gateway beside Google's emulator, say).
     Bigtable(bigtable_bench::BigtableArgs),
+    /// Single-row writes, point reads and scanners through HBase's REST gateway (JSON and
+    /// protobuf) and its Thrift gateway, one after the other in one run.
+    Gateways(gateway_bench::GatewaysArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -156,6 +161,10 @@ fn main() -> anyhow::Result<()> {
             against: Some(BenchCommand::Bigtable(args)),
             ..
         } => bigtable_bench::run(&args),
+        Command::Bench {
+            against: Some(BenchCommand::Gateways(args)),
+            ..
+        } => gateway_bench::run(&args),
         Command::Bench {
             against: None,
             workloads,

@@ -88,6 +88,21 @@ impl ServerProcess {
             .to_owned()
     }
 
+    /// The Thrift and REST gateways' addresses, from the start-up lines after the first.
+    fn gateway_addrs(&mut self) -> (String, String) {
+        let (mut thrift, mut rest) = (None, None);
+        while thrift.is_none() || rest.is_none() {
+            let mut line = String::new();
+            assert!(self.stdout.read_line(&mut line).unwrap() > 0, "no gateways");
+            if let Some(a) = line.strip_prefix("HBase Thrift gateway on ") {
+                thrift = Some(a.trim().to_owned());
+            } else if let Some(a) = line.strip_prefix("HBase REST gateway on http://") {
+                rest = Some(a.trim().trim_end_matches('/').to_owned());
+            }
+        }
+        (thrift.unwrap(), rest.unwrap())
+    }
+
     /// SIGTERM, then the exit status must be success (a clean shutdown).
     fn stop(mut self) {
         process::terminate(&mut self.child, "server");
@@ -618,6 +633,60 @@ fn ycsb_runs_every_core_workload() {
         }
         assert_eq!(total, 400, "{w}: {text}");
     }
+    server.stop();
+}
+
+/// `basalt bench gateways`: every line through REST (JSON and protobuf) and Thrift, with
+/// each REST rate over Thrift's; scanner pages that do not divide a scan still count every
+/// row once, and the load wrote every row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gateway_bench_measures_every_line_on_each_gateway() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = ServerProcess::start(dir.path(), &[]);
+    let (thrift, rest) = server.gateway_addrs();
+    let out = Command::new(env!("CARGO_BIN_EXE_basalt"))
+        .args(["bench", "gateways", "--thrift", &thrift, "--rest", &rest])
+        .args(["--rows", "2000", "--scan-rows", "100", "--page-rows", "7"])
+        .args(["--seconds", "0.3", "--clients", "1,3"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Vec<Vec<&str>> = text
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.starts_with("| line"))
+        .map(|l| l.trim_matches('|').split('|').map(str::trim).collect())
+        .collect();
+    let lines: Vec<(&str, &str)> = rows.iter().map(|r| (r[0], r[1])).collect();
+    let expected = ["single-row writes", "point reads", "scanners"];
+    let expected: Vec<(&str, &str)> = ["1", "3"]
+        .iter()
+        .flat_map(|c| expected.iter().map(move |w| (*w, *c)))
+        .collect();
+    assert_eq!(lines, expected, "{text}");
+    for r in &rows {
+        let rate = |i: usize| r[i].parse::<f64>().unwrap();
+        let (json, protobuf, thrift) = (rate(2), rate(4), rate(6));
+        assert!(json > 0.0 && protobuf > 0.0 && thrift > 0.0, "{r:?}");
+        // The rates are printed whole, the ratios from the exact rates.
+        for (rest, ratio) in [(json, rate(8)), (protobuf, rate(9))] {
+            let low = (rest - 0.5) / (thrift + 0.5) - 0.005;
+            let high = (rest + 0.5) / (thrift - 0.5) + 0.005;
+            assert!((low..=high).contains(&ratio), "{r:?}");
+        }
+    }
+    let conn = Connection::connect(&server.addr).await.unwrap();
+    let t = conn.table("bench").unwrap();
+    let all = t.scan(Scan::new()).await.unwrap().collect().await.unwrap();
+    assert_eq!(all.len(), 2000);
+    assert!(
+        all.iter().all(|r| r.cells.len() == 10),
+        "a row short of its cells"
+    );
     server.stop();
 }
 

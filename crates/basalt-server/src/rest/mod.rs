@@ -18,7 +18,7 @@ mod cellset;
 mod filter;
 pub mod media;
 mod namespaces;
-mod pb;
+pub mod pb;
 mod rows;
 mod rowspec;
 mod scanners;

@@ -1,0 +1,77 @@
+//! What the load generators of `basalt bench bigtable` and `basalt bench gateways` share:
+//! a line's rate and latency percentiles, and the Markdown table of a run.
+
+use std::fmt::Display;
+use std::time::Duration;
+
+/// What one line measured on one target.
+#[derive(Debug, Clone, Copy)]
+pub struct Measured {
+    pub ops_per_sec: f64,
+    pub p50_us: u64,
+    pub p99_us: u64,
+}
+
+impl Measured {
+    /// The rate of `us.len()` operations in `elapsed`, and their latencies' percentiles.
+    pub fn from_latencies(mut us: Vec<u64>, elapsed: Duration) -> Measured {
+        us.sort_unstable();
+        let pct = |p: f64| {
+            let i = ((us.len() as f64 * p) as usize).min(us.len().saturating_sub(1));
+            us.get(i).copied().unwrap_or(0)
+        };
+        Measured {
+            ops_per_sec: us.len() as f64 / elapsed.as_secs_f64().max(1e-9),
+            p50_us: pct(0.50),
+            p99_us: pct(0.99),
+        }
+    }
+}
+
+/// A duration in whole microseconds.
+pub fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}
+
+/// Prints the run as a Markdown table: a row per line and client count, a rate and
+/// percentiles per target, and each other target's rate over the last's (the reference).
+pub fn print_table<W: Display>(names: &[&str], table: &[(W, usize, Vec<Measured>)]) {
+    let mut header = String::from("| line | clients |");
+    for n in names {
+        header.push_str(&format!(" {n} ops/s | {n} p50 / p99 (us) |"));
+    }
+    if let Some((reference, others)) = names.split_last() {
+        for n in others {
+            header.push_str(&format!(" {n} / {reference} |"));
+        }
+    }
+    println!("\n{header}");
+    println!("{}", "|---".repeat(header.matches(" |").count()) + "|");
+    for (w, clients, row) in table {
+        let mut line = format!("| {w} | {clients} |");
+        for m in row {
+            line.push_str(&format!(
+                " {:.0} | {} / {} |",
+                m.ops_per_sec, m.p50_us, m.p99_us
+            ));
+        }
+        if let Some((reference, others)) = row.split_last() {
+            for m in others {
+                line.push_str(&format!(" {:.2} |", m.ops_per_sec / reference.ops_per_sec));
+            }
+        }
+        println!("{line}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_come_from_the_sorted_latencies() {
+        let m = Measured::from_latencies((1..=100).rev().collect(), Duration::from_secs(2));
+        assert_eq!((m.p50_us, m.p99_us), (51, 100));
+        assert!((m.ops_per_sec - 50.0).abs() < 1e-9);
+    }
+}
