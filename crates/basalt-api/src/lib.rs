@@ -91,6 +91,14 @@ pub trait Connection: Send + Sync {
     /// # Errors
     /// `TableNotFound`; `NotServingRegion` when no region covers the row right now.
     fn locate_region(&self, table: &TableName, row: &[u8]) -> Result<RegionLocation>;
+
+    /// Whether `table` and `locate_region` answer from this process's memory without
+    /// waiting on a lock held across I/O or on another process. Only then may an async
+    /// server call them, and [`Table::get_cached`], on its own worker threads. By default
+    /// they may wait.
+    fn serves_from_memory(&self) -> bool {
+        false
+    }
 }
 
 /// Namespaces, tables and regions (HBase's `Admin`).
@@ -164,6 +172,19 @@ pub trait Table: Send + Sync {
     fn name(&self) -> &TableName;
 
     fn get(&self, get: Get) -> Result<RowResult>;
+
+    /// `get` answered without waiting, for a caller on a thread that must not block (an
+    /// async server's worker): from the memstores and the block cache alone. `None` when
+    /// the answer needs a wait (a block from disk, a region in transition, a remote
+    /// server); the caller then calls `get` where waiting is fine. `Some` is exactly what
+    /// `get` would answer. By default nothing is answered this way.
+    ///
+    /// # Errors
+    /// As `get`.
+    fn get_cached(&self, get: &Get) -> Result<Option<RowResult>> {
+        let _ = get;
+        Ok(None)
+    }
 
     /// One mutation: `Some` result for an Increment or an Append, `None` otherwise.
     fn mutate(&self, m: Mutation) -> Result<Option<RowResult>>;

@@ -148,6 +148,19 @@ impl Error {
         }
     }
 
+    /// A read asked to use only memory (memstores and the block cache) needed `what` from
+    /// disk; the caller reads again where it may block. RocksDB's `Incomplete` for its
+    /// block-cache tier; never sent to a client.
+    pub fn would_block(what: impl Into<String>) -> Self {
+        Error::io(what, std::io::Error::from(std::io::ErrorKind::WouldBlock))
+    }
+
+    /// Whether this is [`Error::would_block`]'s error.
+    #[must_use]
+    pub fn is_would_block(&self) -> bool {
+        matches!(self, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::WouldBlock)
+    }
+
     /// An `IllegalArgumentException` with HBase's message.
     pub fn illegal(msg: impl Into<String>) -> Self {
         Error::IllegalArgument(msg.into())

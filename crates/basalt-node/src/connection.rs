@@ -22,6 +22,11 @@ impl Connection for Database {
         Ok(Arc::new(self.table_handle(name)?))
     }
 
+    /// The master's table states and the region server's regions are in memory.
+    fn serves_from_memory(&self) -> bool {
+        true
+    }
+
     fn locate_region(&self, table: &TableName, row: &[u8]) -> Result<RegionLocation> {
         Ok(RegionLocation {
             region: self.region_of(table, row)?,
@@ -162,6 +167,9 @@ impl basalt_api::Table for Table {
     }
     fn get(&self, get: Get) -> Result<RowResult> {
         Table::get(self, get)
+    }
+    fn get_cached(&self, get: &Get) -> Result<Option<RowResult>> {
+        Table::get_cached(self, get)
     }
     fn mutate(&self, m: Mutation) -> Result<Option<RowResult>> {
         Table::mutate(self, m)

@@ -127,6 +127,12 @@ impl BlockCache {
 
     /// The cached block of `key`, marking it recently used.
     pub fn get(&self, key: &BlockKey) -> Option<Block> {
+        self.lookup(key, true)
+    }
+
+    /// [`BlockCache::get`], counting a miss only with `count_miss`: a memory-only read that
+    /// misses reads again from disk, and that read counts it.
+    pub fn lookup(&self, key: &BlockKey, count_miss: bool) -> Option<Block> {
         let found = {
             let mut s = self.shard(key).lock();
             let slot = s.map.get(key).copied();
@@ -135,12 +141,11 @@ impl BlockCache {
                 e.block.clone()
             })
         };
-        let counter = if found.is_some() {
-            &self.hits
-        } else {
-            &self.misses
-        };
-        counter.fetch_add(1, Ordering::Relaxed);
+        if found.is_some() {
+            self.hits.fetch_add(1, Ordering::Relaxed);
+        } else if count_miss {
+            self.misses.fetch_add(1, Ordering::Relaxed);
+        }
         found
     }
 

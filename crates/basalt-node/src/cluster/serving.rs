@@ -103,4 +103,9 @@ impl Connection for RegionServerConnection {
             server: self.rs.name(),
         })
     }
+
+    /// The hosted regions are in memory.
+    fn serves_from_memory(&self) -> bool {
+        true
+    }
 }

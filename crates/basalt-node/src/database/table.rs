@@ -396,6 +396,29 @@ impl Table {
         Ok(row)
     }
 
+    /// `get` from memory alone (memstores and the block cache), for a caller that must not
+    /// wait: `None` when the read would need a block from disk or its region is closed for
+    /// a split, merge or move (nothing was waited for; call [`Table::get`] where waiting is
+    /// fine). Otherwise exactly what `get` answers, errors included.
+    ///
+    /// # Errors
+    /// As [`Table::get`].
+    pub fn get_cached(&self, get: &Get) -> Result<Option<RowResult>> {
+        get.validate()?;
+        let scan = get.clone().into_scan();
+        let read = self
+            .region_for(&scan.start_row)
+            .and_then(|r| r.get_scan_cached(&scan));
+        match read {
+            Ok(Some(row)) => {
+                self.src.confirm_read()?;
+                Ok(Some(row))
+            }
+            Ok(None) | Err(Error::NotServingRegion(_)) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     /// `getScanner`: rows in order (or reverse order) across every region.
     ///
     /// # Errors

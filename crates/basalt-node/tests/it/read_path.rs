@@ -253,3 +253,79 @@ fn gets_over_several_files_see_newer_timestamps_and_markers_in_older_files() {
     let r = t.get(Get::new("a").add_column("f", "q")).unwrap();
     assert_eq!(support::values(&r), ["a10"]);
 }
+
+/// `get_cached` (what an async server answers on its own threads) reads memory alone: a
+/// row whose block is not cached is `None` and nothing is read or counted; once a `get`
+/// has read the block, the same row comes from memory, equal to `get`'s answer; rows the
+/// memstore or the file's key range settle need no block at all; errors are `get`'s.
+#[test]
+fn a_get_from_memory_answers_only_without_the_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = open(dir.path(), 64 << 20);
+        let t = create(&db, "mem", vec![small_blocks("f")]);
+        for i in 0..500 {
+            t.put(Put::new(format!("r{i:03}")).add_at("f", "q", 1, format!("v{i}")))
+                .unwrap();
+        }
+        flush(&db, "mem");
+        db.close().unwrap();
+    }
+    // Reopened: the index and bloom are read at open; no data block is cached.
+    let db = open(dir.path(), 64 << 20);
+    let t = db.table("mem").unwrap();
+    t.put(Put::new("a-memstore-row").add_at("f", "q", 2, "m"))
+        .unwrap();
+    let before = db.block_cache_stats();
+    assert_eq!(t.get_cached(&Get::new("r100")).unwrap(), None);
+    let after = db.block_cache_stats();
+    assert_eq!(
+        (after.misses, after.data_block_reads, after.inserts),
+        (before.misses, before.data_block_reads, before.inserts),
+        "a memory-only read that missed counted or cached a block"
+    );
+    let from_disk = t.get(Get::new("r100")).unwrap();
+    assert_eq!(support::values(&from_disk), ["v100"]);
+    assert_eq!(t.get_cached(&Get::new("r100")).unwrap(), Some(from_disk));
+    // Outside the file's rows, or only in the memstore: no block is needed.
+    let mem = t.get_cached(&Get::new("a-memstore-row")).unwrap().unwrap();
+    assert_eq!(support::values(&mem), ["m"]);
+    assert!(t.get_cached(&Get::new("zzz")).unwrap().unwrap().is_empty());
+    // A bad Get is refused as `get` refuses it.
+    let bad = Get::new("r100").add_column("nope", "q");
+    assert_eq!(
+        t.get_cached(&bad).unwrap_err().to_string(),
+        t.get(bad).unwrap_err().to_string()
+    );
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 24, ..Default::default() })]
+    /// Whatever was written, flushed or read before, a memory-only Get is either no answer
+    /// or exactly `get`'s.
+    #[test]
+    fn a_get_from_memory_is_none_or_what_get_answers(
+        ops in proptest::collection::vec((0u8..4, 0u32..64, 0u32..4), 1..120),
+        cache_kib in proptest::sample::select(vec![0usize, 64, 4096]),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let db = open(dir.path(), cache_kib << 10);
+        let t = create(&db, "prop", vec![small_blocks("f").with_max_versions(2)]);
+        for (op, row, q) in ops {
+            let row = format!("row{row:02}");
+            match op {
+                0 => t.put(Put::new(row.clone()).add("f", format!("q{q}"), format!("{row}-{q}"))).unwrap(),
+                1 => t.delete(basalt_model::ops::Delete::new(row.clone())).unwrap(),
+                2 => flush(&db, "prop"),
+                _ => {
+                    let get = Get::new(row.clone()).with_max_versions(2);
+                    let cached = t.get_cached(&get).unwrap();
+                    let read = t.get(get.clone()).unwrap();
+                    if let Some(c) = cached {
+                        proptest::prop_assert_eq!(c, read);
+                    }
+                }
+            }
+        }
+    }
+}

@@ -90,6 +90,30 @@ impl std::fmt::Debug for Services {
     }
 }
 
+/// Answers on this task, without the hop to the blocking pool, when `f` can: `f` returns
+/// `None` when its answer would need a wait (see [`basalt_api::Table::get_cached`]), and the
+/// caller then goes to [`blocking`]. Tried only where the connection serves from memory.
+pub(super) fn in_memory<T>(
+    svc: &Services,
+    op: &'static str,
+    f: impl FnOnce(&Services) -> Result<Option<T>>,
+) -> Option<std::result::Result<Response<T>, Status>> {
+    if !svc.conn.serves_from_memory() {
+        return None;
+    }
+    let started = std::time::Instant::now();
+    let out = f(svc).transpose()?;
+    svc.metrics.record(op, started.elapsed(), out.is_ok());
+    Some(answer(out))
+}
+
+fn answer<T>(out: Result<T>) -> std::result::Result<Response<T>, Status> {
+    out.map(Response::new).map_err(|e| {
+        tracing::debug!(error = %e, "request refused");
+        to_status(&e)
+    })
+}
+
 /// Runs `f` on the blocking pool and turns its error into a status.
 pub(super) async fn blocking<T: Send + 'static>(
     svc: &Services,
@@ -103,10 +127,7 @@ pub(super) async fn blocking<T: Send + 'static>(
         .await
         .map_err(|e| Status::internal(format!("the request's task failed: {e}")))?;
     metrics.record(op, started.elapsed(), out.is_ok());
-    out.map(Response::new).map_err(|e| {
-        tracing::debug!(error = %e, "request refused");
-        to_status(&e)
-    })
+    answer(out)
 }
 
 pub(super) fn table(name: &str) -> Result<TableName> {

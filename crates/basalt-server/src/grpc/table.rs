@@ -9,7 +9,7 @@ use basalt_proto::convert::{
 use basalt_proto::pb;
 use tonic::{Request, Response, Status};
 
-use super::{blocking, empty, table, Services, DEFAULT_MAX_RESULT_BYTES};
+use super::{blocking, empty, in_memory, table, Services, DEFAULT_MAX_RESULT_BYTES};
 
 /// Refuses a request aimed at a region that no longer holds its row (HBase's
 /// `NotServingRegionException`): the client then looks its regions up again.
@@ -47,13 +47,27 @@ impl pb::table_server::Table for Services {
         r: Request<pb::GetRequest>,
     ) -> std::result::Result<Response<pb::Result>, Status> {
         let r = r.into_inner();
+        let read = r
+            .get
+            .ok_or_else(|| Error::illegal("malformed request: no get"))
+            .and_then(get_from_pb)
+            .and_then(|get| Ok((table(&r.table)?, get)));
+        let region = r.region;
+        if let Ok((name, get)) = &read {
+            // A read of memory alone is answered here; one that needs the disk goes on.
+            let cached = in_memory(self, "get", |s| {
+                check_region(s, name, &get.row, region.as_deref())?;
+                let row = s.conn.table(name)?.get_cached(get)?;
+                Ok(row.map(|row| result_to_pb(&row)))
+            });
+            if let Some(answer) = cached {
+                return answer;
+            }
+        }
         blocking(self, "get", move |s| {
-            let get = get_from_pb(
-                r.get
-                    .ok_or_else(|| Error::illegal("malformed request: no get"))?,
-            )?;
-            check_region(s, &table(&r.table)?, &get.row, r.region.as_deref())?;
-            Ok(result_to_pb(&s.conn.table(&table(&r.table)?)?.get(get)?))
+            let (name, get) = read?;
+            check_region(s, &name, &get.row, region.as_deref())?;
+            Ok(result_to_pb(&s.conn.table(&name)?.get(get)?))
         })
         .await
     }

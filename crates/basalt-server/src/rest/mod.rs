@@ -264,6 +264,30 @@ impl Gateway {
     fn serve(&self, call: &Call) -> Response {
         let started = Instant::now();
         let (op, out) = self.route(call);
+        self.finish(op, started, out)
+    }
+
+    /// A row `GET` answered on the calling (async) thread when the connection serves from
+    /// memory and the row needs nothing but memory (memstores, cached blocks); `None` sends
+    /// the call to [`Gateway::serve`] on a blocking thread.
+    fn serve_from_memory(&self, call: &Call) -> Option<Response> {
+        if !matches!(call.method, Method::GET | Method::HEAD) || !self.conn.serves_from_memory() {
+            return None;
+        }
+        let (table, rest) = table_path(&call.path)?;
+        let TableResource::Row(spec) = TableResource::of(rest) else {
+            return None;
+        };
+        let started = Instant::now();
+        let out = match rowspec::url_decode(table) {
+            Ok(name) => rows::get_from_memory(self, call, &String::from_utf8_lossy(&name), spec)?,
+            Err(e) => Err(e),
+        };
+        Some(self.finish("get", started, out))
+    }
+
+    /// The response of `out`, with the operation recorded in the metrics.
+    fn finish(&self, op: &'static str, started: Instant, out: Answer) -> Response {
         let out = out.unwrap_or_else(RestError::into_response);
         let ok = out.status().is_success() || out.status() == StatusCode::NOT_MODIFIED;
         self.metrics.record_api("rest", op, started.elapsed(), ok);
@@ -273,21 +297,30 @@ impl Gateway {
     /// Picks the resource of `call` (HBase's `RootResource` and `TableResource`); returns
     /// the operation's name for the metrics with the answer.
     fn route(&self, call: &Call) -> (&'static str, Answer) {
-        let (first, rest) = call.path.split_once('/').unwrap_or((&call.path, ""));
-        match (first, rest) {
-            ("", _) => ("tables", admin::tables(self, call)),
-            ("version", "" | "rest") => ("version", admin::version(call)),
-            ("version", "cluster") => ("version", admin::cluster_version(call)),
-            ("status", "cluster") => ("cluster", status::cluster_status(self, call)),
-            ("namespaces", ns) => ("namespaces", namespaces::namespaces(self, call, ns)),
-            (table, rest) => match rowspec::url_decode(table) {
+        if let Some((table, rest)) = table_path(&call.path) {
+            return match rowspec::url_decode(table) {
                 Ok(name) => self.table_resource(call, &String::from_utf8_lossy(&name), rest),
                 Err(e) => ("get", Err(e)),
-            },
+            };
+        }
+        let (first, rest) = call.path.split_once('/').unwrap_or((&call.path, ""));
+        match (first, rest) {
+            ("version", "cluster") => ("version", admin::cluster_version(call)),
+            ("version", _) => ("version", admin::version(call)),
+            ("status", _) => ("cluster", status::cluster_status(self, call)),
+            ("namespaces", ns) => ("namespaces", namespaces::namespaces(self, call, ns)),
+            _ => ("tables", admin::tables(self, call)),
         }
     }
 
     fn table_resource(&self, call: &Call, table: &str, rest: &str) -> (&'static str, Answer) {
+        match TableResource::of(rest) {
+            TableResource::Row(spec) => rows::row(self, call, table, spec),
+            TableResource::Other => self.other_table_resource(call, table, rest),
+        }
+    }
+
+    fn other_table_resource(&self, call: &Call, table: &str, rest: &str) -> (&'static str, Answer) {
         match rest.trim_end_matches('/') {
             "exists" => ("exists", admin::exists(self, call, table)),
             "regions" => ("regions", admin::regions(self, call, table)),
@@ -298,13 +331,11 @@ impl Gateway {
             }
             r if r.starts_with("multiget") => ("multiget", rows::multiget(self, call, table, r)),
             "" => ("get", Err(RestError::not_found("no row in the path"))),
-            r if r.contains("*/") && !r.ends_with("*/") => rows::row(self, call, table, rest),
             r if r.ends_with('*') => ("scan", scanners::table_scan(self, call, table, r)),
-            r if r.contains('*') => (
+            _ => (
                 "get",
                 Err(RestError::not_found("a '*' only ends a row prefix")),
             ),
-            _ => rows::row(self, call, table, rest),
         }
     }
 
@@ -319,6 +350,38 @@ impl Gateway {
             return Err(RestError::new(StatusCode::FORBIDDEN, "Forbidden"));
         }
         Ok(())
+    }
+}
+
+/// The table and the rest of a path naming one of the table's resources; `None` for the
+/// root resources (`/`, `/version[/rest|/cluster]`, `/status/cluster`, `/namespaces...`).
+fn table_path(path: &str) -> Option<(&str, &str)> {
+    let (first, rest) = path.split_once('/').unwrap_or((path, ""));
+    match (first, rest) {
+        ("", _)
+        | ("version", "" | "rest" | "cluster")
+        | ("status", "cluster")
+        | ("namespaces", _) => None,
+        _ => Some((first, rest)),
+    }
+}
+
+/// What a path under a table names: a row spec (`row[,end][/cols][/ts]`, or a
+/// `prefix*/cols` glob), or another of the table's resources.
+enum TableResource<'a> {
+    Row(&'a str),
+    Other,
+}
+
+impl<'a> TableResource<'a> {
+    fn of(rest: &'a str) -> TableResource<'a> {
+        match rest.trim_end_matches('/') {
+            "" | "exists" | "regions" | "schema" | "scanner" => TableResource::Other,
+            r if r.starts_with("scanner/") || r.starts_with("multiget") => TableResource::Other,
+            r if r.contains("*/") && !r.ends_with("*/") => TableResource::Row(rest),
+            r if r.contains('*') => TableResource::Other,
+            _ => TableResource::Row(rest),
+        }
     }
 }
 
@@ -363,7 +426,10 @@ async fn handle(State(g): State<Gateway>, req: Request) -> Response {
         body,
     };
     let head = call.method == Method::HEAD;
-    let served = tokio::task::spawn_blocking(move || g.serve(&call)).await;
+    let served = match g.serve_from_memory(&call) {
+        Some(r) => Ok(r),
+        None => tokio::task::spawn_blocking(move || g.serve(&call)).await,
+    };
     let mut response = served.unwrap_or_else(|e| {
         RestError::new(
             StatusCode::INTERNAL_SERVER_ERROR,

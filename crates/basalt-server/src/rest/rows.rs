@@ -102,8 +102,7 @@ fn read(g: &Gateway, table: &str, spec: &RowSpec) -> Result<Vec<RowResult>, Rest
     let t = g.table(table)?;
     let get = get_of(spec, spec.row.clone())?;
     let Some(end) = &spec.end_row else {
-        let r = t.get(get)?;
-        return Ok(if r.is_empty() { Vec::new() } else { vec![r] });
+        return Ok(non_empty(t.get(get)?));
     };
     let mut scan = get.into_scan();
     // The one-row scan of a Get, widened to the range.
@@ -122,14 +121,59 @@ fn read(g: &Gateway, table: &str, spec: &RowSpec) -> Result<Vec<RowResult>, Rest
     Ok(out)
 }
 
+/// [`read`] from memory alone (memstores and cached blocks), for a thread that must not
+/// wait: `None` when that cannot answer (a range, or a block not cached).
+fn read_from_memory(
+    g: &Gateway,
+    table: &str,
+    spec: &RowSpec,
+) -> Result<Option<Vec<RowResult>>, RestError> {
+    if spec.end_row.is_some() {
+        return Ok(None);
+    }
+    let get = get_of(spec, spec.row.clone())?;
+    Ok(g.table(table)?.get_cached(&get)?.map(non_empty))
+}
+
+fn non_empty(r: RowResult) -> Vec<RowResult> {
+    if r.is_empty() {
+        Vec::new()
+    } else {
+        vec![r]
+    }
+}
+
 fn get(g: &Gateway, call: &Call, table: &str, spec: &RowSpec) -> Answer {
+    let format = get_format(call, spec)?;
+    cells_answer(format, &read(g, table, spec)?)
+}
+
+/// A row `GET` of `spec` answered from memory alone, or `None` when that cannot answer it
+/// (the caller serves it again where it may wait).
+pub fn get_from_memory(g: &Gateway, call: &Call, table: &str, spec: &str) -> Option<Answer> {
+    let read = parse_spec(call, spec).and_then(|spec| {
+        let format = get_format(call, &spec)?;
+        Ok(read_from_memory(g, table, &spec)?.map(|rows| (format, rows)))
+    });
+    match read {
+        Ok(Some((format, rows))) => Some(cells_answer(format, &rows)),
+        Ok(None) => None,
+        Err(e) => Some(Err(e)),
+    }
+}
+
+/// The representation a row `GET` answers in.
+fn get_format(call: &Call, spec: &RowSpec) -> Result<Format, RestError> {
     let format = media::negotiate(&call.headers, media::CELLS)?;
     if format == Format::Binary && spec.columns.len() != 1 {
         return Err(RestError::bad_request(
             "Default 'GET' method only works if there is exactly 1 column in the row. Using the 'Accept' header with one of these formats lets you retrieve the entire row if it has multiple columns: text/xml, application/json, application/x-protobuf, application/protobuf",
         ));
     }
-    let rows = read(g, table, spec)?;
+    Ok(format)
+}
+
+fn cells_answer(format: Format, rows: &[RowResult]) -> Answer {
     if rows.is_empty() {
         return Err(RestError::new(StatusCode::NOT_FOUND, "Not found"));
     }
@@ -143,7 +187,7 @@ fn get(g: &Gateway, call: &Call, table: &str, spec: &RowSpec) -> Answer {
     Ok(answer(
         StatusCode::OK,
         format,
-        cellset::encode(format, &rows),
+        cellset::encode(format, rows),
     ))
 }
 

@@ -50,9 +50,31 @@ impl Region {
     /// # Errors
     /// As [`Region::get`].
     pub fn get_scan(&self, scan: &Scan) -> Result<RowResult> {
-        let mut s = self.scanner(scan)?;
+        let mut s = self.open_scanner(scan, false)?;
         Ok(s.next_row()?
             .unwrap_or_else(|| RowResult::new(scan.start_row.clone(), Vec::new())))
+    }
+
+    /// [`Region::get_scan`] from memory alone: the memstores and the block cache. `None`
+    /// when the read needs a block that is not cached (nothing was read from disk, and the
+    /// caller reads again where it may wait). Otherwise the answer, or the error,
+    /// `get_scan` would give.
+    ///
+    /// # Errors
+    /// As [`Region::get`].
+    pub fn get_scan_cached(&self, scan: &Scan) -> Result<Option<RowResult>> {
+        let read = self.open_scanner(scan, true).and_then(|mut s| s.next_row());
+        match read {
+            Ok(row) => {
+                self.reads
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                Ok(Some(row.unwrap_or_else(|| {
+                    RowResult::new(scan.start_row.clone(), Vec::new())
+                })))
+            }
+            Err(e) if e.is_would_block() => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     /// Opens a scanner over this region for `scan` (bounds already clipped to the region by
@@ -61,10 +83,19 @@ impl Region {
     /// # Errors
     /// Invalid scan, unknown family, corrupt file.
     pub fn scanner(&self, scan: &Scan) -> Result<RegionScanner> {
+        self.open_scanner(scan, false)
+    }
+
+    /// [`Region::scanner`]; with `cache_only`, from memory alone (a block not cached
+    /// fails it with [`basalt_model::Error::would_block`]), and the read is counted by the
+    /// caller once it succeeds.
+    fn open_scanner(&self, scan: &Scan, cache_only: bool) -> Result<RegionScanner> {
         scan.validate()?;
         self.check_serving()?;
-        self.reads
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if !cache_only {
+            self.reads
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
         for f in scan.columns.families() {
             self.family(f)?;
         }
@@ -98,6 +129,7 @@ impl Region {
                     .then_some((&scan.start_row[..], single_col.as_deref())),
                 time_range: tr,
                 cache_blocks: scan.cache_blocks,
+                cache_only,
             };
             let mode = Mode::User {
                 raw: scan.raw,

@@ -40,6 +40,9 @@ pub struct ReadHint<'a> {
     pub time_range: TimeRange,
     /// The scan's `cache_blocks`: whether data blocks read from disk enter the block cache.
     pub cache_blocks: bool,
+    /// Memory only: a block not in the block cache fails the read with
+    /// [`Error::would_block`] instead of being read ([`Caching::cache_only`]).
+    pub cache_only: bool,
 }
 
 #[derive(Debug)]
@@ -228,6 +231,7 @@ impl Store {
                     Priority::Normal
                 },
                 count: true,
+                cache_only: hint.cache_only,
             }
         };
         let st = self.state.read();
@@ -486,7 +490,7 @@ fn file_may_match(f: &StoreFile, hint: &ReadHint<'_>) -> Result<bool> {
     if let Some((row, col)) = hint.get {
         let outside = info.first_key.as_ref().is_some_and(|k| &k.row[..] > row)
             || info.last_key.as_ref().is_some_and(|k| &k.row[..] < row);
-        if outside || !f.may_contain(row, col)? {
+        if outside || !f.may_contain_in(row, col, hint.cache_only)? {
             return Ok(false);
         }
     }

@@ -73,6 +73,7 @@ fn read_store(store: &Store, raw: bool, versions: u32, tr: TimeRange) -> Vec<Cel
                 get: None,
                 time_range: tr,
                 cache_blocks: true,
+                cache_only: false,
             },
         )
         .unwrap();

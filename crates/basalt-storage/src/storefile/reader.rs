@@ -27,6 +27,9 @@ pub struct Caching {
     pub priority: Priority,
     /// Whether reads are counted as query block reads (compactions are not).
     pub count: bool,
+    /// Memory only (RocksDB's block-cache tier): a block that is not cached is not read,
+    /// and the read fails with [`Error::would_block`] instead.
+    pub cache_only: bool,
 }
 
 impl Caching {
@@ -35,12 +38,14 @@ impl Caching {
         insert: true,
         priority: Priority::Normal,
         count: true,
+        cache_only: false,
     };
     /// A flush or compaction: blocks are read once, so they are not cached.
     pub const COMPACTION: Caching = Caching {
         insert: false,
         priority: Priority::Normal,
         count: false,
+        cache_only: false,
     };
 }
 
@@ -122,8 +127,8 @@ impl StoreFile {
             bloom_kind: BloomType::None,
             info,
         };
-        f.index()?;
-        f.bloom_kind = f.bloom()?.map_or(BloomType::None, |b| b.kind);
+        f.index(false)?;
+        f.bloom_kind = f.bloom(false)?.map_or(BloomType::None, |b| b.kind);
         Ok(f)
     }
     /// The file's identity in its table.
@@ -157,7 +162,7 @@ impl StoreFile {
     /// # Errors
     /// A damaged block.
     pub fn mid_row(&self) -> Result<Option<Bytes>> {
-        let index = self.index()?;
+        let index = self.index(false)?;
         let Some(last) = index.len().checked_sub(1) else {
             return Ok(None);
         };
@@ -185,7 +190,7 @@ impl StoreFile {
     /// # Errors
     /// The index had to be read again and was damaged.
     pub fn block_count(&self) -> Result<usize> {
-        Ok(self.index()?.len())
+        Ok(self.index(false)?.len())
     }
 
     /// False when the bloom filter proves `row` (and, for ROWCOL with `qualifier`, that
@@ -194,11 +199,25 @@ impl StoreFile {
     /// # Errors
     /// The bloom block had to be read again and was damaged.
     pub fn may_contain(&self, row: &[u8], qualifier: Option<&[u8]>) -> Result<bool> {
+        self.may_contain_in(row, qualifier, false)
+    }
+
+    /// [`StoreFile::may_contain`]; with `cache_only`, [`Error::would_block`] when the bloom
+    /// block is not cached.
+    ///
+    /// # Errors
+    /// As [`StoreFile::may_contain`].
+    pub fn may_contain_in(
+        &self,
+        row: &[u8],
+        qualifier: Option<&[u8]>,
+        cache_only: bool,
+    ) -> Result<bool> {
         let probe_row_col = matches!((self.bloom_kind, qualifier), (BloomType::RowCol, Some(_)));
         if self.bloom_kind != BloomType::Row && !probe_row_col {
             return Ok(true);
         }
-        let Some(bloom) = self.bloom()? else {
+        let Some(bloom) = self.bloom(cache_only)? else {
             return Ok(true);
         };
         Ok(match qualifier.filter(|_| probe_row_col) {
@@ -222,11 +241,22 @@ impl StoreFile {
         block::unframe(&stored, self.file.path(), offset)
     }
 
-    /// The block index, from the cache or read again.
-    fn index(&self) -> Result<Arc<Index>> {
+    /// [`Error::would_block`] for a memory-only read that missed the cache.
+    fn not_cached(&self, what: &str) -> Error {
+        Error::would_block(format!(
+            "{what} of {} is not cached",
+            self.file.path().display()
+        ))
+    }
+
+    /// The block index, from the cache or (unless `cache_only`) read again.
+    fn index(&self, cache_only: bool) -> Result<Arc<Index>> {
         let key = self.cache_key(self.index_at.0);
-        if let Some(Block::Index(i)) = self.cache.get(&key) {
+        if let Some(Block::Index(i)) = self.cache.lookup(&key, !cache_only) {
             return Ok(i);
+        }
+        if cache_only {
+            return Err(self.not_cached("the index"));
         }
         let body = self.read_section(self.index_at)?;
         let body_end = self.file.len() - TRAILER_LEN as u64;
@@ -243,14 +273,18 @@ impl StoreFile {
         Ok(index)
     }
 
-    /// The bloom filter, from the cache or read again; `None` when the file has none.
-    fn bloom(&self) -> Result<Option<Arc<Bloom>>> {
+    /// The bloom filter, from the cache or (unless `cache_only`) read again; `None` when the
+    /// file has none.
+    fn bloom(&self, cache_only: bool) -> Result<Option<Arc<Bloom>>> {
         let Some(at) = self.bloom_at else {
             return Ok(None);
         };
         let key = self.cache_key(at.0);
-        if let Some(Block::Bloom(b)) = self.cache.get(&key) {
+        if let Some(Block::Bloom(b)) = self.cache.lookup(&key, !cache_only) {
             return Ok(Some(b));
+        }
+        if cache_only {
+            return Err(self.not_cached("the bloom filter"));
         }
         let body = self.read_section(at)?;
         let bloom = Bloom::decode(&body)
@@ -270,11 +304,15 @@ impl StoreFile {
     fn data_block(&self, index: &Index, i: usize, caching: Caching) -> Result<Arc<DataBlock>> {
         let (offset, len) = index.block(i);
         let key = self.cache_key(offset);
-        if caching.count {
+        let cached = self.cache.lookup(&key, !caching.cache_only);
+        if caching.count && (cached.is_some() || !caching.cache_only) {
             self.cache.count_data_block_read();
         }
-        if let Some(Block::Data(block)) = self.cache.get(&key) {
+        if let Some(Block::Data(block)) = cached {
             return Ok(block);
+        }
+        if caching.cache_only {
+            return Err(self.not_cached(&format!("data block {i}")));
         }
         let body = self.read_section((offset, len))?;
         let block = Arc::new(decode_data_block(
@@ -302,7 +340,7 @@ impl StoreFile {
         caching: Caching,
     ) -> Result<StoreFileScanner> {
         Ok(StoreFileScanner {
-            index: self.index()?,
+            index: self.index(caching.cache_only)?,
             file: Arc::clone(self),
             read_point,
             caching,
