@@ -4,6 +4,27 @@
 use std::fmt::Display;
 use std::time::Duration;
 
+/// What a line of a run does: one kind of request, one at a time per client.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Workload {
+    /// A whole row written at the server's time.
+    Write,
+    /// One whole row read.
+    Read,
+    /// A run of rows read from a random key.
+    Scan,
+}
+
+impl std::fmt::Display for Workload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Workload::Write => "single-row writes",
+            Workload::Read => "point reads",
+            Workload::Scan => "scans",
+        })
+    }
+}
+
 /// What one line measured on one target.
 #[derive(Debug, Clone, Copy)]
 pub struct Measured {

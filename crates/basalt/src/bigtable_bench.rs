@@ -10,7 +10,6 @@
 //! at a time. Every answer is checked: a point read must return its row, a scan exactly
 //! `--scan-rows` rows, a write and each loaded row an OK.
 
-use std::fmt;
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
@@ -22,7 +21,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use tonic::transport::{Channel, Endpoint};
 
-use crate::bench_report::{micros, print_table, Measured};
+use crate::bench_report::{micros, print_table, Measured, Workload};
 
 use admin::bigtable_table_admin_client::BigtableTableAdminClient;
 use data::bigtable_client::BigtableClient;
@@ -85,23 +84,6 @@ impl FromStr for Target {
             }),
             _ => Err(format!("expected name=host:port, got {s:?}")),
         }
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-enum Workload {
-    Write,
-    Read,
-    Scan,
-}
-
-impl fmt::Display for Workload {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Workload::Write => "single-row writes",
-            Workload::Read => "point reads",
-            Workload::Scan => "scans",
-        })
     }
 }
 

@@ -20,7 +20,7 @@ use anyhow::Context;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use crate::bench_report::{micros, print_table, Measured};
+use crate::bench_report::{micros, print_table, Measured, Workload};
 use rest::{RestClient, RestFormat};
 use thrift::ThriftClient;
 
@@ -61,7 +61,7 @@ pub struct GatewaysArgs {
     /// Rows each scanner reads.
     #[arg(long, default_value_t = 1000)]
     scan_rows: u64,
-    /// Rows per fetch of a scanner (`scannerGetList`'s count; a REST page of this many rows'
+    /// Rows per fetch of a scan's scanner (`scannerGetList`'s count; a REST page of this many rows'
     /// cells).
     #[arg(long, default_value_t = 100)]
     page_rows: u32,
@@ -89,23 +89,6 @@ impl fmt::Display for Target {
             Target::RestJson => "REST JSON",
             Target::RestProtobuf => "REST protobuf",
             Target::Thrift => "Thrift",
-        })
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-enum Workload {
-    Write,
-    Read,
-    Scan,
-}
-
-impl fmt::Display for Workload {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Workload::Write => "single-row writes",
-            Workload::Read => "point reads",
-            Workload::Scan => "scanners",
         })
     }
 }

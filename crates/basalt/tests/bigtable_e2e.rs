@@ -47,6 +47,7 @@
 //!     checked alone.
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
+mod bench_table;
 mod bigtable_support;
 
 use std::time::Duration;
@@ -91,26 +92,12 @@ fn the_bigtable_bench_measures_every_line_on_both_targets() {
         "{text}{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let rows: Vec<Vec<&str>> = text
-        .lines()
-        .filter(|l| l.starts_with("| ") && !l.starts_with("| line"))
-        .map(|l| l.trim_matches('|').split('|').map(str::trim).collect())
-        .collect();
-    let lines: Vec<(&str, &str)> = rows.iter().map(|r| (r[0], r[1])).collect();
-    let expected = ["single-row writes", "point reads", "scans"];
-    let expected: Vec<(&str, &str)> = ["1", "4"]
-        .iter()
-        .flat_map(|c| expected.iter().map(move |w| (*w, *c)))
-        .collect();
-    assert_eq!(lines, expected, "{text}");
+    let rows = bench_table::rows(&text);
+    let lines = ["single-row writes", "point reads", "scans"];
+    bench_table::assert_lines(&rows, &lines, &["1", "4"], &text);
     for r in &rows {
-        let rate = |i: usize| r[i].parse::<f64>().unwrap();
-        let (basalt_rate, emulator_rate, ratio) = (rate(2), rate(4), rate(6));
-        assert!(basalt_rate > 0.0 && emulator_rate > 0.0, "{r:?}");
-        // The rates are printed whole, the ratio from the exact rates.
-        let low = (basalt_rate - 0.5) / (emulator_rate + 0.5) - 0.005;
-        let high = (basalt_rate + 0.5) / (emulator_rate - 0.5) + 0.005;
-        assert!((low..=high).contains(&ratio), "{r:?}");
+        let rate = |i| bench_table::number(r, i);
+        bench_table::assert_ratio(rate(2), rate(4), rate(6), r);
     }
     let count = bigtable_support::run_shell(&basalt.native, "count 'bench'\n");
     assert!(count.contains("2000 row(s)"), "{count}");

@@ -2,6 +2,7 @@
 //! operation, errors as HBase names them, scanner leases, a restart with data intact.
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
+mod bench_table;
 mod common;
 mod http;
 mod process;
@@ -656,28 +657,14 @@ async fn the_gateway_bench_measures_every_line_on_each_gateway() {
         "{text}{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let rows: Vec<Vec<&str>> = text
-        .lines()
-        .filter(|l| l.starts_with("| ") && !l.starts_with("| line"))
-        .map(|l| l.trim_matches('|').split('|').map(str::trim).collect())
-        .collect();
-    let lines: Vec<(&str, &str)> = rows.iter().map(|r| (r[0], r[1])).collect();
-    let expected = ["single-row writes", "point reads", "scanners"];
-    let expected: Vec<(&str, &str)> = ["1", "3"]
-        .iter()
-        .flat_map(|c| expected.iter().map(move |w| (*w, *c)))
-        .collect();
-    assert_eq!(lines, expected, "{text}");
+    let rows = bench_table::rows(&text);
+    let lines = ["single-row writes", "point reads", "scans"];
+    bench_table::assert_lines(&rows, &lines, &["1", "3"], &text);
     for r in &rows {
-        let rate = |i: usize| r[i].parse::<f64>().unwrap();
+        let rate = |i| bench_table::number(r, i);
         let (json, protobuf, thrift) = (rate(2), rate(4), rate(6));
-        assert!(json > 0.0 && protobuf > 0.0 && thrift > 0.0, "{r:?}");
-        // The rates are printed whole, the ratios from the exact rates.
-        for (rest, ratio) in [(json, rate(8)), (protobuf, rate(9))] {
-            let low = (rest - 0.5) / (thrift + 0.5) - 0.005;
-            let high = (rest + 0.5) / (thrift - 0.5) + 0.005;
-            assert!((low..=high).contains(&ratio), "{r:?}");
-        }
+        bench_table::assert_ratio(json, thrift, rate(8), r);
+        bench_table::assert_ratio(protobuf, thrift, rate(9), r);
     }
     let conn = Connection::connect(&server.addr).await.unwrap();
     let t = conn.table("bench").unwrap();
