@@ -276,17 +276,30 @@ fn a_get_from_memory_answers_only_without_the_disk() {
     let t = db.table("mem").unwrap();
     t.put(Put::new("a-memstore-row").add_at("f", "q", 2, "m"))
         .unwrap();
-    let before = db.block_cache_stats();
+    let read_requests = || db.cluster_status().unwrap().servers[0].load.read_requests;
+    let (before, requests) = (db.block_cache_stats(), read_requests());
     assert_eq!(t.get_cached(&Get::new("r100")).unwrap(), None);
     let after = db.block_cache_stats();
     assert_eq!(
-        (after.misses, after.data_block_reads, after.inserts),
-        (before.misses, before.data_block_reads, before.inserts),
-        "a memory-only read that missed counted or cached a block"
+        (
+            after.misses,
+            after.data_block_reads,
+            after.inserts,
+            read_requests()
+        ),
+        (
+            before.misses,
+            before.data_block_reads,
+            before.inserts,
+            requests
+        ),
+        "a memory-only read that missed counted a request or counted or cached a block"
     );
     let from_disk = t.get(Get::new("r100")).unwrap();
     assert_eq!(support::values(&from_disk), ["v100"]);
     assert_eq!(t.get_cached(&Get::new("r100")).unwrap(), Some(from_disk));
+    // Each read that answered counts once, as the region's read requests.
+    assert_eq!(read_requests(), requests + 2);
     // Outside the file's rows, or only in the memstore: no block is needed.
     let mem = t.get_cached(&Get::new("a-memstore-row")).unwrap().unwrap();
     assert_eq!(support::values(&mem), ["m"]);

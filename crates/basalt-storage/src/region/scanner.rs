@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 
 use basalt_model::filter::Filter;
 use basalt_model::ops::{Get, Scan};
-use basalt_model::{Cell, Result, RowResult};
+use basalt_model::{Cell, Error, Result, RowResult};
 use bytes::Bytes;
 
 use super::Region;
@@ -64,14 +64,17 @@ impl Region {
     /// As [`Region::get`].
     pub fn get_scan_cached(&self, scan: &Scan) -> Result<Option<RowResult>> {
         let read = self.open_scanner(scan, true).and_then(|mut s| s.next_row());
+        // Counted as `get_scan` counts: every read but one the region refused as not
+        // serving; and not one that will be read again from disk.
+        let refused = matches!(&read, Err(Error::NotServingRegion(_)));
+        if !refused && !read.as_ref().is_err_and(Error::is_would_block) {
+            self.reads
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
         match read {
-            Ok(row) => {
-                self.reads
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                Ok(Some(row.unwrap_or_else(|| {
-                    RowResult::new(scan.start_row.clone(), Vec::new())
-                })))
-            }
+            Ok(row) => Ok(Some(row.unwrap_or_else(|| {
+                RowResult::new(scan.start_row.clone(), Vec::new())
+            }))),
             Err(e) if e.is_would_block() => Ok(None),
             Err(e) => Err(e),
         }
@@ -87,8 +90,8 @@ impl Region {
     }
 
     /// [`Region::scanner`]; with `cache_only`, from memory alone (a block not cached
-    /// fails it with [`basalt_model::Error::would_block`]), and the read is counted by the
-    /// caller once it succeeds.
+    /// fails it with [`Error::would_block`]), and the read is counted by the caller, which
+    /// knows whether it will be read again.
     fn open_scanner(&self, scan: &Scan, cache_only: bool) -> Result<RegionScanner> {
         scan.validate()?;
         self.check_serving()?;
