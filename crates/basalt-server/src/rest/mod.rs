@@ -19,11 +19,14 @@ mod filter;
 pub mod media;
 mod namespaces;
 pub mod pb;
+mod resource;
 mod rows;
 mod rowspec;
 mod scanners;
 mod schema;
 mod status;
+#[cfg(test)]
+mod tests;
 mod xml;
 
 use std::net::SocketAddr;
@@ -42,6 +45,7 @@ use tokio::net::TcpListener;
 use crate::listener::{Accepted, ConnectionLimits};
 use crate::metrics::RequestMetrics;
 use crate::ServerError;
+use resource::{Resource, TableResource};
 
 /// HBase's REST port (`hbase.rest.port`).
 pub const DEFAULT_PORT: u16 = 8080;
@@ -274,8 +278,7 @@ impl Gateway {
         if !matches!(call.method, Method::GET | Method::HEAD) || !self.conn.serves_from_memory() {
             return None;
         }
-        let (table, rest) = table_path(&call.path)?;
-        let TableResource::Row(spec) = TableResource::of(rest) else {
+        let Resource::Table(table, TableResource::Row(spec)) = Resource::of(&call.path) else {
             return None;
         };
         let started = Instant::now();
@@ -294,48 +297,42 @@ impl Gateway {
         out
     }
 
-    /// Picks the resource of `call` (HBase's `RootResource` and `TableResource`); returns
-    /// the operation's name for the metrics with the answer.
+    /// Serves the resource `call` names; returns the operation's name for the metrics with
+    /// the answer.
     fn route(&self, call: &Call) -> (&'static str, Answer) {
-        if let Some((table, rest)) = table_path(&call.path) {
-            return match rowspec::url_decode(table) {
-                Ok(name) => self.table_resource(call, &String::from_utf8_lossy(&name), rest),
+        match Resource::of(&call.path) {
+            Resource::Tables => ("tables", admin::tables(self, call)),
+            Resource::Version => ("version", admin::version(call)),
+            Resource::ClusterVersion => ("version", admin::cluster_version(call)),
+            Resource::ClusterStatus => ("cluster", status::cluster_status(self, call)),
+            Resource::Namespaces(ns) => ("namespaces", namespaces::namespaces(self, call, ns)),
+            Resource::Table(table, resource) => match rowspec::url_decode(table) {
+                Ok(name) => self.table_resource(call, &String::from_utf8_lossy(&name), resource),
                 Err(e) => ("get", Err(e)),
-            };
-        }
-        let (first, rest) = call.path.split_once('/').unwrap_or((&call.path, ""));
-        match (first, rest) {
-            ("version", "cluster") => ("version", admin::cluster_version(call)),
-            ("version", _) => ("version", admin::version(call)),
-            ("status", _) => ("cluster", status::cluster_status(self, call)),
-            ("namespaces", ns) => ("namespaces", namespaces::namespaces(self, call, ns)),
-            _ => ("tables", admin::tables(self, call)),
+            },
         }
     }
 
-    fn table_resource(&self, call: &Call, table: &str, rest: &str) -> (&'static str, Answer) {
-        match TableResource::of(rest) {
-            TableResource::Row(spec) => rows::row(self, call, table, spec),
-            TableResource::Other => self.other_table_resource(call, table, rest),
-        }
-    }
-
-    fn other_table_resource(&self, call: &Call, table: &str, rest: &str) -> (&'static str, Answer) {
-        match rest.trim_end_matches('/') {
-            "exists" => ("exists", admin::exists(self, call, table)),
-            "regions" => ("regions", admin::regions(self, call, table)),
-            "schema" => ("schema", schema::schema(self, call, table)),
-            "scanner" => ("scanner_open", scanners::open(self, call, table)),
-            r if r.starts_with("scanner/") => {
-                scanners::instance(self, call, &r["scanner/".len()..])
-            }
-            r if r.starts_with("multiget") => ("multiget", rows::multiget(self, call, table, r)),
-            "" => ("get", Err(RestError::not_found("no row in the path"))),
-            r if r.ends_with('*') => ("scan", scanners::table_scan(self, call, table, r)),
-            _ => (
+    fn table_resource(
+        &self,
+        call: &Call,
+        table: &str,
+        resource: TableResource<'_>,
+    ) -> (&'static str, Answer) {
+        match resource {
+            TableResource::Exists => ("exists", admin::exists(self, call, table)),
+            TableResource::Regions => ("regions", admin::regions(self, call, table)),
+            TableResource::Schema => ("schema", schema::schema(self, call, table)),
+            TableResource::ScannerOpen => ("scanner_open", scanners::open(self, call, table)),
+            TableResource::Scanner(id) => scanners::instance(self, call, id),
+            TableResource::Multiget(r) => ("multiget", rows::multiget(self, call, table, r)),
+            TableResource::NoRow => ("get", Err(RestError::not_found("no row in the path"))),
+            TableResource::Scan(r) => ("scan", scanners::table_scan(self, call, table, r)),
+            TableResource::BadGlob => (
                 "get",
                 Err(RestError::not_found("a '*' only ends a row prefix")),
             ),
+            TableResource::Row(spec) => rows::row(self, call, table, spec),
         }
     }
 
@@ -350,38 +347,6 @@ impl Gateway {
             return Err(RestError::new(StatusCode::FORBIDDEN, "Forbidden"));
         }
         Ok(())
-    }
-}
-
-/// The table and the rest of a path naming one of the table's resources; `None` for the
-/// root resources (`/`, `/version[/rest|/cluster]`, `/status/cluster`, `/namespaces...`).
-fn table_path(path: &str) -> Option<(&str, &str)> {
-    let (first, rest) = path.split_once('/').unwrap_or((path, ""));
-    match (first, rest) {
-        ("", _)
-        | ("version", "" | "rest" | "cluster")
-        | ("status", "cluster")
-        | ("namespaces", _) => None,
-        _ => Some((first, rest)),
-    }
-}
-
-/// What a path under a table names: a row spec (`row[,end][/cols][/ts]`, or a
-/// `prefix*/cols` glob), or another of the table's resources.
-enum TableResource<'a> {
-    Row(&'a str),
-    Other,
-}
-
-impl<'a> TableResource<'a> {
-    fn of(rest: &'a str) -> TableResource<'a> {
-        match rest.trim_end_matches('/') {
-            "" | "exists" | "regions" | "schema" | "scanner" => TableResource::Other,
-            r if r.starts_with("scanner/") || r.starts_with("multiget") => TableResource::Other,
-            r if r.contains("*/") && !r.ends_with("*/") => TableResource::Row(rest),
-            r if r.contains('*') => TableResource::Other,
-            _ => TableResource::Row(rest),
-        }
     }
 }
 
