@@ -25,6 +25,89 @@ impl std::fmt::Display for Workload {
     }
 }
 
+/// What both load generators' runs are made of: the table they load and the lines they run.
+#[derive(clap::Args, Debug, Clone)]
+pub struct Lines {
+    /// Rows loaded before the lines run, keys `row0000000000` onwards.
+    #[arg(long, default_value_t = 100_000)]
+    pub rows: u64,
+    /// Columns of each row.
+    #[arg(long, default_value_t = 10)]
+    pub field_count: u32,
+    /// Random bytes of each column's value.
+    #[arg(long, default_value_t = 100)]
+    pub field_length: usize,
+    /// Rows of each scan.
+    #[arg(long, default_value_t = 1000)]
+    pub scan_rows: u64,
+    /// Concurrent clients of each line.
+    #[arg(long, value_delimiter = ',', default_value = "1,16")]
+    pub clients: Vec<usize>,
+    /// The lines to run, of each client count.
+    #[arg(long, value_delimiter = ',', default_value = "write,read,scan")]
+    pub workloads: Vec<Workload>,
+    /// How long each line runs against each target.
+    #[arg(long, default_value_t = 10.0)]
+    pub seconds: f64,
+}
+
+impl Lines {
+    /// Refuses a run that cannot be made: scans longer than the table, no clients.
+    ///
+    /// # Errors
+    /// What is wrong with the options.
+    pub fn check(&self) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            self.rows > self.scan_rows,
+            "--rows ({}) must exceed --scan-rows ({})",
+            self.rows,
+            self.scan_rows
+        );
+        anyhow::ensure!(
+            self.clients.iter().all(|c| *c > 0),
+            "--clients must be positive"
+        );
+        Ok(())
+    }
+
+    /// Runs every workload at every client count against each of `targets` in turn (so
+    /// drift on the machine falls on all alike), with `measure(target, workload, clients)`;
+    /// prints a line per measurement, then the table.
+    ///
+    /// # Errors
+    /// The first measurement that failed, naming its line and target.
+    pub fn run(
+        &self,
+        targets: &[&str],
+        mut measure: impl FnMut(usize, Workload, usize) -> anyhow::Result<Measured>,
+    ) -> anyhow::Result<()> {
+        let mut table = Vec::new();
+        for &clients in &self.clients {
+            for &w in &self.workloads {
+                let mut row = Vec::new();
+                for (i, name) in targets.iter().enumerate() {
+                    let m = measure(i, w, clients)
+                        .map_err(|e| e.context(format!("{w} by {clients} clients on {name}")))?;
+                    println!(
+                        "[{name}] {w}, {clients} clients: {:.0} ops/s, p50 {} us, p99 {} us",
+                        m.ops_per_sec, m.p50_us, m.p99_us
+                    );
+                    row.push(m);
+                }
+                table.push((w, clients, row));
+            }
+        }
+        print_table(targets, &table);
+        Ok(())
+    }
+}
+
+/// The key of row `n`: keys sort as their numbers do, so a scan from a key reads the rows
+/// after it.
+pub fn row_key(n: u64) -> String {
+    format!("row{n:010}")
+}
+
 /// What one line measured on one target.
 #[derive(Debug, Clone, Copy)]
 pub struct Measured {
@@ -56,7 +139,7 @@ pub fn micros(d: Duration) -> u64 {
 
 /// Prints the run as a Markdown table: a row per line and client count, a rate and
 /// percentiles per target, and each other target's rate over the last's (the reference).
-pub fn print_table<W: Display>(names: &[&str], table: &[(W, usize, Vec<Measured>)]) {
+fn print_table<W: Display>(names: &[&str], table: &[(W, usize, Vec<Measured>)]) {
     let mut header = String::from("| line | clients |");
     for n in names {
         header.push_str(&format!(" {n} ops/s | {n} p50 / p99 (us) |"));
@@ -94,5 +177,10 @@ mod tests {
         let m = Measured::from_latencies((1..=100).rev().collect(), Duration::from_secs(2));
         assert_eq!((m.p50_us, m.p99_us), (51, 100));
         assert!((m.ops_per_sec - 50.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn keys_sort_as_their_numbers_do() {
+        assert!(row_key(9) < row_key(10) && row_key(99_999) < row_key(100_000));
     }
 }

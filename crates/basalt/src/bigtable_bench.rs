@@ -21,7 +21,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use tonic::transport::{Channel, Endpoint};
 
-use crate::bench_report::{micros, print_table, Measured, Workload};
+use crate::bench_report::{micros, row_key, Lines, Measured, Workload};
 
 use admin::bigtable_table_admin_client::BigtableTableAdminClient;
 use data::bigtable_client::BigtableClient;
@@ -45,25 +45,8 @@ pub struct BigtableArgs {
     /// The instance whose table `bench` is (re)created on every target.
     #[arg(long, default_value = "projects/bench/instances/bench")]
     instance: String,
-    /// Rows loaded before the lines run.
-    #[arg(long, default_value_t = 100_000)]
-    rows: u64,
-    #[arg(long, default_value_t = 10)]
-    field_count: u32,
-    #[arg(long, default_value_t = 100)]
-    field_length: usize,
-    /// Rows of each scan.
-    #[arg(long, default_value_t = 1000)]
-    scan_rows: u64,
-    /// Concurrent clients of each line.
-    #[arg(long, value_delimiter = ',', default_value = "1,16")]
-    clients: Vec<usize>,
-    /// The lines to run, of each client count.
-    #[arg(long, value_delimiter = ',', default_value = "write,read,scan")]
-    workloads: Vec<Workload>,
-    /// How long each line runs against each target.
-    #[arg(long, default_value_t = 10.0)]
-    seconds: f64,
+    #[command(flatten)]
+    lines: Lines,
 }
 
 /// One endpoint under measurement.
@@ -93,55 +76,27 @@ impl FromStr for Target {
 /// # Errors
 /// A target cannot be reached, refuses a request, or answers a read wrongly.
 pub fn run(args: &BigtableArgs) -> anyhow::Result<()> {
-    anyhow::ensure!(
-        args.rows > args.scan_rows,
-        "--rows ({}) must exceed --scan-rows ({})",
-        args.rows,
-        args.scan_rows
-    );
-    anyhow::ensure!(
-        args.clients.iter().all(|c| *c > 0),
-        "--clients must be positive"
-    );
+    args.lines.check()?;
     let rt = tokio::runtime::Runtime::new()?;
-    rt.block_on(async {
-        for t in &args.targets {
-            let started = Instant::now();
-            load(args, t)
-                .await
-                .with_context(|| format!("loading {} ({})", t.name, t.addr))?;
-            println!(
-                "[{}] loaded {} rows in {:.1} s",
-                t.name,
-                args.rows,
-                started.elapsed().as_secs_f64()
-            );
-        }
-        let mut table = Vec::new();
-        for &clients in &args.clients {
-            for &w in &args.workloads {
-                let mut row = Vec::new();
-                for t in &args.targets {
-                    let m = run_line(args, t, w, clients)
-                        .await
-                        .with_context(|| format!("{w} by {clients} clients on {}", t.name))?;
-                    println!(
-                        "[{}] {w}, {clients} clients: {:.0} ops/s, p50 {} us, p99 {} us",
-                        t.name, m.ops_per_sec, m.p50_us, m.p99_us
-                    );
-                    row.push(m);
-                }
-                table.push((w, clients, row));
-            }
-        }
-        let names: Vec<&str> = args.targets.iter().map(|t| t.name.as_str()).collect();
-        print_table(&names, &table);
-        Ok(())
+    for t in &args.targets {
+        let started = Instant::now();
+        rt.block_on(load(args, t))
+            .with_context(|| format!("loading {} ({})", t.name, t.addr))?;
+        println!(
+            "[{}] loaded {} rows in {:.1} s",
+            t.name,
+            args.lines.rows,
+            started.elapsed().as_secs_f64()
+        );
+    }
+    let names: Vec<&str> = args.targets.iter().map(|t| t.name.as_str()).collect();
+    args.lines.run(&names, |t, w, clients| {
+        rt.block_on(run_line(args, &args.targets[t], w, clients))
     })
 }
 
 fn key(n: u64) -> Bytes {
-    Bytes::from(format!("row{n:010}"))
+    Bytes::from(row_key(n))
 }
 
 fn table_name(args: &BigtableArgs) -> String {
@@ -218,8 +173,8 @@ async fn load_stream(args: &BigtableArgs, channel: Channel, stream: u64) -> anyh
     let mut client = data_client(channel);
     let mut rng = StdRng::seed_from_u64(stream);
     let mut first = stream * LOAD_BATCH;
-    while first < args.rows {
-        let entries: Vec<_> = (first..(first + LOAD_BATCH).min(args.rows))
+    while first < args.lines.rows {
+        let entries: Vec<_> = (first..(first + LOAD_BATCH).min(args.lines.rows))
             .map(|n| data::mutate_rows_request::Entry {
                 row_key: key(n),
                 mutations: row_mutations(args, &mut rng),
@@ -246,9 +201,9 @@ async fn load_stream(args: &BigtableArgs, channel: Channel, stream: u64) -> anyh
 
 /// A whole row: every field set, at the server's time.
 fn row_mutations(args: &BigtableArgs, rng: &mut StdRng) -> Vec<data::Mutation> {
-    (0..args.field_count)
+    (0..args.lines.field_count)
         .map(|f| {
-            let value: Vec<u8> = (0..args.field_length).map(|_| rng.gen()).collect();
+            let value: Vec<u8> = (0..args.lines.field_length).map(|_| rng.gen()).collect();
             data::Mutation {
                 mutation: Some(data::mutation::Mutation::SetCell(data::mutation::SetCell {
                     family_name: FAMILY.into(),
@@ -274,7 +229,7 @@ async fn run_line(
         channels.push(connect(&t.addr).await?);
     }
     let started = Instant::now();
-    let deadline = started + Duration::from_secs_f64(args.seconds);
+    let deadline = started + Duration::from_secs_f64(args.lines.seconds);
     let mut tasks = tokio::task::JoinSet::new();
     for (i, channel) in channels.into_iter().enumerate() {
         let args = args.clone();
@@ -284,7 +239,11 @@ async fn run_line(
     while let Some(r) = tasks.join_next().await {
         all.extend(r??);
     }
-    anyhow::ensure!(!all.is_empty(), "no request finished in {} s", args.seconds);
+    anyhow::ensure!(
+        !all.is_empty(),
+        "no request finished in {} s",
+        args.lines.seconds
+    );
     Ok(Measured::from_latencies(all, started.elapsed()))
 }
 
@@ -311,24 +270,30 @@ async fn client_loop(
             Workload::Write => {
                 c.mutate_row(data::MutateRowRequest {
                     table_name: table_name.clone(),
-                    row_key: key(rng.gen_range(0..args.rows)),
+                    row_key: key(rng.gen_range(0..args.lines.rows)),
                     mutations,
                     ..Default::default()
                 })
                 .await?;
             }
             Workload::Read => {
-                let row_key = key(rng.gen_range(0..args.rows));
+                let row_key = key(rng.gen_range(0..args.lines.rows));
                 let rows = read(&mut c, &table_name, row_set_of_key(row_key.clone()), 0).await?;
                 anyhow::ensure!(rows == 1, "row {row_key:?} read as {rows} rows");
             }
             Workload::Scan => {
-                let start = key(rng.gen_range(0..args.rows - args.scan_rows));
-                let rows = read(&mut c, &table_name, row_set_from(start), args.scan_rows).await?;
+                let start = key(rng.gen_range(0..args.lines.rows - args.lines.scan_rows));
+                let rows = read(
+                    &mut c,
+                    &table_name,
+                    row_set_from(start),
+                    args.lines.scan_rows,
+                )
+                .await?;
                 anyhow::ensure!(
-                    rows == args.scan_rows,
+                    rows == args.lines.scan_rows,
                     "a scan of {} rows read {rows}",
-                    args.scan_rows
+                    args.lines.scan_rows
                 );
             }
         }
@@ -396,11 +361,5 @@ mod tests {
         assert!("127.0.0.1:8086".parse::<Target>().is_err());
         assert!("=127.0.0.1:8086".parse::<Target>().is_err());
         assert!("basalt=".parse::<Target>().is_err());
-    }
-
-    #[test]
-    fn keys_sort_as_their_numbers_do() {
-        // So a scan from a key reads the rows after it.
-        assert!(key(9) < key(10) && key(99_999) < key(100_000));
     }
 }

@@ -20,7 +20,7 @@ use anyhow::Context;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use crate::bench_report::{micros, print_table, Measured, Workload};
+use crate::bench_report::{micros, row_key, Lines, Measured, Workload};
 use rest::{RestClient, RestFormat};
 use thrift::ThriftClient;
 
@@ -51,29 +51,12 @@ pub struct GatewaysArgs {
         default_value = "rest-json,rest-protobuf,thrift"
     )]
     targets: Vec<Target>,
-    /// Rows loaded before the lines run.
-    #[arg(long, default_value_t = 100_000)]
-    rows: u64,
-    #[arg(long, default_value_t = 10)]
-    field_count: u32,
-    #[arg(long, default_value_t = 100)]
-    field_length: usize,
-    /// Rows each scanner reads.
-    #[arg(long, default_value_t = 1000)]
-    scan_rows: u64,
     /// Rows per fetch of a scan's scanner (`scannerGetList`'s count; a REST page of this many rows'
     /// cells).
     #[arg(long, default_value_t = 100)]
     page_rows: u32,
-    /// Concurrent clients of each line.
-    #[arg(long, value_delimiter = ',', default_value = "1,16")]
-    clients: Vec<usize>,
-    /// The lines to run, of each client count.
-    #[arg(long, value_delimiter = ',', default_value = "write,read,scan")]
-    workloads: Vec<Workload>,
-    /// How long each line runs against each target.
-    #[arg(long, default_value_t = 10.0)]
-    seconds: f64,
+    #[command(flatten)]
+    lines: Lines,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -113,54 +96,31 @@ pub trait GatewayClient {
 /// # Errors
 /// A gateway cannot be reached, refuses a request, or answers a read wrongly.
 pub fn run(args: &GatewaysArgs) -> anyhow::Result<()> {
-    anyhow::ensure!(
-        args.rows > args.scan_rows,
-        "--rows ({}) must exceed --scan-rows ({})",
-        args.rows,
-        args.scan_rows
-    );
-    anyhow::ensure!(
-        args.clients.iter().all(|c| *c > 0) && args.page_rows > 0,
-        "--clients and --page-rows must be positive"
-    );
+    args.lines.check()?;
+    anyhow::ensure!(args.page_rows > 0, "--page-rows must be positive");
     let started = Instant::now();
     load(args).context("loading the table through Thrift")?;
     println!(
         "loaded {} rows in {:.1} s",
-        args.rows,
+        args.lines.rows,
         started.elapsed().as_secs_f64()
     );
-    let mut table = Vec::new();
-    for &clients in &args.clients {
-        for &w in &args.workloads {
-            let mut row = Vec::new();
-            for &t in &args.targets {
-                let m = run_line(args, t, w, clients)
-                    .with_context(|| format!("{w} by {clients} clients through {t}"))?;
-                println!(
-                    "[{t}] {w}, {clients} clients: {:.0} ops/s, p50 {} us, p99 {} us",
-                    m.ops_per_sec, m.p50_us, m.p99_us
-                );
-                row.push(m);
-            }
-            table.push((w, clients, row));
-        }
-    }
     let names: Vec<String> = args.targets.iter().map(ToString::to_string).collect();
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
-    print_table(&names, &table);
-    Ok(())
+    args.lines.run(&names, |t, w, clients| {
+        run_line(args, args.targets[t], w, clients)
+    })
 }
 
 fn key(n: u64) -> Vec<u8> {
-    format!("row{n:010}").into_bytes()
+    row_key(n).into_bytes()
 }
 
 /// A whole row's cells: every field, fresh random bytes.
 fn row_cells(args: &GatewaysArgs, rng: &mut StdRng) -> Cells {
-    (0..args.field_count)
+    (0..args.lines.field_count)
         .map(|f| {
-            let value = (0..args.field_length).map(|_| rng.gen()).collect();
+            let value = (0..args.lines.field_length).map(|_| rng.gen()).collect();
             (format!("{FAMILY}:field{f}").into_bytes(), value)
         })
         .collect()
@@ -187,8 +147,8 @@ fn load_stream(args: &GatewaysArgs, stream: u64) -> anyhow::Result<()> {
     let mut c = ThriftClient::connect(&args.thrift)?.on_table(TABLE);
     let mut rng = StdRng::seed_from_u64(stream);
     let mut first = stream * LOAD_BATCH;
-    while first < args.rows {
-        let rows = (first..(first + LOAD_BATCH).min(args.rows))
+    while first < args.lines.rows {
+        let rows = (first..(first + LOAD_BATCH).min(args.lines.rows))
             .map(|n| (key(n), row_cells(args, &mut rng)))
             .collect();
         c.put_rows(rows)?;
@@ -198,7 +158,7 @@ fn load_stream(args: &GatewaysArgs, stream: u64) -> anyhow::Result<()> {
 }
 
 fn connect(args: &GatewaysArgs, t: Target) -> anyhow::Result<Box<dyn GatewayClient>> {
-    let rest = |format| RestClient::connect(&args.rest, TABLE, format, args.field_count);
+    let rest = |format| RestClient::connect(&args.rest, TABLE, format, args.lines.field_count);
     Ok(match t {
         Target::RestJson => Box::new(rest(RestFormat::Json)?),
         Target::RestProtobuf => Box::new(rest(RestFormat::Protobuf)?),
@@ -223,7 +183,7 @@ fn run_line(
                     let client = connect(args, t);
                     // Wait whether or not the connection succeeded, so no one waits forever.
                     ready.wait();
-                    let deadline = Instant::now() + Duration::from_secs_f64(args.seconds);
+                    let deadline = Instant::now() + Duration::from_secs_f64(args.lines.seconds);
                     client_loop(args, client?, w, i as u64, deadline)
                 })
             })
@@ -237,7 +197,11 @@ fn run_line(
                     .map_err(|_| anyhow::anyhow!("a client thread panicked"))??,
             );
         }
-        anyhow::ensure!(!all.is_empty(), "no request finished in {} s", args.seconds);
+        anyhow::ensure!(
+            !all.is_empty(),
+            "no request finished in {} s",
+            args.lines.seconds
+        );
         Ok(Measured::from_latencies(all, started.elapsed()))
     })
 }
@@ -260,24 +224,24 @@ fn client_loop(
         };
         let started = Instant::now();
         match w {
-            Workload::Write => c.put(&key(rng.gen_range(0..args.rows)), &cells)?,
+            Workload::Write => c.put(&key(rng.gen_range(0..args.lines.rows)), &cells)?,
             Workload::Read => {
-                let row = key(rng.gen_range(0..args.rows));
+                let row = key(rng.gen_range(0..args.lines.rows));
                 let n = c.get(&row)?;
                 anyhow::ensure!(
-                    n == args.field_count as usize,
+                    n == args.lines.field_count as usize,
                     "row {} read as {n} cells",
                     String::from_utf8_lossy(&row)
                 );
             }
             Workload::Scan => {
-                let first = rng.gen_range(0..args.rows - args.scan_rows);
-                let (start, stop) = (key(first), key(first + args.scan_rows));
+                let first = rng.gen_range(0..args.lines.rows - args.lines.scan_rows);
+                let (start, stop) = (key(first), key(first + args.lines.scan_rows));
                 let rows = c.scan(&start, &stop, args.page_rows)?;
                 anyhow::ensure!(
-                    rows == args.scan_rows,
+                    rows == args.lines.scan_rows,
                     "a scanner of {} rows read {rows}",
-                    args.scan_rows
+                    args.lines.scan_rows
                 );
             }
         }
@@ -296,14 +260,16 @@ mod tests {
             thrift: String::new(),
             rest: String::new(),
             targets: vec![Target::Thrift],
-            rows: 10,
-            field_count: 3,
-            field_length: 7,
-            scan_rows: 1,
             page_rows: 1,
-            clients: vec![1],
-            workloads: vec![Workload::Read],
-            seconds: 1.0,
+            lines: Lines {
+                rows: 10,
+                field_count: 3,
+                field_length: 7,
+                scan_rows: 1,
+                clients: vec![1],
+                workloads: vec![Workload::Read],
+                seconds: 1.0,
+            },
         };
         let cells = row_cells(&args, &mut StdRng::seed_from_u64(0));
         let columns: Vec<&[u8]> = cells.iter().map(|(c, _)| c.as_slice()).collect();
@@ -312,6 +278,5 @@ mod tests {
             [&b"cf:field0"[..], &b"cf:field1"[..], &b"cf:field2"[..]]
         );
         assert!(cells.iter().all(|(_, v)| v.len() == 7));
-        assert!(key(9) < key(10));
     }
 }
