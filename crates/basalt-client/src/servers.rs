@@ -14,6 +14,15 @@ use basalt_model::{Error, Result};
 use basalt_proto::pb;
 use basalt_proto::pb::admin_client::AdminClient;
 use basalt_proto::status::from_status;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use basalt_proto::transport::Coalesced;
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpStream;
+use tonic::codegen::http::Uri;
+use tonic::codegen::Service;
 use tonic::transport::{Channel, Endpoint};
 
 /// Channels by server name, and which server is the active master.
@@ -39,8 +48,39 @@ fn endpoint(addr: &str) -> Result<Endpoint> {
     };
     Ok(Endpoint::from_shared(uri)
         .map_err(|e| Error::illegal(format!("bad server address {addr}: {e}")))?
-        .connect_timeout(Duration::from_secs(10))
-        .tcp_nodelay(true))
+        .connect_timeout(Duration::from_secs(10)))
+}
+
+/// Opens the TCP connections of the channels: Nagle's algorithm off, and writes gathered
+/// until the connection's task yields (see `basalt_proto::transport`).
+#[derive(Clone, Copy, Debug)]
+struct Connector;
+
+impl Service<Uri> for Connector {
+    type Response = TokioIo<Coalesced<TcpStream>>;
+    type Error = std::io::Error;
+    type Future = Pin<Box<dyn Future<Output = std::io::Result<Self::Response>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, uri: Uri) -> Self::Future {
+        Box::pin(async move {
+            let bad = || {
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    format!("no host and port in {uri}"),
+                )
+            };
+            let host = uri.host().ok_or_else(bad)?;
+            let host = host.trim_start_matches('[').trim_end_matches(']');
+            let port = uri.port_u16().ok_or_else(bad)?;
+            let stream = TcpStream::connect((host, port)).await?;
+            stream.set_nodelay(true)?;
+            Ok(TokioIo::new(Coalesced::new(stream)))
+        })
+    }
 }
 
 impl Servers {
@@ -82,12 +122,15 @@ impl Servers {
     }
 
     async fn ask_seed(&self, seed: &str) -> Result<()> {
-        let channel = endpoint(seed)?.connect().await.map_err(|e| {
-            Error::io(
-                format!("connecting to {seed}"),
-                std::io::Error::new(std::io::ErrorKind::ConnectionRefused, e.to_string()),
-            )
-        })?;
+        let channel = endpoint(seed)?
+            .connect_with_connector(Connector)
+            .await
+            .map_err(|e| {
+                Error::io(
+                    format!("connecting to {seed}"),
+                    std::io::Error::new(std::io::ErrorKind::ConnectionRefused, e.to_string()),
+                )
+            })?;
         let status = AdminClient::new(channel.clone())
             .get_cluster_status(pb::Empty {})
             .await
@@ -142,7 +185,7 @@ impl Servers {
         if let Some(c) = channels.get(name) {
             return Ok(c.clone());
         }
-        let c = endpoint(&server_address(name)?)?.connect_lazy();
+        let c = endpoint(&server_address(name)?)?.connect_with_connector_lazy(Connector);
         channels.insert(name.to_owned(), c.clone());
         Ok(c)
     }

@@ -8,6 +8,7 @@ pub mod convert;
 pub mod fuzzing;
 pub mod schema;
 pub mod status;
+pub mod transport;
 
 /// The generated code of `proto/basalt/v1/basalt.proto`.
 #[allow(

@@ -7,6 +7,7 @@
 pub mod bigtable;
 pub mod budget;
 pub mod cluster;
+mod event_loops;
 pub mod fuzzing;
 pub mod gateway;
 pub mod grpc;
@@ -27,6 +28,7 @@ use basalt_node::{Database, Options};
 use basalt_proto::pb;
 use tokio::net::TcpListener;
 
+use event_loops::EventLoops;
 use grpc::Services;
 use listener::{Accepted, ConnectionLimits};
 
@@ -68,6 +70,9 @@ pub struct ServerConfig {
     /// Bytes of requests in flight the server holds at most, all protocols together
     /// (`hbase.ipc.server.max.callqueue.size`, 1 GiB).
     pub request_budget_bytes: usize,
+    /// Threads serving the native API's connections, each a connection's only thread
+    /// (`hbase.netty.eventloop.rpcserver.thread.count`); one per core by default.
+    pub event_loops: usize,
 }
 
 impl Default for ServerConfig {
@@ -85,6 +90,7 @@ impl Default for ServerConfig {
             info_limits: ConnectionLimits::info(),
             shutdown_grace: Duration::from_secs(30),
             request_budget_bytes: budget::DEFAULT_REQUEST_BUDGET_BYTES,
+            event_loops: EventLoops::default_count(),
         }
     }
 }
@@ -104,6 +110,7 @@ pub struct Server {
     budget: Arc<budget::RequestBudget>,
     /// A cluster region server's `RegionServerAdmin`, served beside the native API.
     region_server_admin: Option<cluster::RegionServerAdminService>,
+    event_loops: usize,
 }
 
 impl Server {
@@ -129,6 +136,7 @@ impl Server {
             shutdown_grace: config.shutdown_grace,
             budget: budget::RequestBudget::new(config.request_budget_bytes),
             region_server_admin,
+            event_loops: config.event_loops,
         }
     }
 
@@ -207,6 +215,7 @@ impl Server {
             shutdown_grace: config.shutdown_grace,
             budget,
             region_server_admin: None,
+            event_loops: config.event_loops,
         })
     }
 
@@ -280,6 +289,7 @@ impl Server {
             shutdown_grace,
             budget,
             region_server_admin,
+            event_loops,
         } = self;
         // One shutdown signal for both listeners.
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
@@ -310,29 +320,10 @@ impl Server {
         let node = services.node.clone();
         let native = Accepted::start(listener, limits.0, "native API")
             .map_err(|e| ServerError(format!("serving the native API: {e}")))?;
-        // A live client answers the server's pings, so a call that runs longer than the idle
-        // deadline (a major compaction, say) keeps its connection; a peer that answers
-        // nothing is closed by the deadline.
-        let ping = (limits.0.idle / 3).min(Duration::from_secs(30));
-        let serving = tonic::transport::Server::builder()
-            .http2_keepalive_interval(Some(ping))
-            .http2_keepalive_timeout(Some(ping))
-            .add_service(budget::Budgeted::new(
-                pb::admin_server::AdminServer::new(services.clone())
-                    .max_decoding_message_size(MAX_MESSAGE_BYTES)
-                    .max_encoding_message_size(MAX_MESSAGE_BYTES),
-                Arc::clone(&budget),
-            ))
-            .add_optional_service(
-                region_server_admin.map(cluster::RegionServerAdminService::into_server),
-            )
-            .add_service(budget::Budgeted::new(
-                pb::table_server::TableServer::new(services)
-                    .max_decoding_message_size(MAX_MESSAGE_BYTES)
-                    .max_encoding_message_size(MAX_MESSAGE_BYTES),
-                budget,
-            ))
-            .serve_with_incoming_shutdown(native.into_stream(), stopped(stop_rx));
+        let router = native_router(services, region_server_admin, budget, limits.0);
+        let serving = EventLoops::start("basalt-rpc", event_loops, &router, native, &stop_rx)
+            .map_err(|e| ServerError(format!("starting the native API's event loops: {e}")))?
+            .stopped();
         let finishing = async move {
             let result = serving.await;
             if let Some(info) = info {
@@ -351,6 +342,38 @@ impl Server {
             None => Ok(()),
         }
     }
+}
+
+/// The native API's services: administration, the region server's (in a cluster), and
+/// tables, each within the request budget.
+fn native_router(
+    services: Services,
+    region_server_admin: Option<cluster::RegionServerAdminService>,
+    budget: Arc<budget::RequestBudget>,
+    limits: ConnectionLimits,
+) -> tonic::transport::server::Router {
+    // A live client answers the server's pings, so a call that runs longer than the idle
+    // deadline (a major compaction, say) keeps its connection; a peer that answers
+    // nothing is closed by the deadline.
+    let ping = (limits.idle / 3).min(Duration::from_secs(30));
+    tonic::transport::Server::builder()
+        .http2_keepalive_interval(Some(ping))
+        .http2_keepalive_timeout(Some(ping))
+        .add_service(budget::Budgeted::new(
+            pb::admin_server::AdminServer::new(services.clone())
+                .max_decoding_message_size(MAX_MESSAGE_BYTES)
+                .max_encoding_message_size(MAX_MESSAGE_BYTES),
+            Arc::clone(&budget),
+        ))
+        .add_optional_service(
+            region_server_admin.map(cluster::RegionServerAdminService::into_server),
+        )
+        .add_service(budget::Budgeted::new(
+            pb::table_server::TableServer::new(services)
+                .max_decoding_message_size(MAX_MESSAGE_BYTES)
+                .max_encoding_message_size(MAX_MESSAGE_BYTES),
+            budget,
+        ))
 }
 
 /// Binds the REST gateway over the server's connection, when it is on.

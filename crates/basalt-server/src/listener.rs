@@ -82,6 +82,7 @@ pub struct Guarded {
     _permit: OwnedSemaphorePermit,
     deadline: Pin<Box<Sleep>>,
     idle: Duration,
+    first_byte: Duration,
 }
 
 impl Guarded {
@@ -91,7 +92,48 @@ impl Guarded {
             _permit: permit,
             deadline: Box::pin(tokio::time::sleep(limits.first_byte)),
             idle: limits.idle,
+            first_byte: limits.first_byte,
         }
+    }
+
+    /// The connection taken off the current runtime's reactor and timers, to be served by
+    /// another runtime (an event loop).
+    ///
+    /// # Errors
+    /// The socket could not be deregistered.
+    pub fn unbind(self) -> io::Result<Unbound> {
+        Ok(Unbound {
+            socket: self.inner.into_std()?,
+            permit: self._permit,
+            limits: ConnectionLimits {
+                max_connections: 0,
+                first_byte: self.first_byte,
+                idle: self.idle,
+            },
+        })
+    }
+}
+
+/// An accepted connection on its way to the runtime that will serve it, holding its permit.
+#[derive(Debug)]
+pub struct Unbound {
+    socket: std::net::TcpStream,
+    permit: OwnedSemaphorePermit,
+    /// The deadlines (the cap is the listener's business).
+    limits: ConnectionLimits,
+}
+
+impl Unbound {
+    /// The connection on the current runtime, its first-byte deadline started afresh.
+    ///
+    /// # Errors
+    /// The socket could not be registered with the runtime's reactor.
+    pub fn bind(self) -> io::Result<Guarded> {
+        Ok(Guarded::new(
+            TcpStream::from_std(self.socket)?,
+            self.permit,
+            self.limits,
+        ))
     }
 }
 
@@ -211,10 +253,9 @@ impl Accepted {
         Ok(Accepted { rx, local })
     }
 
-    /// The connections as a stream, for tonic.
-    pub fn into_stream(self) -> impl tokio_stream::Stream<Item = io::Result<Guarded>> {
-        use tokio_stream::StreamExt;
-        tokio_stream::wrappers::ReceiverStream::new(self.rx).map(|(c, _)| Ok(c))
+    /// The next connection; `None` once accepting stopped.
+    pub async fn next(&mut self) -> Option<Guarded> {
+        self.rx.recv().await.map(|(c, _)| c)
     }
 }
 

@@ -1,0 +1,138 @@
+//! The gRPC servers' event loops: one single-threaded runtime per core, each serving the
+//! connections handed to it from their first frame to their last, as Netty's event loop
+//! group serves HBase's RPC.
+//!
+//! On tokio's work-stealing runtime a call's tasks (the connection's, the stream's, the
+//! engine's answer) hop between worker threads: every hop wakes a parked worker through a
+//! futex and switches context, and on two cores that cost more than the call itself. A
+//! connection bound to one loop never hops; the loops share the load by taking connections
+//! in turn. Calls that may wait on the disk still go to each loop's blocking pool.
+//!
+//! A connection's socket is moved to its loop's reactor before its first read (the accepting
+//! task registered it with the main runtime's), and is wrapped there in
+//! [`Coalesced`](basalt_proto::transport::Coalesced), so an answer's frames leave in one
+//! write.
+//!
+//! # Thread safety
+//! Each loop is a thread that owns its runtime. The connections reach it over a channel; the
+//! stop signal is shared. A loop's thread drops its runtime before it reports that it stopped,
+//! so nothing it ran outlives the report.
+
+use std::io;
+
+use basalt_proto::transport::Coalesced;
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio_stream::wrappers::ReceiverStream;
+use tokio_stream::StreamExt;
+use tonic::transport::server::Router;
+
+use crate::listener::{Accepted, Guarded, Unbound};
+
+/// Connections waiting for a loop to take them.
+const HANDOFF_QUEUE: usize = 64;
+
+/// The event loops serving one gRPC listener.
+pub struct EventLoops {
+    /// How each loop ends: `Ok` once it stopped serving, or the transport's error.
+    stopped: Vec<oneshot::Receiver<Result<(), String>>>,
+}
+
+impl EventLoops {
+    /// One loop per core, as many as the machine runs at once.
+    #[must_use]
+    pub fn default_count() -> usize {
+        std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
+    }
+
+    /// Starts `count` loops named `name-N`, each serving `router` to the connections it is
+    /// handed, and the task (on the current runtime) that hands out `accepted`'s connections
+    /// in turn. They stop serving once `stop` holds `true`.
+    ///
+    /// # Errors
+    /// A loop's thread or runtime could not start.
+    pub fn start(
+        name: &str,
+        count: usize,
+        router: &Router,
+        accepted: Accepted,
+        stop: &watch::Receiver<bool>,
+    ) -> io::Result<EventLoops> {
+        let mut handoffs = Vec::new();
+        let mut stopped = Vec::new();
+        for n in 0..count.max(1) {
+            let (tx, rx) = mpsc::channel::<Unbound>(HANDOFF_QUEUE);
+            let (done_tx, done_rx) = oneshot::channel();
+            let router = router.clone();
+            let mut stop = stop.clone();
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .thread_name(format!("{name}-{n}"))
+                .enable_all()
+                .build()?;
+            std::thread::Builder::new()
+                .name(format!("{name}-{n}"))
+                .spawn(move || {
+                    let incoming =
+                        ReceiverStream::new(rx).map(|c| c.bind().map(Coalesced::<Guarded>::new));
+                    let stopping = async move {
+                        let _ = stop.wait_for(|s| *s).await;
+                    };
+                    let served = runtime
+                        .block_on(router.serve_with_incoming_shutdown(incoming, stopping))
+                        .map_err(|e| e.to_string());
+                    drop(runtime);
+                    let _ = done_tx.send(served);
+                })?;
+            handoffs.push(tx);
+            stopped.push(done_rx);
+        }
+        tokio::spawn(hand_out(accepted, handoffs));
+        Ok(EventLoops { stopped })
+    }
+
+    /// Waits until every loop stopped; the first error any of them met.
+    ///
+    /// # Errors
+    /// A loop's transport failed, or its thread ended without saying how.
+    pub async fn stopped(self) -> Result<(), String> {
+        let mut first = Ok(());
+        for loop_stopped in self.stopped {
+            let outcome = loop_stopped
+                .await
+                .unwrap_or_else(|_| Err("an event loop's thread ended abruptly".to_owned()));
+            if first.is_ok() {
+                first = outcome;
+            }
+        }
+        first
+    }
+}
+
+/// Hands the accepted connections to the loops in turn, until accepting or every loop stops.
+async fn hand_out(mut accepted: Accepted, handoffs: Vec<mpsc::Sender<Unbound>>) {
+    let mut next = 0;
+    while let Some(conn) = accepted.next().await {
+        let conn = match conn.unbind() {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::debug!(error = %e, "an accepted connection failed before it was served");
+                continue;
+            }
+        };
+        // A loop that stopped is passed over; when none is left, accepting ends.
+        let mut conn = conn;
+        let mut tried = 0;
+        loop {
+            if tried == handoffs.len() {
+                return;
+            }
+            let tx = &handoffs[next % handoffs.len()];
+            next += 1;
+            tried += 1;
+            match tx.send(conn).await {
+                Ok(()) => break,
+                Err(mpsc::error::SendError(c)) => conn = c,
+            }
+        }
+    }
+}
