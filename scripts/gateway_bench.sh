@@ -13,7 +13,7 @@ dir=$(realpath -m "${1:-./basalt-gateway-bench}")
 basalt=${BASALT:-basalt}
 rm -rf "$dir/data"
 mkdir -p "$dir/data" "$dir/logs"
-coproc server { "$basalt" server --bind 127.0.0.1 --port 0 --info-port 0 --bigtable-port 0 \
+coproc server { exec "$basalt" server --bind 127.0.0.1 --port 0 --info-port 0 --bigtable-port 0 \
   --thrift-port 0 --rest-port 0 --data-dir "$dir/data" 2> "$dir/logs/basalt.log"; }
 trap 'kill "$server_PID" 2>/dev/null; wait' EXIT INT TERM
 # The server prints a line per listener once it serves; take the two gateways' addresses.

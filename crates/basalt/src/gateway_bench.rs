@@ -25,7 +25,7 @@ use rest::{RestClient, RestFormat};
 use thrift::ThriftClient;
 
 mod rest;
-mod thrift;
+pub mod thrift;
 
 const TABLE: &str = "bench";
 const FAMILY: &str = "cf";

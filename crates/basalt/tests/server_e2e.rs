@@ -587,11 +587,21 @@ fn headless_dom(url: &str) -> String {
     std::fs::read_to_string(dom_path).unwrap()
 }
 
-/// `basalt bench ycsb` runs each core workload against a server and reports per operation.
+/// `basalt bench ycsb` runs each core workload against a server, through the native API
+/// and through the Thrift gateway, and reports per operation; every read of a loaded
+/// record found all its fields (the tool fails otherwise).
 #[test]
 fn ycsb_runs_every_core_workload() {
     let dir = tempfile::tempdir().unwrap();
-    let server = ServerProcess::start(dir.path(), &[]);
+    let mut server = ServerProcess::start(dir.path(), &[]);
+    let (thrift, _) = server.gateway_addrs();
+    for (api, addr) in [("native", server.addr.clone()), ("thrift", thrift)] {
+        ycsb_runs_every_core_workload_through(api, &addr);
+    }
+    server.stop();
+}
+
+fn ycsb_runs_every_core_workload_through(api: &str, addr: &str) {
     for (w, ops) in [
         ('a', &["READ", "UPDATE"][..]),
         ('b', &["READ", "UPDATE"]),
@@ -606,8 +616,10 @@ fn ycsb_runs_every_core_workload() {
                 "ycsb",
                 "--workload",
                 &w.to_string(),
+                "--api",
+                api,
                 "--server",
-                &server.addr,
+                addr,
             ])
             .args(["--records", "300", "--operations", "400", "--threads", "2"])
             .output()
@@ -615,7 +627,7 @@ fn ycsb_runs_every_core_workload() {
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(
             out.status.success(),
-            "{w}: {}",
+            "{api} {w}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
         assert!(text.contains("[LOAD], Throughput(ops/sec), "), "{text}");
@@ -632,9 +644,8 @@ fn ycsb_runs_every_core_workload() {
                 .unwrap();
             total += line.rsplit(' ').next().unwrap().parse::<u64>().unwrap();
         }
-        assert_eq!(total, 400, "{w}: {text}");
+        assert_eq!(total, 400, "{api} {w}: {text}");
     }
-    server.stop();
 }
 
 /// `basalt bench gateways`: every line through REST (JSON and protobuf) and Thrift, with

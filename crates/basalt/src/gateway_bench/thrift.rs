@@ -81,6 +81,20 @@ impl ThriftClient {
             .mutate_rows(self.table.clone(), batches, BTreeMap::new())?;
         Ok(())
     }
+
+    /// Reads `rows` rows from `start` on, as happybase's `scan(row_start, limit)` does: a
+    /// scanner opened, one fetch, closed. How many rows it read.
+    pub fn scan_rows(&mut self, start: &[u8], rows: u64) -> anyhow::Result<usize> {
+        let id = self.client.scanner_open(
+            self.table.clone(),
+            start.to_vec(),
+            Vec::new(),
+            BTreeMap::new(),
+        )?;
+        let got = self.client.scanner_get_list(id, i32::try_from(rows)?)?;
+        self.client.scanner_close(id)?;
+        Ok(got.len())
+    }
 }
 
 fn mutations(cells: &[(Vec<u8>, Vec<u8>)]) -> Vec<Mutation> {
