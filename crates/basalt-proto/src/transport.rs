@@ -54,11 +54,6 @@ impl<T> Coalesced<T> {
             deferred: false,
         }
     }
-
-    /// The wrapped connection.
-    pub fn get_ref(&self) -> &T {
-        &self.inner
-    }
 }
 
 impl<T: AsyncWrite + Unpin> Coalesced<T> {
@@ -215,6 +210,14 @@ mod tests {
         }
     }
 
+    /// The value of a call that must be done at once.
+    fn done<T: std::fmt::Debug>(p: Poll<io::Result<T>>) -> T {
+        match p {
+            Poll::Ready(Ok(v)) => v,
+            other => panic!("expected a finished call, got {other:?}"),
+        }
+    }
+
     #[tokio::test]
     async fn the_first_flush_wakes_the_task_and_the_second_writes_everything() {
         let (mut ours, mut peer) = pair().await;
@@ -222,38 +225,16 @@ mod tests {
         let waker = std::task::Waker::from(Arc::clone(&wakes));
         let mut cx = Context::from_waker(&waker);
         let mut io = Pin::new(&mut ours);
-        assert!(matches!(
-            io.as_mut().poll_write(&mut cx, b"head"),
-            Poll::Ready(Ok(4))
-        ));
+        assert_eq!(done(io.as_mut().poll_write(&mut cx, b"head")), 4);
         let parts = [io::IoSlice::new(b"-da"), io::IoSlice::new(b"ta")];
-        assert!(matches!(
-            io.as_mut().poll_write_vectored(&mut cx, &parts),
-            Poll::Ready(Ok(5))
-        ));
-        assert!(matches!(
-            io.as_mut().poll_flush(&mut cx),
-            Poll::Ready(Ok(()))
-        ));
-        assert_eq!(
-            wakes.0.load(Ordering::SeqCst),
-            1,
-            "the early answer owes a wake-up"
-        );
+        assert_eq!(done(io.as_mut().poll_write_vectored(&mut cx, &parts)), 5);
+        done(io.as_mut().poll_flush(&mut cx));
+        let woken = || wakes.0.load(Ordering::SeqCst);
+        assert_eq!(woken(), 1, "the early answer owes a wake-up");
         assert!(!received_any(&peer), "the first flush only gathers");
-        assert!(matches!(
-            io.as_mut().poll_write(&mut cx, b"-tail"),
-            Poll::Ready(Ok(5))
-        ));
-        assert!(matches!(
-            io.as_mut().poll_flush(&mut cx),
-            Poll::Ready(Ok(()))
-        ));
-        assert_eq!(
-            wakes.0.load(Ordering::SeqCst),
-            1,
-            "a real flush owes nothing"
-        );
+        assert_eq!(done(io.as_mut().poll_write(&mut cx, b"-tail")), 5);
+        done(io.as_mut().poll_flush(&mut cx));
+        assert_eq!(woken(), 1, "a real flush owes nothing");
         let mut got = [0u8; 14];
         peer.read_exact(&mut got).await.unwrap();
         assert_eq!(&got, b"head-data-tail");
