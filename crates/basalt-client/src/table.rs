@@ -39,6 +39,8 @@ pub struct Table {
 pub(crate) struct Location {
     pub info: RegionInfo,
     pub server: String,
+    /// `info`'s encoded name, which every call names its region by (an MD5, made once).
+    pub encoded_name: String,
 }
 
 /// A table's cached regions, shared by every handle of one connection.
@@ -111,9 +113,14 @@ impl Table {
             regions
                 .regions
                 .into_iter()
-                .map(|r| Location {
-                    server: r.server.clone(),
-                    info: region_from_pb(r),
+                .map(|mut r| {
+                    let server = std::mem::take(&mut r.server);
+                    let info = region_from_pb(r);
+                    Location {
+                        server,
+                        encoded_name: info.encoded_name(&self.name),
+                        info,
+                    }
                 })
                 .collect(),
         );
@@ -162,7 +169,7 @@ impl Table {
                         self.name
                     )));
                 };
-                let region = Some(l.info.encoded_name(&self.name));
+                let region = Some(l.encoded_name.clone());
                 call(self.client(&l.server)?, region)
                     .await
                     .map_err(|s| from_status(&s))
