@@ -1,5 +1,5 @@
-//! The gRPC servers' event loops: one single-threaded runtime per core, each serving the
-//! connections handed to it from their first frame to their last, as Netty's event loop
+//! The gRPC servers' event loops: one runtime with a single worker per core, each serving
+//! the connections handed to it from their first frame to their last, as Netty's event loop
 //! group serves HBase's RPC.
 //!
 //! On tokio's work-stealing runtime a call's tasks (the connection's, the stream's, the
@@ -8,13 +8,20 @@
 //! connection bound to one loop never hops; the loops share the load by taking connections
 //! in turn. Calls that may wait on the disk still go to each loop's blocking pool.
 //!
+//! A loop is a one-worker multi-thread runtime rather than a current-thread one for its LIFO
+//! slot: the task a wake-up names runs next, so a connection writes each answer as soon as
+//! its stream finishes. On a current-thread runtime the connection waited behind every other
+//! ready stream, answers left in lock-step batches, and client and server took turns idling
+//! (20k against 37k reads a second, YCSB C on two cores). The loop's own thread drives only
+//! the accepting side.
+//!
 //! A connection's socket is moved to its loop's reactor before its first read (the accepting
 //! task registered it with the main runtime's), and is wrapped there in
 //! [`Coalesced`](basalt_proto::transport::Coalesced), so an answer's frames leave in one
 //! write.
 //!
 //! # Thread safety
-//! Each loop is a thread that owns its runtime. The connections reach it over a channel; the
+//! Each loop is a thread that owns its runtime and its worker. The connections reach it over a channel; the
 //! stop signal is shared. A loop's thread drops its runtime before it reports that it stopped,
 //! so nothing it ran outlives the report.
 
