@@ -6,7 +6,10 @@
 //! own name and the active master's, which is how the client finds the rest.
 
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Mutex;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use basalt_model::name::server_address;
@@ -14,10 +17,6 @@ use basalt_model::{Error, Result};
 use basalt_proto::pb;
 use basalt_proto::pb::admin_client::AdminClient;
 use basalt_proto::status::from_status;
-use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll};
-
 use basalt_proto::transport::Coalesced;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;

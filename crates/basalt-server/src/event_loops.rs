@@ -119,7 +119,7 @@ impl EventLoops {
 async fn hand_out(mut accepted: Accepted, handoffs: Vec<mpsc::Sender<Unbound>>) {
     let mut next = 0;
     while let Some(conn) = accepted.next().await {
-        let conn = match conn.unbind() {
+        let mut conn = match conn.unbind() {
             Ok(c) => c,
             Err(e) => {
                 tracing::debug!(error = %e, "an accepted connection failed before it was served");
@@ -127,7 +127,6 @@ async fn hand_out(mut accepted: Accepted, handoffs: Vec<mpsc::Sender<Unbound>>) 
             }
         };
         // A loop that stopped is passed over; when none is left, accepting ends.
-        let mut conn = conn;
         let mut tried = 0;
         loop {
             if tried == handoffs.len() {
@@ -141,5 +140,51 @@ async fn hand_out(mut accepted: Accepted, handoffs: Vec<mpsc::Sender<Unbound>>) 
                 Err(mpsc::error::SendError(c)) => conn = c,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::net::{TcpListener, TcpStream};
+    use tonic::transport::server::Connected;
+
+    use super::*;
+    use crate::listener::ConnectionLimits;
+
+    /// The client address of the next connection a loop was handed.
+    async fn next_peer(rx: &mut mpsc::Receiver<Unbound>) -> std::net::SocketAddr {
+        let conn = rx.recv().await.expect("a connection");
+        conn.bind().unwrap().connect_info().remote_addr().unwrap()
+    }
+
+    /// Connections go to the loops in turn; a loop that stopped is passed over, and once no
+    /// loop is left the handing out ends.
+    #[tokio::test]
+    async fn connections_go_to_the_loops_in_turn_passing_over_stopped_ones() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let accepted = Accepted::start(listener, ConnectionLimits::native(), "test").unwrap();
+        let (tx0, mut rx0) = mpsc::channel(8);
+        let (tx1, mut rx1) = mpsc::channel(8);
+        let handing = tokio::spawn(hand_out(accepted, vec![tx0, tx1]));
+        let mut clients = Vec::new();
+        for _ in 0..4 {
+            clients.push(TcpStream::connect(addr).await.unwrap());
+        }
+        let peer = |i: usize| clients[i].local_addr().unwrap();
+        assert_eq!(next_peer(&mut rx0).await, peer(0));
+        assert_eq!(next_peer(&mut rx1).await, peer(1));
+        assert_eq!(next_peer(&mut rx0).await, peer(2));
+        assert_eq!(next_peer(&mut rx1).await, peer(3));
+        drop(rx0);
+        for _ in 0..2 {
+            clients.push(TcpStream::connect(addr).await.unwrap());
+        }
+        let peer = |i: usize| clients[i].local_addr().unwrap();
+        assert_eq!(next_peer(&mut rx1).await, peer(4));
+        assert_eq!(next_peer(&mut rx1).await, peer(5));
+        drop(rx1);
+        let _last = TcpStream::connect(addr).await.unwrap();
+        handing.await.unwrap();
     }
 }

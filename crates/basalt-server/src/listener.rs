@@ -79,20 +79,18 @@ impl ConnectionLimits {
 #[derive(Debug)]
 pub struct Guarded {
     inner: TcpStream,
-    _permit: OwnedSemaphorePermit,
+    permit: OwnedSemaphorePermit,
     deadline: Pin<Box<Sleep>>,
-    idle: Duration,
-    first_byte: Duration,
+    limits: ConnectionLimits,
 }
 
 impl Guarded {
     fn new(inner: TcpStream, permit: OwnedSemaphorePermit, limits: ConnectionLimits) -> Self {
         Guarded {
             inner,
-            _permit: permit,
+            permit,
             deadline: Box::pin(tokio::time::sleep(limits.first_byte)),
-            idle: limits.idle,
-            first_byte: limits.first_byte,
+            limits,
         }
     }
 
@@ -104,12 +102,8 @@ impl Guarded {
     pub fn unbind(self) -> io::Result<Unbound> {
         Ok(Unbound {
             socket: self.inner.into_std()?,
-            permit: self._permit,
-            limits: ConnectionLimits {
-                max_connections: 0,
-                first_byte: self.first_byte,
-                idle: self.idle,
-            },
+            permit: self.permit,
+            limits: self.limits,
         })
     }
 }
@@ -119,7 +113,6 @@ impl Guarded {
 pub struct Unbound {
     socket: std::net::TcpStream,
     permit: OwnedSemaphorePermit,
-    /// The deadlines (the cap is the listener's business).
     limits: ConnectionLimits,
 }
 
@@ -147,7 +140,7 @@ impl AsyncRead for Guarded {
         match Pin::new(&mut self.inner).poll_read(cx, buf) {
             Poll::Ready(Ok(())) => {
                 if buf.filled().len() > before {
-                    let next = Instant::now() + self.idle;
+                    let next = Instant::now() + self.limits.idle;
                     self.deadline.as_mut().reset(next);
                 }
                 Poll::Ready(Ok(()))

@@ -224,6 +224,11 @@ fn put_of(key: &str, values: Vec<Vec<u8>>) -> Put {
     p
 }
 
+/// An update of one field.
+fn field_put(key: &str, field: u32, value: &[u8]) -> Put {
+    Put::new(key.to_owned()).add(FAMILY, workload::field_name(field), value.to_vec())
+}
+
 async fn load_native(args: YcsbArgs, t: Table, worker: u64) -> anyhow::Result<Measured> {
     let mut rng = StdRng::seed_from_u64(worker);
     let shape = args.shape();
@@ -262,12 +267,7 @@ async fn run_thread_native(
         match &request {
             Request::Read(key) => read_native(&t, key, &shape).await?,
             Request::Update { key, field, value } => {
-                t.put(Put::new(key.clone()).add(
-                    FAMILY,
-                    workload::field_name(*field),
-                    value.clone(),
-                ))
-                .await?;
+                t.put(field_put(key, *field, value)).await?;
             }
             Request::Insert { key, values } => t.put(put_of(key, values.clone())).await?,
             Request::Scan { start, rows } => {
@@ -278,12 +278,7 @@ async fn run_thread_native(
             }
             Request::ReadModifyWrite { key, field, value } => {
                 read_native(&t, key, &shape).await?;
-                t.put(Put::new(key.clone()).add(
-                    FAMILY,
-                    workload::field_name(*field),
-                    value.clone(),
-                ))
-                .await?;
+                t.put(field_put(key, *field, value)).await?;
             }
         }
         latencies.push((request.op(), micros(started.elapsed())));

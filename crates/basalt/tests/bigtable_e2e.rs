@@ -79,18 +79,12 @@ fn a_cbt_session_and_the_hbase_shell_see_the_same_table() {
 fn the_bigtable_bench_measures_every_line_on_both_targets() {
     let basalt = BasaltServer::start();
     let emulator = Emulator::start();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_basalt"))
-        .args(["bench", "bigtable", "--rows", "2000", "--scan-rows", "100"])
-        .args(["--seconds", "0.3", "--clients", "1,4"])
-        .args(["--target", &format!("basalt={}", basalt.bigtable)])
-        .args(["--target", &format!("emulator={}", emulator.addr)])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}{}",
-        String::from_utf8_lossy(&out.stderr)
+    let text = bench_table::stdout_of(
+        std::process::Command::new(env!("CARGO_BIN_EXE_basalt"))
+            .args(["bench", "bigtable", "--rows", "2000", "--scan-rows", "100"])
+            .args(["--seconds", "0.3", "--clients", "1,4"])
+            .args(["--target", &format!("basalt={}", basalt.bigtable)])
+            .args(["--target", &format!("emulator={}", emulator.addr)]),
     );
     let rows = bench_table::rows(&text);
     let lines = ["single-row writes", "point reads", "scans"];

@@ -610,25 +610,11 @@ fn ycsb_runs_every_core_workload_through(api: &str, addr: &str) {
         ('e', &["SCAN", "INSERT"]),
         ('f', &["READ", "READ-MODIFY-WRITE"]),
     ] {
-        let out = Command::new(env!("CARGO_BIN_EXE_basalt"))
-            .args([
-                "bench",
-                "ycsb",
-                "--workload",
-                &w.to_string(),
-                "--api",
-                api,
-                "--server",
-                addr,
-            ])
-            .args(["--records", "300", "--operations", "400", "--threads", "2"])
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success(),
-            "{api} {w}: {}",
-            String::from_utf8_lossy(&out.stderr)
+        let text = bench_table::stdout_of(
+            Command::new(env!("CARGO_BIN_EXE_basalt"))
+                .args(["bench", "ycsb", "--workload", &w.to_string()])
+                .args(["--api", api, "--server", addr])
+                .args(["--records", "300", "--operations", "400", "--threads", "2"]),
         );
         assert!(text.contains("[LOAD], Throughput(ops/sec), "), "{text}");
         assert!(text.contains("[OVERALL], Throughput(ops/sec), "), "{text}");
@@ -656,17 +642,11 @@ async fn the_gateway_bench_measures_every_line_on_each_gateway() {
     let dir = tempfile::tempdir().unwrap();
     let mut server = ServerProcess::start(dir.path(), &[]);
     let (thrift, rest) = server.gateway_addrs();
-    let out = Command::new(env!("CARGO_BIN_EXE_basalt"))
-        .args(["bench", "gateways", "--thrift", &thrift, "--rest", &rest])
-        .args(["--rows", "2000", "--scan-rows", "100", "--page-rows", "7"])
-        .args(["--seconds", "0.3", "--clients", "1,3"])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}{}",
-        String::from_utf8_lossy(&out.stderr)
+    let text = bench_table::stdout_of(
+        std::process::Command::new(env!("CARGO_BIN_EXE_basalt"))
+            .args(["bench", "gateways", "--thrift", &thrift, "--rest", &rest])
+            .args(["--rows", "2000", "--scan-rows", "100", "--page-rows", "7"])
+            .args(["--seconds", "0.3", "--clients", "1,3"]),
     );
     let rows = bench_table::rows(&text);
     let lines = ["single-row writes", "point reads", "scans"];

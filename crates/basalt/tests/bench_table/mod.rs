@@ -1,4 +1,17 @@
-//! Reading the Markdown table that `basalt bench bigtable` and `basalt bench gateways` print.
+//! Running `basalt bench` commands, and reading the Markdown table that `basalt bench
+//! bigtable` and `basalt bench gateways` print.
+
+/// The standard output of a `basalt bench` command, which must succeed.
+pub fn stdout_of(cmd: &mut std::process::Command) -> String {
+    let out = cmd.output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
 
 /// The table's body rows, each split into its cells.
 pub fn rows(text: &str) -> Vec<Vec<&str>> {
