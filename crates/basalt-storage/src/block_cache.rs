@@ -311,12 +311,8 @@ mod tests {
 
     fn data(_n: usize) -> Block {
         use bytes::Bytes;
-        Block::Data(Arc::new(DataBlock::new(
-            Bytes::new(),
-            Bytes::new(),
-            Bytes::new(),
-            Vec::new(),
-        )))
+        let empty = Bytes::from_static(&[0; 4]);
+        Block::Data(Arc::new(DataBlock::new(Bytes::new(), empty).unwrap()))
     }
 
     fn key(file: u64, offset: u64) -> BlockKey {

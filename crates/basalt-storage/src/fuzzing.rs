@@ -20,18 +20,28 @@ pub fn wal_segment(data: &[u8]) {
     });
 }
 
-/// A stored data block: frame (codec and checksum), then the prefix-compressed cells.
+/// A stored data block: frame (codec and checksum), then the cells, read as both format
+/// versions' layouts.
 pub fn data_block(data: &[u8]) {
-    if let Ok(body) = block::unframe(data, Path::new(PATH), 0) {
-        let _ = block::decode_data_block(body, &Bytes::from_static(b"f"), Path::new(PATH), 0);
+    let bodies = |body: Bytes| {
+        let (family, path) = (&Bytes::from_static(b"f"), Path::new(PATH));
+        let legacy = block::decode_legacy_data_block(&body, family, path, 0);
+        // A block that decodes is read whole: its accessors trust the checks made here.
+        for b in [legacy, block::decode_data_block(body, family, path, 0)]
+            .iter()
+            .flatten()
+        {
+            for i in 0..b.len() {
+                let c = b.cell(i);
+                let _ = (b.lower_bound(&c), b.row(i), b.seq_id(i));
+            }
+        }
+    };
+    if let Ok(body) = block::unframe(data.to_vec(), Path::new(PATH), 0) {
+        bodies(body);
     }
     // The body alone too: the checksum would stop most mutations before the decoder.
-    let _ = block::decode_data_block(
-        Bytes::copy_from_slice(data),
-        &Bytes::from_static(b"f"),
-        Path::new(PATH),
-        0,
-    );
+    bodies(Bytes::copy_from_slice(data));
 }
 
 /// An index block body.

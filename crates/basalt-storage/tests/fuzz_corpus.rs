@@ -18,13 +18,18 @@ use std::path::{Path, PathBuf};
 use basalt_model::{BloomType, Cell, ColumnFamilyDescriptor, Compression};
 use basalt_storage::env::Env;
 use basalt_storage::fuzzing;
-use basalt_storage::storefile::block::{decode_data_block, unframe};
-use basalt_storage::storefile::{decode_index_block, parse_trailer, Bloom, StoreFileWriter};
+use basalt_storage::storefile::block::{decode_data_block, decode_legacy_data_block, unframe};
+use basalt_storage::storefile::{
+    decode_index_block, parse_trailer, Bloom, StoreFileWriter, FORMAT_VERSION,
+};
 use basalt_storage::wal::replay::{decode_segment, DecodedSegment};
 use basalt_storage::wal::{Wal, WalEdit};
 use bytes::Bytes;
 
 type Target = (&'static str, fn(&[u8]));
+
+/// Data block seeds written by store file format version 1, before version 2's seeds.
+const LEGACY_DATA_BLOCK_SEEDS: usize = 20;
 
 const TARGETS: [Target; 6] = [
     ("wal_segment", fuzzing::wal_segment),
@@ -126,11 +131,16 @@ fn wal_seeds_decode_to_what_they_held_and_damage_is_refused() {
 fn store_file_seeds_decode_to_what_they_held() {
     let held = cells();
     let family = Bytes::from_static(b"f");
-    // Four data blocks of each codec's file, in the order of `store_file_pieces`.
-    for n in 1..=20 {
+    // Four data blocks of each codec's file, in the order of `store_file_pieces`: seeds 1 to
+    // 20 written by format version 1 (prefix-compressed keys), 21 to 40 by version 2.
+    for n in 1..=40 {
         let data = seed("data_block", n);
-        let body = unframe(&data, Path::new("seed"), 0).unwrap();
-        let block = decode_data_block(body, &family, Path::new("seed"), 0).unwrap();
+        let body = unframe(data, Path::new("seed"), 0).unwrap();
+        let block = if n <= LEGACY_DATA_BLOCK_SEEDS {
+            decode_legacy_data_block(&body, &family, Path::new("seed"), 0).unwrap()
+        } else {
+            decode_data_block(body, &family, Path::new("seed"), 0).unwrap()
+        };
         let cells: Vec<Cell> = (0..block.len()).map(|i| block.cell(i)).collect();
         assert!(!cells.is_empty(), "data_block seed-{n:03}");
         let first = held.iter().position(|c| *c == cells[0]).unwrap();
@@ -153,8 +163,9 @@ fn store_file_seeds_decode_to_what_they_held() {
                 "bloom seed-{n:03}"
             );
         }
-        let [index_at, bloom_at, info_at] =
-            parse_trailer(&seed("trailer", n), Path::new("seed")).unwrap();
+        let trailer = parse_trailer(&seed("trailer", n), Path::new("seed")).unwrap();
+        let [index_at, bloom_at, info_at] = trailer.sections;
+        assert_eq!(trailer.version, FORMAT_VERSION, "trailer seed-{n:03}");
         assert!(
             index_at.1 > 0 && bloom_at.1 > 0 && info_at.1 > 0,
             "trailer seed-{n:03}"
@@ -202,7 +213,7 @@ fn store_file_pieces(dir: &Path, codec: Compression) -> Vec<(&'static str, Vec<u
     w.finish(false).unwrap();
     let file = std::fs::read(&path).unwrap();
     let trailer = &file[file.len() - 52..];
-    let [index, bloom, _info] = parse_trailer(trailer, &path).unwrap();
+    let [index, bloom, _info] = parse_trailer(trailer, &path).unwrap().sections;
     let body = |(off, len): (u64, u32)| {
         // Section frames: body, codec byte, crc32c.
         file[off as usize..off as usize + len as usize - 5].to_vec()
@@ -294,7 +305,8 @@ fn write_seed_corpus() {
             .iter()
             .map(|f| ("filter_language", f.as_bytes().to_vec())),
     );
-    let mut counts = std::collections::BTreeMap::new();
+    // The data block seeds of format version 1 stay as they were written.
+    let mut counts = std::collections::BTreeMap::from([("data_block", LEGACY_DATA_BLOCK_SEEDS)]);
     for (target, data) in seeds {
         let dir = corpus_dir(target);
         std::fs::create_dir_all(&dir).unwrap();

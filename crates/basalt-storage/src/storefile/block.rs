@@ -6,11 +6,9 @@ use std::path::Path;
 use basalt_model::{Cell, CellType, Compression, Error, Result};
 use bytes::Bytes;
 
-use super::keys::{check_key, DataBlock, Entry};
+use super::keys::DataBlock;
 use crate::codec::{put_varint, Reader};
 
-/// Entries between restart points.
-pub const RESTART_INTERVAL: usize = 16;
 /// Bytes after a block body: compression byte plus checksum.
 pub const BLOCK_TRAILER_LEN: usize = 5;
 /// Fixed key bytes besides row and qualifier: row length, timestamp, type, sequence id.
@@ -63,34 +61,22 @@ pub fn decode_key(key: &Bytes, family: &Bytes) -> Option<Cell> {
     })
 }
 
-/// Builds one data block.
+/// Builds one data block (format version 2: whole keys, every entry's offset).
 #[derive(Debug, Default)]
 pub struct DataBlockBuilder {
     buf: Vec<u8>,
-    restarts: Vec<u32>,
-    last_key: Vec<u8>,
-    key_scratch: Vec<u8>,
-    count: usize,
+    offsets: Vec<u32>,
+    /// Where the last key added lies in `buf`.
+    last_key: std::ops::Range<usize>,
 }
 
 impl DataBlockBuilder {
     /// Appends a cell; cells must come in key order.
     pub fn add(&mut self, c: &Cell) {
-        self.key_scratch.clear();
-        encode_key(&mut self.key_scratch, c);
-        let shared = if self.count.is_multiple_of(RESTART_INTERVAL) {
-            self.restarts
-                .push(u32::try_from(self.buf.len()).expect("blocks stay far below 4 GiB"));
-            0
-        } else {
-            self.last_key
-                .iter()
-                .zip(&self.key_scratch)
-                .take_while(|(a, b)| a == b)
-                .count()
-        };
-        put_varint(&mut self.buf, shared as u64);
-        put_varint(&mut self.buf, (self.key_scratch.len() - shared) as u64);
+        let at = u32::try_from(self.buf.len()).expect("blocks stay far below 4 GiB");
+        self.offsets.push(at);
+        let key_len = KEY_FIXED_LEN + c.row.len() + c.qualifier.len();
+        put_varint(&mut self.buf, key_len as u64);
         put_varint(&mut self.buf, c.value.len() as u64);
         match c.ttl_ms {
             Some(ttl) => {
@@ -99,52 +85,71 @@ impl DataBlockBuilder {
             }
             None => self.buf.push(0),
         }
-        self.buf.extend_from_slice(&self.key_scratch[shared..]);
+        let key_at = self.buf.len();
+        encode_key(&mut self.buf, c);
+        self.last_key = key_at..self.buf.len();
         self.buf.extend_from_slice(&c.value);
-        std::mem::swap(&mut self.last_key, &mut self.key_scratch);
-        self.count += 1;
     }
 
     /// Bytes of the body so far.
     #[must_use]
     pub fn size_bytes(&self) -> usize {
-        self.buf.len() + 4 * self.restarts.len() + 4
+        self.buf.len() + 4 * self.offsets.len() + 4
     }
 
     /// Whether no cell was added.
     #[must_use]
     pub fn is_empty(&self) -> bool {
-        self.count == 0
+        self.offsets.is_empty()
     }
 
     /// The encoded key of the last cell added.
     #[must_use]
     pub fn last_key(&self) -> &[u8] {
-        &self.last_key
+        &self.buf[self.last_key.clone()]
     }
 
     /// Finishes the block body and resets the builder.
     pub fn finish(&mut self) -> Vec<u8> {
         let mut out = std::mem::take(&mut self.buf);
-        for r in &self.restarts {
-            out.extend_from_slice(&r.to_le_bytes());
+        out.reserve(4 * self.offsets.len() + 4);
+        for o in &self.offsets {
+            out.extend_from_slice(&o.to_le_bytes());
         }
-        let n = u32::try_from(self.restarts.len()).expect("restart count fits u32");
+        let n = u32::try_from(self.offsets.len()).expect("entry count fits u32");
         out.extend_from_slice(&n.to_le_bytes());
-        self.restarts.clear();
-        self.last_key.clear();
-        self.count = 0;
+        self.offsets.clear();
+        self.last_key = 0..0;
         out
     }
 }
 
-/// Decodes a data block body of `family`. Keys are rebuilt into one buffer and checked;
-/// values stay slices of the body.
+/// A data block body of `family` as it lies (format version 2), every entry checked.
 ///
 /// # Errors
 /// `Corruption` naming `path` and `offset` when the body is malformed.
 pub fn decode_data_block(
     body: Bytes,
+    family: &Bytes,
+    path: &Path,
+    offset: u64,
+) -> Result<DataBlock> {
+    DataBlock::new(family.clone(), body).map_err(|what| {
+        Error::corruption(
+            "data block",
+            path,
+            format!("{what} in the block at offset {offset}"),
+        )
+    })
+}
+
+/// A data block body of format version 1 (keys prefix-compressed, restart points every 16
+/// entries), rewritten into version 2's layout.
+///
+/// # Errors
+/// `Corruption` naming `path` and `offset` when the body is malformed.
+pub fn decode_legacy_data_block(
+    body: &[u8],
     family: &Bytes,
     path: &Path,
     offset: u64,
@@ -169,10 +174,9 @@ pub fn decode_data_block(
         .and_then(|r| body.len().checked_sub(4 + r))
         .ok_or_else(|| bad("restart array larger than the block"))?;
     let mut r = Reader::new(&body[..entries_end]);
-    let mut keys = Vec::with_capacity(entries_end);
-    let mut entries = Vec::new();
-    let mut prev: std::ops::Range<usize> = 0..0;
-    let too_big = || bad("block larger than 4 GiB");
+    let mut out = Vec::with_capacity(body.len() + body.len() / 4);
+    let mut offsets = Vec::new();
+    let mut key = Vec::new();
     while !r.is_empty() {
         let shared = r.len().ok_or_else(|| bad("truncated entry header"))?;
         let unshared = r.len().ok_or_else(|| bad("truncated entry header"))?;
@@ -181,35 +185,32 @@ pub fn decode_data_block(
         if flags & !1 != 0 {
             return Err(bad("unknown entry flags"));
         }
-        let ttl = if flags & 1 == 1 {
-            r.varint().ok_or_else(|| bad("truncated ttl"))?
-        } else {
-            u64::MAX
+        let ttl = match flags {
+            1 => Some(r.varint().ok_or_else(|| bad("truncated ttl"))?),
+            _ => None,
         };
-        if shared > prev.len() {
+        if shared > key.len() {
             return Err(bad("shared key prefix longer than the previous key"));
         }
-        let start = keys.len();
-        keys.extend_from_within(prev.start..prev.start + shared);
-        keys.extend_from_slice(r.take(unshared).ok_or_else(|| bad("truncated key"))?);
-        prev = start..keys.len();
-        check_key(&keys[prev.clone()]).ok_or_else(|| bad("malformed key"))?;
-        let vstart = r.position();
-        r.take(value_len).ok_or_else(|| bad("truncated value"))?;
-        entries.push(Entry {
-            key: u32::try_from(start).map_err(|_| too_big())?,
-            key_len: u32::try_from(prev.len()).map_err(|_| too_big())?,
-            value: u32::try_from(vstart).map_err(|_| too_big())?,
-            value_len: u32::try_from(value_len).map_err(|_| too_big())?,
-            ttl,
-        });
+        key.truncate(shared);
+        key.extend_from_slice(r.take(unshared).ok_or_else(|| bad("truncated key"))?);
+        let value = r.take(value_len).ok_or_else(|| bad("truncated value"))?;
+        offsets.push(u32::try_from(out.len()).map_err(|_| bad("block larger than 4 GiB"))?);
+        put_varint(&mut out, key.len() as u64);
+        put_varint(&mut out, value_len as u64);
+        out.push(flags);
+        if let Some(ttl) = ttl {
+            put_varint(&mut out, ttl);
+        }
+        out.extend_from_slice(&key);
+        out.extend_from_slice(value);
     }
-    Ok(DataBlock::new(
-        family.clone(),
-        body,
-        Bytes::from(keys),
-        entries,
-    ))
+    for o in &offsets {
+        out.extend_from_slice(&o.to_le_bytes());
+    }
+    let n = u32::try_from(offsets.len()).map_err(|_| bad("block larger than 4 GiB"))?;
+    out.extend_from_slice(&n.to_le_bytes());
+    decode_data_block(Bytes::from(out), family, path, offset)
 }
 
 /// Frames a block body: compresses it with `codec` and appends the trailer.
@@ -237,11 +238,12 @@ pub fn frame(body: &[u8], codec: Compression) -> Result<Vec<u8>> {
     Ok(out)
 }
 
-/// Checks a stored block's checksum and decompresses its body.
+/// Checks a stored block's checksum and decompresses its body. An uncompressed body keeps
+/// the buffer it was read into.
 ///
 /// # Errors
 /// `Corruption` naming `path` and `offset`.
-pub fn unframe(stored: &[u8], path: &Path, offset: u64) -> Result<Bytes> {
+pub fn unframe(mut stored: Vec<u8>, path: &Path, offset: u64) -> Result<Bytes> {
     let bad = |what: String| {
         Error::corruption("block", path, format!("{what} (block at offset {offset})"))
     };
@@ -260,11 +262,14 @@ pub fn unframe(stored: &[u8], path: &Path, offset: u64) -> Result<Bytes> {
             "checksum mismatch: expected {expected:#010x}, found {actual:#010x}"
         )));
     }
-    let body = &stored[..split - 1];
     let codec = stored[split - 1];
+    if codec == 0 {
+        stored.truncate(split - 1);
+        return Ok(Bytes::from(stored));
+    }
+    let body = &stored[..split - 1];
     let fail = |e: String| bad(format!("cannot decompress: {e}"));
     Ok(match codec {
-        0 => Bytes::copy_from_slice(body),
         1 => {
             Bytes::from(lz4_flex::decompress_size_prepended(body).map_err(|e| fail(e.to_string()))?)
         }

@@ -8,7 +8,9 @@ mod writer;
 
 pub use bloom::{bloom_key, Bloom, BloomBuilder};
 pub use keys::{DataBlock, IndexKeys};
-pub use reader::{decode_index_block, parse_trailer, Caching, Index, StoreFile, StoreFileScanner};
+pub use reader::{
+    decode_index_block, parse_trailer, Caching, Index, StoreFile, StoreFileScanner, Trailer,
+};
 pub use writer::StoreFileWriter;
 
 use basalt_model::{Cell, Timestamp};
@@ -42,8 +44,11 @@ pub struct FileInfo {
 
 /// Trailer magic: never change.
 pub const MAGIC: &[u8; 8] = b"BSLTSF01";
-/// Store file format version.
-pub const FORMAT_VERSION: u32 = 1;
+/// Store file format version written: data blocks hold whole keys and every entry's offset.
+pub const FORMAT_VERSION: u32 = 2;
+/// The first format version, still read: data blocks with prefix-compressed keys, rewritten
+/// into version 2's layout as they are read.
+pub const LEGACY_FORMAT_VERSION: u32 = 1;
 /// Fixed trailer length.
 pub const TRAILER_LEN: usize = 52;
 

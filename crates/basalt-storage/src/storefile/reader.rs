@@ -7,10 +7,10 @@ use std::sync::Arc;
 use basalt_model::{BloomType, Cell, Error, Result};
 use bytes::Bytes;
 
-use super::block::{self, decode_data_block};
+use super::block::{self, decode_data_block, decode_legacy_data_block};
 use super::bloom::Bloom;
 use super::keys::{check_key, DataBlock, IndexKeys};
-use super::{FileId, FileInfo, FORMAT_VERSION, MAGIC, TRAILER_LEN};
+use super::{FileId, FileInfo, FORMAT_VERSION, LEGACY_FORMAT_VERSION, MAGIC, TRAILER_LEN};
 use crate::block_cache::{Block, BlockCache, BlockKey, Priority};
 use crate::codec::Reader;
 use crate::env::{Env, RandomAccessFile};
@@ -65,6 +65,8 @@ pub struct StoreFile {
     bloom_at: Option<(u64, u32)>,
     bloom_kind: BloomType,
     info: FileInfo,
+    /// The trailer's format version: how data blocks are laid out.
+    version: u32,
 }
 
 impl Drop for StoreFile {
@@ -87,7 +89,7 @@ impl StoreFile {
         cache: &Arc<BlockCache>,
     ) -> Result<StoreFile> {
         let file = env.open(path)?;
-        let sections = read_trailer(&file, path)?;
+        let Trailer { sections, version } = read_trailer(&file, path)?;
         let body_end = file.len() - TRAILER_LEN as u64;
         for (s, what) in sections.iter().zip(SECTION_NAMES) {
             if s.0
@@ -111,7 +113,7 @@ impl StoreFile {
         }
         let bad = |what: &'static str| Error::corruption(what, path, "malformed");
         let info_body = block::unframe(
-            &file.read_at(info_at.0, info_at.1 as usize)?,
+            file.read_at(info_at.0, info_at.1 as usize)?,
             path,
             info_at.0,
         )?;
@@ -126,6 +128,7 @@ impl StoreFile {
             bloom_at: (bloom_at.1 > 0).then_some(bloom_at),
             bloom_kind: BloomType::None,
             info,
+            version,
         };
         f.index(false)?;
         f.bloom_kind = f.bloom(false)?.map_or(BloomType::None, |b| b.kind);
@@ -238,7 +241,7 @@ impl StoreFile {
 
     fn read_section(&self, (offset, len): (u64, u32)) -> Result<Bytes> {
         let stored = self.file.read_at(offset, len as usize)?;
-        block::unframe(&stored, self.file.path(), offset)
+        block::unframe(stored, self.file.path(), offset)
     }
 
     /// [`Error::would_block`] for a memory-only read that missed the cache.
@@ -315,12 +318,12 @@ impl StoreFile {
             return Err(self.not_cached(&format!("data block {i}")));
         }
         let body = self.read_section((offset, len))?;
-        let block = Arc::new(decode_data_block(
-            body,
-            &self.family,
-            self.file.path(),
-            offset,
-        )?);
+        let (family, path) = (&self.family, self.file.path());
+        let block = Arc::new(if self.version == LEGACY_FORMAT_VERSION {
+            decode_legacy_data_block(&body, family, path, offset)?
+        } else {
+            decode_data_block(body, family, path, offset)?
+        });
         if caching.insert {
             let weight = block.weight();
             let b = Block::Data(Arc::clone(&block));
@@ -354,8 +357,8 @@ impl StoreFile {
 
 const SECTION_NAMES: [&str; 3] = ["store file index", "store file bloom", "store file info"];
 
-/// Reads and checks the trailer; returns the (offset, length) of index, bloom and file info.
-fn read_trailer(file: &RandomAccessFile, path: &Path) -> Result<[(u64, u32); 3]> {
+/// Reads and checks the trailer.
+fn read_trailer(file: &RandomAccessFile, path: &Path) -> Result<Trailer> {
     let len = file.len();
     if len < TRAILER_LEN as u64 {
         return Err(Error::corruption(
@@ -367,12 +370,21 @@ fn read_trailer(file: &RandomAccessFile, path: &Path) -> Result<[(u64, u32); 3]>
     parse_trailer(&file.read_at(len - TRAILER_LEN as u64, TRAILER_LEN)?, path)
 }
 
-/// Checks a trailer's bytes (exactly [`TRAILER_LEN`]) and returns its three sections. Never
-/// panics, whatever the bytes.
+/// What a store file's trailer says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Trailer {
+    /// The (offset, length) of the index, bloom and file info sections.
+    pub sections: [(u64, u32); 3],
+    /// [`FORMAT_VERSION`], or [`LEGACY_FORMAT_VERSION`] for a file whose data blocks have
+    /// prefix-compressed keys.
+    pub version: u32,
+}
+
+/// Checks a trailer's bytes (exactly [`TRAILER_LEN`]). Never panics, whatever the bytes.
 ///
 /// # Errors
 /// `Corruption` naming `path`.
-pub fn parse_trailer(t: &[u8], path: &Path) -> Result<[(u64, u32); 3]> {
+pub fn parse_trailer(t: &[u8], path: &Path) -> Result<Trailer> {
     let bad = |d: String| Error::corruption("store file trailer", path, d);
     if t.len() != TRAILER_LEN {
         return Err(bad(format!(
@@ -388,17 +400,18 @@ pub fn parse_trailer(t: &[u8], path: &Path) -> Result<[(u64, u32); 3]> {
         return Err(bad("checksum mismatch".into()));
     }
     let version = word(36);
-    if version != FORMAT_VERSION {
+    if version != FORMAT_VERSION && version != LEGACY_FORMAT_VERSION {
         return Err(bad(format!("unsupported format version {version}")));
     }
     let mut r = Reader::new(t);
     let mut section = || -> Option<(u64, u32)> { Some((r.u64_le()?, r.u32_le()?)) };
     let truncated = || bad("truncated".into());
-    Ok([
+    let sections = [
         section().ok_or_else(truncated)?,
         section().ok_or_else(truncated)?,
         section().ok_or_else(truncated)?,
-    ])
+    ];
+    Ok(Trailer { sections, version })
 }
 
 /// Decodes an index block body (its frame removed) for a file whose data ends at `body_end`;
