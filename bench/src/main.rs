@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use basalt_bench::{BasaltEngine, Config, Engine, Report, Workload};
 use basalt_model::{BloomType, ColumnFamilyDescriptor, Compression};
-use basalt_storage::Options;
+use basalt_node::Options;
 use clap::Parser;
 use rocksdb::{BlockBasedOptions, Cache, WaitForCompactOptions, WriteOptions, DB};
 

@@ -1,9 +1,9 @@
-//! The block cache: one weighted cache of decoded store-file blocks shared by every store of a
+//! The block cache: one weighted cache of store-file blocks shared by every store of a
 //! database (HBase's LruBlockCache, with CLOCK in place of a linked list).
 //!
-//! Data blocks are cached decoded (their cells share the block's buffers), so a hit costs one
-//! shard lock and reference-count bumps, never a decode. Index and bloom blocks are cached
-//! too, at in-memory priority, as HBase caches meta blocks.
+//! Data blocks are cached as read and checked, and searched where they lie (their cells share
+//! the block's buffer), so a hit costs one shard lock and reference-count bumps. Index and
+//! bloom blocks are cached too, decoded, at in-memory priority, as HBase caches meta blocks.
 //!
 //! # Eviction
 //! Each shard runs CLOCK: an entry read since the hand last passed gets a second chance.
@@ -40,7 +40,7 @@ pub struct BlockKey {
     pub offset: u64,
 }
 
-/// A cached block, decoded.
+/// A cached block, ready to search.
 #[derive(Clone, Debug)]
 pub enum Block {
     Data(Arc<DataBlock>),

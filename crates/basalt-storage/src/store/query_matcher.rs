@@ -162,13 +162,20 @@ impl QueryMatcher {
         if let Some(code) = self.pre_check(cell) {
             return code;
         }
-        match self.mode.clone() {
+        // Only the copyable parts of the mode are taken out: cloning it would copy the
+        // explicit columns' list for every cell.
+        let (raw, time_range, earliest_put_ts) = match &self.mode {
             Mode::User {
-                raw: true,
-                time_range,
-                ..
-            } => self.match_column(cell, time_range, filter),
-            Mode::User { time_range, .. } => {
+                raw, time_range, ..
+            } => (Some(*raw), *time_range, None),
+            Mode::RetainDeletes => (None, TimeRange::all(), None),
+            Mode::DropDeletes { earliest_put_ts } => {
+                (None, TimeRange::all(), Some(*earliest_put_ts))
+            }
+        };
+        match raw {
+            Some(true) => self.match_column(cell, time_range, filter),
+            Some(false) => {
                 if cell.cell_type.is_delete() {
                     let see_past = self.info.keep_deleted_cells != KeepDeletedCells::False;
                     let include = if see_past {
@@ -186,10 +193,7 @@ impl QueryMatcher {
                 }
                 self.match_column(cell, time_range, filter)
             }
-            Mode::RetainDeletes => self.match_compaction(cell, None),
-            Mode::DropDeletes { earliest_put_ts } => {
-                self.match_compaction(cell, Some(earliest_put_ts))
-            }
+            None => self.match_compaction(cell, earliest_put_ts),
         }
     }
 

@@ -303,7 +303,7 @@ impl StoreFile {
         Ok(Some(bloom))
     }
 
-    /// Data block `i` of `index`, from the cache or read and decoded.
+    /// Data block `i` of `index`, from the cache or read and checked.
     fn data_block(&self, index: &Index, i: usize, caching: Caching) -> Result<Arc<DataBlock>> {
         let (offset, len) = index.block(i);
         let key = self.cache_key(offset);
@@ -469,8 +469,8 @@ fn decode_info(body: &[u8], family: &Bytes) -> Option<FileInfo> {
     r.is_empty().then_some(info)
 }
 
-/// Iterates one store file in key order, a decoded block at a time. Only the cell it stands
-/// on is built; searches compare encoded keys in place.
+/// Iterates one store file in key order, a block at a time. Only the cell it stands on is
+/// built; searches compare encoded keys in place.
 #[derive(Debug)]
 pub struct StoreFileScanner {
     file: Arc<StoreFile>,
