@@ -120,7 +120,7 @@ fn parse_entry(body: &[u8], at: usize, end: usize) -> Option<Located> {
 /// is a binary search over the entries themselves (HBase's ROW_INDEX_V1 encoding, per cell
 /// rather than per row). Blocks of the first format version, whose keys were
 /// prefix-compressed, are rewritten into this layout when read
-/// ([`super::block::decode_data_block`]).
+/// ([`super::block::decode_legacy_data_block`]).
 #[derive(Debug)]
 pub struct DataBlock {
     family: Bytes,
