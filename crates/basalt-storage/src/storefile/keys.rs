@@ -246,7 +246,24 @@ impl DataBlock {
     /// Cell `i`, built (its parts share the block's buffer).
     #[must_use]
     pub fn cell(&self, i: usize) -> Cell {
-        let e = self.locate(i);
+        self.cell_of(self.locate(i))
+    }
+
+    /// The first cell at or after `i` whose sequence id is at most `read_point`, and where it
+    /// is; each entry passed over is parsed once.
+    #[must_use]
+    pub fn first_visible(&self, mut i: usize, read_point: u64) -> Option<(usize, Cell)> {
+        while i < self.len {
+            let e = self.locate(i);
+            if RawKey(&self.body[e.key.clone()]).seq_id() <= read_point {
+                return Some((i, self.cell_of(e)));
+            }
+            i += 1;
+        }
+        None
+    }
+
+    fn cell_of(&self, e: Located) -> Cell {
         let k = RawKey(&self.body[e.key.clone()]);
         let row_end = e.key.start + 2 + k.row_len();
         let (timestamp, code, seq_id) = k.tail();

@@ -508,13 +508,9 @@ impl StoreFileScanner {
                 return Ok(());
             }
             let read_point = self.read_point;
-            let data = self.set_block(block)?;
-            while pos < data.len() && data.seq_id(pos) > read_point {
-                pos += 1;
-            }
-            if pos < data.len() {
-                self.current = Some(data.cell(pos));
-                self.pos = pos;
+            if let Some((at, cell)) = self.set_block(block)?.first_visible(pos, read_point) {
+                self.current = Some(cell);
+                self.pos = at;
                 return Ok(());
             }
             block += 1;
