@@ -102,7 +102,7 @@ fn memstore(c: &mut Criterion) {
             || cells.clone(),
             |cells| {
                 let m = MemStore::new();
-                cells.into_iter().for_each(|c| {
+                cells.iter().for_each(|c| {
                     m.insert(c);
                 });
                 m
@@ -140,7 +140,7 @@ fn merging(c: &mut Criterion) {
         .map(|s| {
             let m = Arc::new(MemStore::new());
             for i in (s..20_000).step_by(4) {
-                m.insert(cell(i, i + 1));
+                m.insert(&cell(i, i + 1));
             }
             m
         })

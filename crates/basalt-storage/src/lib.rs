@@ -28,7 +28,6 @@ pub mod failpoint;
 pub mod fuzzing;
 pub mod manifest;
 pub mod memstore;
-pub mod mslab;
 pub mod region;
 pub mod store;
 pub mod storefile;

@@ -217,7 +217,7 @@ fn a_store_writer_that_finds_its_files_name_taken_leaves_the_file_alone() {
     };
     let (next, zombie) = (open(), open());
     let flush = |s: &Store, c: Cell, file: u64| {
-        s.insert(c);
+        s.insert(&c);
         let snap = s.take_snapshot().unwrap();
         let written = s.write_flush(&snap, file, 10, 0, u64::MAX)?;
         s.finish_flush(written.clone());

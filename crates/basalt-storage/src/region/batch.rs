@@ -61,13 +61,13 @@ impl Region {
             }
         };
         let mut added = 0;
-        for c in cells {
+        for c in &cells {
             added += stores
                 .get(&c.family)
                 .expect("families were checked under the row lock")
                 .insert(c);
         }
-        self.memstore_grew(added);
+        self.memstore_changed(added);
         // Visible once synced, when the durability waits for a sync (invariant 2).
         self.mvcc
             .staged(seq, ticket.filter(|_| waits_for_sync(durability)));

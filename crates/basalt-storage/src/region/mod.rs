@@ -394,7 +394,7 @@ impl Region {
                 .map_or(u64::MAX, |s| s.flushed_seq_id);
             if seq_id > flushed {
                 if let Some(store) = stores.get(&c.family) {
-                    self.memstore_grew(store.insert(c));
+                    self.memstore_changed(store.insert(&c));
                 }
             }
         }
@@ -426,8 +426,13 @@ impl Region {
         self.memstore_bytes.load(Ordering::Relaxed)
     }
 
-    /// Accounts for `n` bytes added to the region's memstores (and the database's).
-    fn memstore_grew(&self, n: usize) {
+    /// Accounts for a memstore insert's change of size (`MemStore::insert`) in the region's
+    /// memstores and the database's.
+    fn memstore_changed(&self, delta: isize) {
+        if delta < 0 {
+            return self.memstore_shrank(delta.unsigned_abs());
+        }
+        let n = delta.unsigned_abs();
         self.memstore_bytes.fetch_add(n, Ordering::Relaxed);
         self.config.memstore_total.fetch_add(n, Ordering::Relaxed);
     }

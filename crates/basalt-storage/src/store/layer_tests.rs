@@ -119,7 +119,7 @@ proptest! {
     #[test]
     fn memstore_scanner_matches_the_model(cells in prop::collection::vec(cell(), 0..150), read_point in 0u64..45, probes in prop::collection::vec(probe(), 0..10)) {
         let mem = Arc::new(MemStore::new());
-        cells.iter().cloned().for_each(|c| { mem.insert(c); });
+        cells.iter().for_each(|c| { mem.insert(c); });
         let want = model(&cells, read_point);
         check_source(&mut mem.scanner(read_point), &want, &probes)?;
     }

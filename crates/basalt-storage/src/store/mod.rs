@@ -168,8 +168,9 @@ impl Store {
         }
     }
 
-    /// Adds a committed-to-be cell to the active memstore; returns the bytes it added.
-    pub fn insert(&self, cell: Cell) -> usize {
+    /// Adds a committed-to-be cell to the active memstore; returns the bytes it added (see
+    /// [`MemStore::insert`]).
+    pub fn insert(&self, cell: &Cell) -> isize {
         self.state.read().active.insert(cell)
     }
 

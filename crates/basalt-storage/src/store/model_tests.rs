@@ -115,12 +115,12 @@ proptest! {
             match op {
                 StoreOp::Put(p) => {
                     seq += 1;
-                    p.cells.iter().for_each(|c| { store.insert(Cell { seq_id: seq, ..c.clone() }); });
+                    p.cells.iter().for_each(|c| { store.insert(&Cell { seq_id: seq, ..c.clone() }); });
                     oracle.put(p, NOW);
                 }
                 StoreOp::Delete(d) => {
                     seq += 1;
-                    d.markers.iter().for_each(|c| { store.insert(Cell { seq_id: seq, ..c.clone() }); });
+                    d.markers.iter().for_each(|c| { store.insert(&Cell { seq_id: seq, ..c.clone() }); });
                     oracle.delete(d, NOW);
                 }
                 StoreOp::Flush => {

@@ -1,0 +1,387 @@
+//! A cell's key as 64-bit words that compare as the cells do, so a skip-list search compares
+//! keys a word at a time, in the node, without decoding anything.
+//!
+//! The key is written as bytes, then packed eight to a word, big-endian (a word's numeric
+//! order is its bytes' order), the last word padded with zeros:
+//!
+//! ```text
+//! key := part(row) part(family) part(qualifier) !ts' !type !seq
+//! part(s) := s with each 0x00 written 0x00 0xFF, then 0x00 0x01
+//! ts'     := timestamp as u64 with its sign bit flipped (8 bytes)
+//! ```
+//!
+//! A part sorts exactly as its bytes do and no part is a prefix of another, so parts compare as
+//! the tuple of fields; `!x` reverses the order of the fixed-width fields that sort
+//! descending.
+//!
+//! # Invariants
+//! 1. `compare(encode(a), encode(b)) == compare_keys(a, b)` for any two cells (cell.rs,
+//!    invariant 1): proved by the property test below.
+//! 2. No key is a prefix of another, padded or not, so comparing words stops at the first
+//!    word that differs, and keys with every word equal are equal.
+//! 3. A key decodes to the cell it was encoded from (the value and TTL are kept beside it).
+
+use std::cmp::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use basalt_model::{Cell, CellType};
+use bytes::{Bytes, BytesMut};
+
+const SIGN: u64 = 1 << 63;
+
+/// A word read for a comparison: a plain one (a search key) or one in a node.
+pub trait Word {
+    /// The word's value.
+    fn get(&self) -> u64;
+}
+
+impl Word for u64 {
+    fn get(&self) -> u64 {
+        *self
+    }
+}
+
+impl Word for AtomicU64 {
+    fn get(&self) -> u64 {
+        self.load(Relaxed)
+    }
+}
+
+/// Bytes of `cell`'s encoded key.
+pub fn encoded_len(cell: &Cell) -> usize {
+    let part = |s: &Bytes| s.len() + zeros(s) + 2;
+    part(&cell.row) + part(&cell.family) + part(&cell.qualifier) + 17
+}
+
+fn zeros(s: &[u8]) -> usize {
+    s.iter().filter(|&&b| b == 0).count()
+}
+
+/// Writes `cell`'s key, word by word, to `put`.
+pub fn encode(cell: &Cell, put: impl FnMut(u64)) {
+    let mut p = Packer::new(put);
+    p.part(&cell.row);
+    p.part(&cell.family);
+    p.part(&cell.qualifier);
+    p.eight(!((cell.timestamp as u64) ^ SIGN));
+    p.byte(!cell.cell_type.code());
+    p.eight(!cell.seq_id);
+    p.finish();
+}
+
+/// `cell`'s key as words, in `out` (cleared first): a search key.
+pub fn encode_into(cell: &Cell, out: &mut Vec<u64>) {
+    out.clear();
+    encode(cell, |w| out.push(w));
+}
+
+/// Writes `bytes` packed into words to `put`, the last padded with zeros (a value).
+pub fn pack(bytes: &[u8], put: impl FnMut(u64)) {
+    let mut p = Packer::new(put);
+    p.bytes(bytes);
+    p.finish();
+}
+
+/// Compares a node's key with another key (invariants 1 and 2).
+pub fn compare<W: Word>(node: &[AtomicU64], key: &[W]) -> Ordering {
+    for (a, b) in node.iter().zip(key) {
+        let (a, b) = (a.load(Relaxed), b.get());
+        if a != b {
+            return a.cmp(&b);
+        }
+    }
+    node.len().cmp(&key.len())
+}
+
+/// The sequence id of a key of `len` bytes: its last eight bytes.
+pub fn seq_id(key: &[AtomicU64], len: usize) -> u64 {
+    !read_u64(key, len - 8)
+}
+
+/// The eight bytes at byte offset `at` of `words`, big-endian.
+fn read_u64(words: &[AtomicU64], at: usize) -> u64 {
+    let load = |i: usize| words.get(i).map_or(0, |w| w.load(Relaxed));
+    let (word, shift) = (at / 8, (at % 8) as u32 * 8);
+    if shift == 0 {
+        return load(word);
+    }
+    (load(word) << shift) | (load(word + 1) >> (64 - shift))
+}
+
+/// Where cells copied out of a memstore keep their bytes: chunks shared by the cells one reader
+/// copies out, growing from [`FIRST_CHUNK`] to [`MAX_CHUNK`] bytes, so a Get allocates once
+/// and a long scan once per many cells.
+#[derive(Debug, Default)]
+pub struct CellBuf {
+    chunk: BytesMut,
+    next_chunk: usize,
+}
+
+const FIRST_CHUNK: usize = 256;
+const MAX_CHUNK: usize = 16 << 10;
+
+impl CellBuf {
+    /// The chunk, with room for `n` more bytes: a chunk never grows (growing would move the
+    /// bytes of cells already handed out), it is replaced.
+    fn room(&mut self, n: usize) -> &mut BytesMut {
+        if self.chunk.capacity() - self.chunk.len() < n {
+            self.next_chunk = (self.next_chunk * 2).clamp(FIRST_CHUNK, MAX_CHUNK);
+            self.chunk = BytesMut::with_capacity(n.max(self.next_chunk));
+        }
+        &mut self.chunk
+    }
+}
+
+/// The cell whose key is `key` (`key_len` bytes) and whose value is the first `value_len`
+/// bytes of `value` (invariant 3). Its row, family, qualifier and value are copied into `out`.
+pub fn decode(
+    key: &[AtomicU64],
+    key_len: usize,
+    value: &[AtomicU64],
+    value_len: usize,
+    ttl_ms: Option<u64>,
+    out: &mut CellBuf,
+) -> Cell {
+    let buf = out.room(key_len + value_len);
+    let at = key_len - 17;
+    // The parts' bytes go in as they are, then are unescaped where they lie (an unescaped
+    // part is never longer).
+    unpack(key, at, buf);
+    let ends = unescape_parts(buf);
+    let timestamp = ((!read_u64(key, at)) ^ SIGN) as i64;
+    let code = !(read_u64(key, at + 8) >> 56) as u8;
+    let seq_id = !read_u64(key, at + 9);
+    unpack(value, value_len, buf);
+    let all = buf.split().freeze();
+    Cell {
+        row: all.slice(..ends[0]),
+        family: all.slice(ends[0]..ends[1]),
+        qualifier: all.slice(ends[1]..ends[2]),
+        timestamp,
+        // Only codes of real types are encoded (invariant 3); Put stands in for the
+        // impossible rest so that a read never panics.
+        cell_type: CellType::from_code(code).unwrap_or(CellType::Put),
+        seq_id,
+        value: all.slice(ends[2]..),
+        ttl_ms,
+    }
+}
+
+/// Appends the first `len` bytes packed in `words` to `out`.
+fn unpack(words: &[AtomicU64], len: usize, out: &mut BytesMut) {
+    let start = out.len();
+    out.resize(start + len, 0);
+    let mut chunks = out[start..].chunks_exact_mut(8);
+    for (c, w) in (&mut chunks).zip(words) {
+        c.copy_from_slice(&w.load(Relaxed).to_be_bytes());
+    }
+    let rest = chunks.into_remainder();
+    if let Some(w) = words.get(len / 8).filter(|_| !rest.is_empty()) {
+        rest.copy_from_slice(&w.load(Relaxed).to_be_bytes()[..rest.len()]);
+    }
+}
+
+/// Unescapes the three parts that `buf` holds, in place, and truncates it after the last;
+/// returns where each part ends.
+fn unescape_parts(buf: &mut BytesMut) -> [usize; 3] {
+    let (mut read, mut write) = (0, 0);
+    let mut ends = [0; 3];
+    for end in &mut ends {
+        loop {
+            let run = buf[read..]
+                .iter()
+                .position(|&b| b == 0)
+                .unwrap_or(buf.len() - read);
+            if read != write {
+                buf.copy_within(read..read + run, write);
+            }
+            (read, write) = (read + run + 2, write + run);
+            // After the zero: 0xFF for an escaped zero, anything else ends the part.
+            if buf.get(read - 1) != Some(&0xFF) {
+                break;
+            }
+            buf[write] = 0;
+            write += 1;
+        }
+        *end = write;
+    }
+    buf.truncate(write);
+    ends
+}
+
+/// Packs bytes into big-endian words.
+struct Packer<F: FnMut(u64)> {
+    /// The bytes of the word being filled, in its low `filled * 8` bits.
+    word: u64,
+    filled: u32,
+    put: F,
+}
+
+impl<F: FnMut(u64)> Packer<F> {
+    fn new(put: F) -> Packer<F> {
+        Packer {
+            word: 0,
+            filled: 0,
+            put,
+        }
+    }
+
+    fn byte(&mut self, b: u8) {
+        self.word = (self.word << 8) | u64::from(b);
+        self.filled += 1;
+        if self.filled == 8 {
+            (self.put)(self.word);
+            (self.word, self.filled) = (0, 0);
+        }
+    }
+
+    /// Eight bytes at once: `w`'s, most significant first.
+    fn eight(&mut self, w: u64) {
+        if self.filled == 0 {
+            (self.put)(w);
+            return;
+        }
+        let kept = self.filled * 8;
+        (self.put)((self.word << (64 - kept)) | (w >> kept));
+        self.word = w & ((1 << kept) - 1);
+    }
+
+    fn bytes(&mut self, s: &[u8]) {
+        let mut chunks = s.chunks_exact(8);
+        for c in &mut chunks {
+            self.eight(u64::from_be_bytes([
+                c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7],
+            ]));
+        }
+        chunks.remainder().iter().for_each(|&b| self.byte(b));
+    }
+
+    /// A part: `s` with its zero bytes escaped, then the terminator.
+    fn part(&mut self, s: &[u8]) {
+        let mut chunks = s.chunks_exact(8);
+        for c in &mut chunks {
+            if c.contains(&0) {
+                c.iter().for_each(|&b| self.escaped(b));
+            } else {
+                self.eight(u64::from_be_bytes([
+                    c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7],
+                ]));
+            }
+        }
+        chunks.remainder().iter().for_each(|&b| self.escaped(b));
+        self.byte(0);
+        self.byte(1);
+    }
+
+    fn escaped(&mut self, b: u8) {
+        self.byte(b);
+        if b == 0 {
+            self.byte(0xFF);
+        }
+    }
+
+    fn finish(mut self) {
+        if self.filled > 0 {
+            (self.put)(self.word << (64 - self.filled * 8));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn atomics(words: &[u64]) -> Vec<AtomicU64> {
+        words.iter().map(|&w| AtomicU64::new(w)).collect()
+    }
+
+    fn words(cell: &Cell) -> Vec<u64> {
+        let mut out = Vec::new();
+        encode_into(cell, &mut out);
+        assert_eq!(out.len(), encoded_len(cell).div_ceil(8));
+        out
+    }
+
+    fn field() -> impl Strategy<Value = Vec<u8>> {
+        // Few distinct bytes, zero and 0xFF among them: escapes and shared prefixes are common.
+        prop::collection::vec(prop::sample::select(vec![0u8, 1, 0xFF, b'a']), 0..20)
+    }
+
+    fn cell() -> impl Strategy<Value = Cell> {
+        let types = prop::sample::select(vec![
+            CellType::Minimum,
+            CellType::Put,
+            CellType::Delete,
+            CellType::DeleteColumn,
+            CellType::DeleteFamily,
+            CellType::DeleteFamilyVersion,
+            CellType::Maximum,
+        ]);
+        let ts = prop_oneof![Just(i64::MIN), Just(-1i64), 0i64..3, Just(i64::MAX)];
+        let seq = prop_oneof![0u64..3, Just(u64::MAX)];
+        (
+            field(),
+            field(),
+            field(),
+            ts,
+            types,
+            seq,
+            field(),
+            any::<Option<u64>>(),
+        )
+            .prop_map(
+                |(row, family, qualifier, timestamp, cell_type, seq_id, value, ttl_ms)| Cell {
+                    row: row.into(),
+                    family: family.into(),
+                    qualifier: qualifier.into(),
+                    timestamp,
+                    cell_type,
+                    seq_id,
+                    value: value.into(),
+                    ttl_ms,
+                },
+            )
+    }
+
+    proptest! {
+        /// Invariants 1 and 2.
+        #[test]
+        fn keys_compare_as_cells_do(a in cell(), b in cell()) {
+            let (ka, kb) = (words(&a), words(&b));
+            prop_assert_eq!(compare(&atomics(&ka), &kb), a.cmp(&b));
+            prop_assert_eq!(compare(&atomics(&kb), &atomics(&ka)), b.cmp(&a));
+        }
+
+        /// Invariant 3, and the sequence id read in place.
+        #[test]
+        fn keys_decode_to_their_cells(c in cell()) {
+            let key = atomics(&words(&c));
+            let mut packed = Vec::new();
+            pack(&c.value, |w| packed.push(w));
+            prop_assert_eq!(packed.len(), c.value.len().div_ceil(8));
+            let len = encoded_len(&c);
+            prop_assert_eq!(seq_id(&key, len), c.seq_id);
+            let mut buf = CellBuf::default();
+            let back = decode(&key, len, &atomics(&packed), c.value.len(), c.ttl_ms, &mut buf);
+            let again = decode(&key, len, &atomics(&packed), c.value.len(), c.ttl_ms, &mut buf);
+            prop_assert_eq!(&again, &back);
+            prop_assert_eq!(&back, &c);
+            prop_assert_eq!(
+                (back.seq_id, back.cell_type, &back.value, back.ttl_ms),
+                (c.seq_id, c.cell_type, &c.value, c.ttl_ms)
+            );
+        }
+    }
+
+    #[test]
+    fn a_row_with_zero_bytes_sorts_after_its_prefix() {
+        let a = Cell::put(vec![b'r'], "f", "q", 1, "v");
+        let b = Cell::put(vec![b'r', 0], "f", "q", 1, "v");
+        let c = Cell::put(vec![b'r', 0, 0], "", "", 1, "v");
+        let (ka, kb, kc) = (words(&a), words(&b), words(&c));
+        assert_eq!(compare(&atomics(&ka), &kb), Ordering::Less);
+        assert_eq!(compare(&atomics(&kb), &kc), Ordering::Less);
+        assert_eq!(compare(&atomics(&kc), &ka), Ordering::Greater);
+    }
+}

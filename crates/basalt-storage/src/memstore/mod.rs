@@ -1,0 +1,415 @@
+//! The in-memory sorted buffer of one store's recent writes (HBase's MemStore segment).
+//!
+//! The cells live in a skip list laid out in an arena of words ([`skiplist`], [`arena`]):
+//! a cell's whole key and value are copied into its node, so an insert allocates nothing but
+//! arena words, a search reads keys where they lie, and a flushed memstore frees its memory
+//! in a few large pieces (HBase's MSLAB, RocksDB's arena).
+//!
+//! # Thread safety
+//! Writers insert concurrently and readers search and iterate concurrently with them, none
+//! of them locking (skiplist.rs); readers see only cells whose sequence id is at or below
+//! their read point.
+//!
+//! # Invariants
+//! 1. Cells are kept in key order (cell.rs, invariant 1); identical keys (same sequence id)
+//!    would replace each other; the write path keeps only the last cell of a mutation naming
+//!    a column twice, as HBase does.
+//! 2. `size_bytes` is the sum of [`MemStore::entry_bytes`] of every cell held, exactly: the
+//!    write path never inserts a key twice (it folds repeated columns of a mutation first),
+//!    and cells leave only by a flush replacing the memstore whole or by
+//!    [`MemStore::remove_edit`] taking out a write whose WAL sync failed.
+//! 3. A cell kept holds no buffer of the cell given to [`MemStore::insert`]: its bytes are
+//!    copied into the arena, so the memory a memstore holds is what `size_bytes` counts, give
+//!    or take the difference between each node's tower and the two words counted for it, the
+//!    unused end of each arena chunk and the nodes of removed edits.
+
+mod arena;
+mod key;
+mod skiplist;
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use basalt_model::{Cell, Result};
+use bytes::Bytes;
+
+use crate::store::scanner::CellSource;
+use key::CellBuf;
+use skiplist::{SkipList, NIL};
+
+/// Links counted for each node: a node has one, then one more with chance 1/4 each time (a
+/// mean of 4/3), so the count errs a little high.
+const TOWER_WORDS_COUNTED: usize = 2;
+
+/// One memstore segment.
+#[derive(Debug, Default)]
+pub struct MemStore {
+    cells: SkipList,
+    size_bytes: AtomicUsize,
+    len: AtomicUsize,
+    min_seq_id: AtomicU64,
+}
+
+impl MemStore {
+    /// An empty memstore.
+    #[must_use]
+    pub fn new() -> MemStore {
+        MemStore {
+            cells: SkipList::default(),
+            size_bytes: AtomicUsize::new(0),
+            len: AtomicUsize::new(0),
+            min_seq_id: AtomicU64::new(u64::MAX),
+        }
+    }
+
+    /// Bytes a memstore counts for `cell` (invariant 2): its node's words, its links counted
+    /// at [`TOWER_WORDS_COUNTED`].
+    #[must_use]
+    pub fn entry_bytes(cell: &Cell) -> usize {
+        8 * (skiplist::body_words(cell) + TOWER_WORDS_COUNTED)
+    }
+
+    /// Adds a cell; returns the bytes it added to [`MemStore::size_bytes`] (less those of a
+    /// cell with the same key it replaced, which invariant 2 says never happens).
+    pub fn insert(&self, cell: &Cell) -> isize {
+        let n = MemStore::entry_bytes(cell);
+        self.min_seq_id.fetch_min(cell.seq_id, Ordering::Relaxed);
+        let (_, replaced) = self.cells.insert(cell);
+        self.len.fetch_add(1, Ordering::Relaxed);
+        self.size_bytes.fetch_add(n, Ordering::Relaxed);
+        let freed = replaced.map_or(0, |at| self.forget(at));
+        n as isize - freed as isize
+    }
+
+    /// Takes a killed node out of the counts; returns its bytes.
+    fn forget(&self, at: u64) -> usize {
+        let n = 8 * (self.cells.node(at).body_words() + TOWER_WORDS_COUNTED);
+        self.len.fetch_sub(1, Ordering::Relaxed);
+        self.size_bytes.fetch_sub(n, Ordering::Relaxed);
+        n
+    }
+
+    /// Takes out the cells of write `seq` on `row`: a write whose WAL sync failed, which
+    /// readers must never see. Returns the bytes freed (invariant 2).
+    pub fn remove_edit(&self, row: &Bytes, seq: u64) -> usize {
+        let mut start = Vec::new();
+        key::encode_into(&Cell::first_on_row(row), &mut start);
+        let mut at = self.cells.seek(&start);
+        let (mut freed, mut buf) = (0, CellBuf::default());
+        while at != NIL {
+            let node = self.cells.node(at);
+            let cell = node.cell(&mut buf);
+            if cell.row != *row {
+                break;
+            }
+            if cell.seq_id == seq && node.kill() {
+                freed += self.forget(at);
+            }
+            at = node.next(0);
+        }
+        freed
+    }
+
+    /// Bytes held (invariant 2).
+    #[must_use]
+    pub fn size_bytes(&self) -> usize {
+        self.size_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Number of cells.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.len.load(Ordering::Relaxed)
+    }
+
+    /// Whether nothing was inserted.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Lowest sequence id held; `u64::MAX` when empty. The WAL must keep every edit from here.
+    #[must_use]
+    pub fn min_seq_id(&self) -> u64 {
+        self.min_seq_id.load(Ordering::Relaxed)
+    }
+
+    /// A scanner over cells visible at `read_point`. Like a store file scanner it starts
+    /// unpositioned: its first call must be a seek.
+    #[must_use]
+    pub fn scanner(self: &Arc<Self>, read_point: u64) -> MemStoreScanner {
+        MemStoreScanner {
+            mem: Arc::clone(self),
+            read_point,
+            at: NIL,
+            current: None,
+            buf: CellBuf::default(),
+        }
+    }
+}
+
+/// Iterates a memstore in key order: a position in the skip list and the cell there, copied
+/// out. The scanner holds its memstore, so the position stays valid however the list grows.
+#[derive(Debug)]
+pub struct MemStoreScanner {
+    mem: Arc<MemStore>,
+    read_point: u64,
+    /// The node of `current`, or NIL.
+    at: u64,
+    current: Option<Cell>,
+    /// Where the cells copied out keep their bytes.
+    buf: CellBuf,
+}
+
+thread_local! {
+    /// A seek's search key (kept to save an allocation per seek: a Get opens a scanner, and
+    /// seeks it once).
+    static SEARCH_KEY: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl MemStoreScanner {
+    /// Moves from `at` to the first live node visible at the read point, and copies its cell.
+    fn settle(&mut self) {
+        while self.at != NIL {
+            let node = self.mem.cells.node(self.at);
+            if !node.is_dead() && node.seq_id() <= self.read_point {
+                self.current = Some(node.cell(&mut self.buf));
+                return;
+            }
+            self.at = node.next(0);
+        }
+        self.current = None;
+    }
+}
+
+impl CellSource for MemStoreScanner {
+    fn peek(&self) -> Option<&Cell> {
+        self.current.as_ref()
+    }
+
+    fn advance(&mut self) -> Result<()> {
+        if self.at != NIL {
+            self.at = self.mem.cells.node(self.at).next(0);
+        }
+        self.settle();
+        Ok(())
+    }
+
+    fn take_next(&mut self) -> Result<Option<Cell>> {
+        let taken = self.current.take();
+        self.advance()?;
+        Ok(taken)
+    }
+
+    fn seek(&mut self, key: &Cell) -> Result<()> {
+        self.at = SEARCH_KEY.with_borrow_mut(|words| {
+            key::encode_into(key, words);
+            self.mem.cells.seek(words)
+        });
+        self.settle();
+        Ok(())
+    }
+
+    fn last_row_before(&mut self, key: Option<&Cell>) -> Result<Option<Bytes>> {
+        let mut bound = key.map(|k| {
+            let mut words = Vec::new();
+            key::encode_into(k, &mut words);
+            words
+        });
+        loop {
+            let at = self.mem.cells.before(bound.as_deref());
+            if at == NIL {
+                return Ok(None);
+            }
+            let node = self.mem.cells.node(at);
+            if !node.is_dead() && node.seq_id() <= self.read_point {
+                return Ok(Some(node.cell(&mut self.buf).row));
+            }
+            bound = Some(
+                node.key()
+                    .iter()
+                    .map(|w| w.load(Ordering::Relaxed))
+                    .collect(),
+            );
+        }
+    }
+}
+
+/// Every cell of a memstore in key order, for a flush (no writer touches a snapshot).
+pub fn snapshot_cells(mem: &MemStore) -> impl Iterator<Item = Cell> + '_ {
+    let (mut at, mut buf) = (mem.cells.first(), CellBuf::default());
+    std::iter::from_fn(move || {
+        while at != NIL {
+            let node = mem.cells.node(at);
+            at = node.next(0);
+            if !node.is_dead() {
+                return Some(node.cell(&mut buf));
+            }
+        }
+        None
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    fn put(row: &str, ts: i64, seq: u64, value: &str) -> Cell {
+        Cell {
+            seq_id: seq,
+            ..Cell::put(row.to_owned(), "f", "q", ts, value.to_owned())
+        }
+    }
+
+    fn all(mem: &Arc<MemStore>, read_point: u64) -> Vec<Cell> {
+        let mut s = mem.scanner(read_point);
+        s.seek(&Cell::first_on_row(&Bytes::new())).unwrap();
+        std::iter::from_fn(|| s.take_next().unwrap()).collect()
+    }
+
+    /// Invariant 3: a kept cell does not hold its request's buffer, and reads as written.
+    #[test]
+    fn a_kept_cell_holds_no_buffer_it_came_from() {
+        let mem = MemStore::new();
+        let request = Bytes::from(vec![7u8; 8192]);
+        let cell = Cell::put(request.slice(0..4), "f", "q", 1, request.slice(100..200));
+        let counted = mem.insert(&cell);
+        assert_eq!(counted, MemStore::entry_bytes(&cell) as isize);
+        drop(cell);
+        assert!(
+            request.is_unique(),
+            "the memstore still holds the request's buffer"
+        );
+        let kept: Vec<Cell> = snapshot_cells(&mem).collect();
+        assert_eq!(kept.len(), 1);
+        assert_eq!(
+            (&kept[0].row[..], &kept[0].value[..]),
+            (&[7u8; 4][..], &[7u8; 100][..])
+        );
+    }
+
+    /// Invariants 2 and 3: what is counted is what the arena holds, give or take the towers'
+    /// spread and the chunks' unused ends.
+    #[test]
+    fn the_count_is_the_arena_it_fills() {
+        let mem = MemStore::new();
+        for i in 0..50_000u64 {
+            let value = "v".repeat((i % 200) as usize);
+            mem.insert(&put(
+                &format!("row-{:08}", i.wrapping_mul(7919) % 50_000),
+                1,
+                i,
+                &value,
+            ));
+        }
+        let (counted, held) = (mem.size_bytes() as f64, mem.cells.arena_bytes() as f64);
+        assert!(
+            (held / counted - 1.0).abs() < 0.05,
+            "counted {counted} bytes, the arena holds {held}"
+        );
+        assert_eq!(mem.len(), 50_000);
+    }
+
+    /// Invariant 1: a second cell with the same key replaces the first, and the count with it.
+    #[test]
+    fn a_second_insert_of_a_key_replaces_the_first() {
+        let mem = Arc::new(MemStore::new());
+        let first = put("r", 5, 9, "first");
+        let second = put("r", 5, 9, "second, and longer");
+        let a = mem.insert(&first);
+        let b = mem.insert(&second);
+        assert_eq!(
+            b,
+            (MemStore::entry_bytes(&second) - MemStore::entry_bytes(&first)) as isize
+        );
+        assert_eq!(mem.size_bytes() as isize, a + b);
+        assert_eq!(all(&mem, u64::MAX), vec![second.clone()]);
+        assert_eq!(all(&mem, u64::MAX)[0].value, second.value);
+        assert_eq!(mem.len(), 1);
+        // The live cell is the last of the two: a reversed lookup finds it, not the dead one.
+        let mut s = mem.scanner(u64::MAX);
+        assert_eq!(s.last_row_before(None).unwrap(), Some(Bytes::from("r")));
+        let after = Cell::first_on_row(&Bytes::from("s"));
+        assert_eq!(
+            s.last_row_before(Some(&after)).unwrap(),
+            Some(Bytes::from("r"))
+        );
+    }
+
+    #[test]
+    fn a_removed_edit_is_gone_and_uncounted() {
+        let mem = Arc::new(MemStore::new());
+        let keep = [
+            put("a", 1, 1, "x"),
+            put("b", 2, 1, "x"),
+            put("b", 1, 3, "x"),
+        ];
+        let drop = [
+            put("b", 3, 2, "y"),
+            Cell {
+                seq_id: 2,
+                ..Cell::put("b", "f", "z", 3, "y")
+            },
+        ];
+        keep.iter().chain(&drop).for_each(|c| {
+            mem.insert(c);
+        });
+        let before = mem.size_bytes();
+        let freed = mem.remove_edit(&Bytes::from("b"), 2);
+        assert_eq!(freed, drop.iter().map(MemStore::entry_bytes).sum::<usize>());
+        assert_eq!(mem.size_bytes(), before - freed);
+        assert_eq!(mem.remove_edit(&Bytes::from("b"), 2), 0, "removed twice");
+        let mut want = keep.to_vec();
+        want.sort();
+        assert_eq!(all(&mem, u64::MAX), want);
+        assert_eq!(snapshot_cells(&mem).collect::<Vec<_>>(), want);
+        assert_eq!(mem.len(), 3);
+        let mut s = mem.scanner(u64::MAX);
+        assert_eq!(s.last_row_before(None).unwrap(), Some(Bytes::from("b")));
+    }
+
+    #[test]
+    fn values_longer_than_a_chunk_round_trip() {
+        let mem = Arc::new(MemStore::new());
+        let big = Cell::put("big", "f", "q", 1, vec![3u8; 3 << 20]);
+        let small = put("small", 1, 0, "s");
+        mem.insert(&small);
+        mem.insert(&big);
+        assert_eq!(all(&mem, 0), vec![big.clone(), small]);
+        assert_eq!(all(&mem, 0)[0].value, big.value);
+    }
+
+    /// Thread safety: writers inserting at once while a reader walks; every walk is in order,
+    /// and in the end every cell is there once.
+    #[test]
+    fn writers_and_readers_at_once() {
+        let mem = Arc::new(MemStore::new());
+        let writers = 3u64;
+        let per = 4000u64;
+        let done = AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            for w in 0..writers {
+                let (mem, done) = (&mem, &done);
+                s.spawn(move || {
+                    for i in 0..per {
+                        let n = (i * writers + w).wrapping_mul(0x9E37_79B9) % 1_000_000;
+                        mem.insert(&put(&format!("{n:07}-{w}-{i}"), 1, i, "v"));
+                    }
+                    done.fetch_add(1, Ordering::Relaxed);
+                });
+            }
+            let (mem, done) = (&mem, &done);
+            s.spawn(move || {
+                while done.load(Ordering::Relaxed) < writers as usize {
+                    let seen = all(mem, u64::MAX);
+                    assert!(seen.windows(2).all(|p| p[0] < p[1]), "a walk out of order");
+                }
+            });
+        });
+        let seen = all(&mem, u64::MAX);
+        assert_eq!(seen.len(), (writers * per) as usize);
+        let distinct: BTreeSet<_> = seen.iter().map(|c| c.row.clone()).collect();
+        assert_eq!(distinct.len(), seen.len());
+    }
+}

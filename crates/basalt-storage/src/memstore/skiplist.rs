@@ -1,0 +1,302 @@
+//! A concurrent skip list of cells laid out in an arena of words (RocksDB's InlineSkipList,
+//! in safe Rust): a node is its links, its whole key and its value, side by side, so a search
+//! touches one node's words per step and an insert allocates nothing but arena words.
+//!
+//! ```text
+//! node  := meta | next[height] | key words | value_len | ttl? | value words
+//! meta  := height (bits 0-7) | DEAD (bit 8) | HAS_TTL (bit 9) | key bytes (bits 16-63)
+//! ```
+//!
+//! # Thread safety
+//! Any number of writers insert while any number of readers search and walk, all without
+//! locks. A writer fills its node with relaxed stores, then links it in level by level from
+//! the bottom with a compare-and-swap that releases the node's words; readers follow links
+//! with acquire loads. Nothing is unlinked or freed while the list lives.
+//!
+//! # Invariants
+//! 1. At every level, the nodes reachable from the head are in increasing key order (key.rs,
+//!    invariant 1), and of nodes with equal keys all but the last are dead; level 0 holds
+//!    every node ever inserted.
+//! 2. A node is reachable only once all its words are written (the release of the link that
+//!    publishes it).
+//! 3. A node's words never change once published, bar its links (each only ever moved to a
+//!    node inserted between it and the node it pointed at) and its DEAD bit (only ever set).
+//! 4. The head is node 0, of [`MAX_HEIGHT`]; 0 in a link means no node.
+
+use std::cmp::Ordering;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::*};
+
+use basalt_model::Cell;
+
+use super::arena::Arena;
+use super::key::{self, CellBuf, Word};
+
+/// Levels a node can have. A quarter of the nodes at one level reach the next, so twelve
+/// levels serve 4^12 (16M) cells before searches slow down.
+pub const MAX_HEIGHT: usize = 20;
+
+/// No node (invariant 4).
+pub const NIL: u64 = 0;
+const HEAD: u64 = 0;
+
+const DEAD: u64 = 1 << 8;
+const HAS_TTL: u64 = 1 << 9;
+const KEY_SHIFT: u32 = 16;
+
+/// The words of a node without its links, for `cell`: meta, key, value length, TTL, value.
+pub fn body_words(cell: &Cell) -> usize {
+    1 + key::encoded_len(cell).div_ceil(8)
+        + 1
+        + usize::from(cell.ttl_ms.is_some())
+        + cell.value.len().div_ceil(8)
+}
+
+/// The skip list.
+#[derive(Debug)]
+pub struct SkipList {
+    arena: Arena,
+    /// The height of the tallest node inserted: searches start there.
+    height: AtomicUsize,
+}
+
+impl Default for SkipList {
+    fn default() -> SkipList {
+        let arena = Arena::default();
+        let head = arena.alloc(1 + MAX_HEIGHT);
+        debug_assert_eq!(head, HEAD);
+        arena.from(head)[0].store(MAX_HEIGHT as u64, Relaxed);
+        SkipList {
+            arena,
+            height: AtomicUsize::new(1),
+        }
+    }
+}
+
+/// One node's words, read in place.
+#[derive(Clone, Copy)]
+pub struct Node<'a> {
+    words: &'a [AtomicU64],
+}
+
+impl<'a> Node<'a> {
+    fn meta(&self) -> u64 {
+        self.words[0].load(Relaxed)
+    }
+
+    fn height(&self) -> usize {
+        (self.meta() & 0xFF) as usize
+    }
+
+    fn key_len(&self) -> usize {
+        (self.meta() >> KEY_SHIFT) as usize
+    }
+
+    /// The node after this one at `level` (acquire: its words are then visible).
+    pub fn next(&self, level: usize) -> u64 {
+        self.words[1 + level].load(Acquire)
+    }
+
+    /// The node's key words.
+    pub fn key(&self) -> &'a [AtomicU64] {
+        let at = 1 + self.height();
+        &self.words[at..at + self.key_len().div_ceil(8)]
+    }
+
+    /// The cell's sequence id, read in place.
+    pub fn seq_id(&self) -> u64 {
+        key::seq_id(self.key(), self.key_len())
+    }
+
+    /// Whether the node was taken out (a write whose WAL sync failed).
+    pub fn is_dead(&self) -> bool {
+        self.meta() & DEAD != 0
+    }
+
+    /// Marks the node taken out; false if it already was.
+    pub fn kill(&self) -> bool {
+        self.words[0].fetch_or(DEAD, Relaxed) & DEAD == 0
+    }
+
+    /// The words of the node without its links (the count [`body_words`] gives for its cell).
+    pub fn body_words(&self) -> usize {
+        let at = 1 + self.height() + self.key_len().div_ceil(8);
+        let value_len = self.words[at].load(Relaxed) as usize;
+        at - self.height() + 1 + usize::from(self.meta() & HAS_TTL != 0) + value_len.div_ceil(8)
+    }
+
+    /// The cell, its bytes copied into `out`.
+    pub fn cell(&self, out: &mut CellBuf) -> Cell {
+        let meta = self.meta();
+        let at = 1 + self.height() + self.key_len().div_ceil(8);
+        let value_len = self.words[at].load(Relaxed) as usize;
+        let (ttl, value_at) = if meta & HAS_TTL != 0 {
+            (Some(self.words[at + 1].load(Relaxed)), at + 2)
+        } else {
+            (None, at + 1)
+        };
+        key::decode(
+            self.key(),
+            self.key_len(),
+            &self.words[value_at..],
+            value_len,
+            ttl,
+            out,
+        )
+    }
+}
+
+impl SkipList {
+    /// The node at `at`.
+    pub fn node(&self, at: u64) -> Node<'_> {
+        Node {
+            words: self.arena.from(at),
+        }
+    }
+
+    /// Bytes of arena handed out (arena.rs, invariant 4).
+    #[cfg(test)]
+    pub fn arena_bytes(&self) -> u64 {
+        self.arena.used_words() * 8
+    }
+
+    /// Adds `cell` and returns its node. A live node with the same key is marked dead and
+    /// returned too (the write path never inserts a key twice; this keeps a second insert
+    /// from leaving two live cells that compare equal). The new node goes after it, so the
+    /// last of equal nodes is the live one (invariant 1).
+    pub fn insert(&self, cell: &Cell) -> (u64, Option<u64>) {
+        let height = random_height();
+        let key_len = key::encoded_len(cell);
+        let at = self.arena.alloc(height + body_words(cell));
+        let words = self.arena.from(at);
+        let flags = if cell.ttl_ms.is_some() { HAS_TTL } else { 0 };
+        words[0].store(
+            height as u64 | flags | ((key_len as u64) << KEY_SHIFT),
+            Relaxed,
+        );
+        let mut i = 1 + height;
+        key::encode(cell, |w| {
+            words[i].store(w, Relaxed);
+            i += 1;
+        });
+        words[i].store(cell.value.len() as u64, Relaxed);
+        i += 1;
+        if let Some(ttl) = cell.ttl_ms {
+            words[i].store(ttl, Relaxed);
+            i += 1;
+        }
+        key::pack(&cell.value, |w| {
+            words[i].store(w, Relaxed);
+            i += 1;
+        });
+        let replaced = self.link(at, height);
+        (at, replaced)
+    }
+
+    /// Links node `at` in at every one of its levels, bottom first (invariant 2).
+    fn link(&self, at: u64, height: usize) -> Option<u64> {
+        let node = self.node(at);
+        let key = node.key();
+        let top = self.height.fetch_max(height, Relaxed).max(height);
+        let (mut prev, mut next) = ([HEAD; MAX_HEIGHT], [NIL; MAX_HEIGHT]);
+        let (mut x, mut stop) = (HEAD, NIL);
+        for level in (0..top).rev() {
+            (x, stop) = self.find_at_level(x, level, key, stop, Ordering::Greater);
+            (prev[level], next[level]) = (x, stop);
+        }
+        let replaced = (prev[0] != HEAD
+            && key::compare(self.node(prev[0]).key(), key) == Ordering::Equal
+            && self.node(prev[0]).kill())
+        .then_some(prev[0]);
+        for level in 0..height {
+            loop {
+                node.words[1 + level].store(next[level], Relaxed);
+                let link = &self.node(prev[level]).words[1 + level];
+                if link
+                    .compare_exchange(next[level], at, Release, Relaxed)
+                    .is_ok()
+                {
+                    break;
+                }
+                // Another node came in beside this one at this level: search on from the
+                // node before it, which is still not above the key.
+                (prev[level], next[level]) =
+                    self.find_at_level(prev[level], level, key, NIL, Ordering::Greater);
+            }
+        }
+        replaced
+    }
+
+    /// From node `x` (before the stop), moves along `level` until the next node compares with
+    /// `key` as `stop` or above (`Equal`: the first node at or above `key`; `Greater`: the
+    /// first above it); returns the last node before the stop and the stop. `known_stop` is a
+    /// node already found to be a stop (or NIL), to save comparing it again.
+    fn find_at_level<W: Word>(
+        &self,
+        mut x: u64,
+        level: usize,
+        key: &[W],
+        known_stop: u64,
+        stop: Ordering,
+    ) -> (u64, u64) {
+        loop {
+            let next = self.node(x).next(level);
+            if next == NIL || next == known_stop || key::compare(self.node(next).key(), key) >= stop
+            {
+                return (x, next);
+            }
+            x = next;
+        }
+    }
+
+    /// The last node below `key` (the head if none), searching down from the top.
+    fn last_below<W: Word>(&self, key: &[W]) -> u64 {
+        let mut x = HEAD;
+        let mut stop = NIL;
+        for level in (0..self.height.load(Relaxed)).rev() {
+            (x, stop) = self.find_at_level(x, level, key, stop, Ordering::Equal);
+        }
+        x
+    }
+
+    /// The first node at or above `key`, or NIL.
+    pub fn seek<W: Word>(&self, key: &[W]) -> u64 {
+        self.node(self.last_below(key)).next(0)
+    }
+
+    /// The last node below `key` (below nothing: the last node), or NIL.
+    pub fn before<W: Word>(&self, key: Option<&[W]>) -> u64 {
+        let x = match key {
+            Some(key) => self.last_below(key),
+            None => {
+                let mut x = HEAD;
+                for level in (0..self.height.load(Relaxed)).rev() {
+                    while self.node(x).next(level) != NIL {
+                        x = self.node(x).next(level);
+                    }
+                }
+                x
+            }
+        };
+        if x == HEAD {
+            NIL
+        } else {
+            x
+        }
+    }
+
+    /// The first node, or NIL.
+    pub fn first(&self) -> u64 {
+        self.node(HEAD).next(0)
+    }
+}
+
+/// A node height: 1, then one more with chance 1/4 each time, up to [`MAX_HEIGHT`].
+fn random_height() -> usize {
+    let mut bits: u32 = rand::random();
+    let mut height = 1;
+    while height < MAX_HEIGHT && bits & 1 == 0 {
+        height += 1;
+        bits >>= 1;
+    }
+    height
+}
