@@ -235,21 +235,6 @@ impl CellSource for MemStoreScanner {
     }
 }
 
-/// Every cell of a memstore in key order, for a flush (no writer touches a snapshot).
-pub fn snapshot_cells(mem: &MemStore) -> impl Iterator<Item = Cell> + '_ {
-    let (mut at, mut buf) = (mem.cells.first(), CellBuf::default());
-    std::iter::from_fn(move || {
-        while at != NIL {
-            let node = mem.cells.node(at);
-            at = node.next(0);
-            if !node.is_dead() {
-                return Some(node.cell(&mut buf));
-            }
-        }
-        None
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -281,7 +266,7 @@ mod tests {
             request.is_unique(),
             "the memstore still holds the request's buffer"
         );
-        let kept: Vec<Cell> = snapshot_cells(&mem).collect();
+        let kept = all(&Arc::new(mem), 0);
         assert_eq!(kept.len(), 1);
         assert_eq!(
             (&kept[0].row[..], &kept[0].value[..]),
@@ -363,7 +348,6 @@ mod tests {
         let mut want = keep.to_vec();
         want.sort();
         assert_eq!(all(&mem, u64::MAX), want);
-        assert_eq!(snapshot_cells(&mem).collect::<Vec<_>>(), want);
         assert_eq!(mem.len(), 3);
         let mut s = mem.scanner(u64::MAX);
         assert_eq!(s.last_row_before(None).unwrap(), Some(Bytes::from("b")));

@@ -283,11 +283,6 @@ impl SkipList {
             x
         }
     }
-
-    /// The first node, or NIL.
-    pub fn first(&self) -> u64 {
-        self.node(HEAD).next(0)
-    }
 }
 
 /// A node height: 1, then one more with chance 1/4 each time, up to [`MAX_HEIGHT`].

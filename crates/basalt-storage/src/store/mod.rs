@@ -25,7 +25,7 @@ use parking_lot::{Mutex, MutexGuard, RwLock};
 use crate::block_cache::{BlockCache, Priority};
 use crate::compaction::Throttle;
 use crate::env::Env;
-use crate::memstore::{snapshot_cells, MemStore};
+use crate::memstore::MemStore;
 use crate::region::RegionInfo;
 use crate::storefile::{Caching, FileId, StoreFile, StoreFileWriter};
 use half::RowRangeSource;
@@ -340,7 +340,7 @@ impl Store {
     /// `Io` writing the file.
     pub fn write_flush(
         &self,
-        snap: &MemStore,
+        snap: &Arc<MemStore>,
         file_id: u64,
         now_ms: i64,
         purge_ms: i64,
@@ -352,8 +352,9 @@ impl Store {
             now_ms,
             read_point,
         );
-        let source = VecSource::new(snapshot_cells(snap).collect());
-        let scanner = StoreScanner::new(vec![Box::new(source)], matcher);
+        // Every cell of the snapshot (no write is in flight in it), read where it lies.
+        let mut scanner = StoreScanner::new(vec![Box::new(snap.scanner(u64::MAX))], matcher);
+        scanner.seek_to_first()?;
         self.write_file(
             scanner,
             file_id,
@@ -496,38 +497,4 @@ fn file_may_match(f: &StoreFile, hint: &ReadHint<'_>) -> Result<bool> {
         }
     }
     Ok(true)
-}
-
-/// Cells already in memory, in key order, as a source (a flush snapshot).
-#[derive(Debug)]
-struct VecSource {
-    cells: Vec<Cell>,
-    pos: usize,
-}
-
-impl VecSource {
-    fn new(cells: Vec<Cell>) -> VecSource {
-        VecSource { cells, pos: 0 }
-    }
-}
-
-impl CellSource for VecSource {
-    fn peek(&self) -> Option<&Cell> {
-        self.cells.get(self.pos)
-    }
-
-    fn advance(&mut self) -> Result<()> {
-        self.pos += 1;
-        Ok(())
-    }
-
-    fn seek(&mut self, key: &Cell) -> Result<()> {
-        self.pos = self.cells.partition_point(|c| c < key);
-        Ok(())
-    }
-
-    fn last_row_before(&mut self, key: Option<&Cell>) -> Result<Option<Bytes>> {
-        let p = key.map_or(self.cells.len(), |k| self.cells.partition_point(|c| c < k));
-        Ok(p.checked_sub(1).map(|i| self.cells[i].row.clone()))
-    }
 }
