@@ -188,10 +188,11 @@ fn unescape_parts(buf: &mut BytesMut) -> [usize; 3] {
     let mut ends = [0; 3];
     for end in &mut ends {
         loop {
-            let run = buf[read..]
-                .iter()
-                .position(|&b| b == 0)
-                .unwrap_or(buf.len() - read);
+            // `read` is past the end only for a key without its terminators, which `encode`
+            // never writes; the part then ends there.
+            let run = buf.get(read..).map_or(0, |rest| {
+                rest.iter().position(|&b| b == 0).unwrap_or(rest.len())
+            });
             if read != write {
                 buf.copy_within(read..read + run, write);
             }

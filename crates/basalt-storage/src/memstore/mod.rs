@@ -37,9 +37,14 @@ use crate::store::scanner::CellSource;
 use key::CellBuf;
 use skiplist::{SkipList, NIL};
 
-/// Links counted for each node: a node has one, then one more with chance 1/4 each time (a
-/// mean of 4/3), so the count errs a little high.
+/// Links counted for each node: a node has one, then one more with chance 1/2 each time (a
+/// mean of two).
 const TOWER_WORDS_COUNTED: usize = 2;
+
+/// Bytes counted for a node of `body_words` words besides its links (invariant 2).
+fn counted(body_words: usize) -> usize {
+    8 * (body_words + TOWER_WORDS_COUNTED)
+}
 
 /// One memstore segment.
 #[derive(Debug, Default)]
@@ -66,7 +71,7 @@ impl MemStore {
     /// at [`TOWER_WORDS_COUNTED`].
     #[must_use]
     pub fn entry_bytes(cell: &Cell) -> usize {
-        8 * (skiplist::body_words(cell) + TOWER_WORDS_COUNTED)
+        counted(skiplist::body_words(cell))
     }
 
     /// Adds a cell; returns the bytes it added to [`MemStore::size_bytes`] (less those of a
@@ -74,7 +79,7 @@ impl MemStore {
     pub fn insert(&self, cell: &Cell) -> isize {
         let n = MemStore::entry_bytes(cell);
         self.min_seq_id.fetch_min(cell.seq_id, Ordering::Relaxed);
-        let (_, replaced) = self.cells.insert(cell);
+        let replaced = self.cells.insert(cell);
         self.len.fetch_add(1, Ordering::Relaxed);
         self.size_bytes.fetch_add(n, Ordering::Relaxed);
         let freed = replaced.map_or(0, |at| self.forget(at));
@@ -83,7 +88,7 @@ impl MemStore {
 
     /// Takes a killed node out of the counts; returns its bytes.
     fn forget(&self, at: u64) -> usize {
-        let n = 8 * (self.cells.node(at).body_words() + TOWER_WORDS_COUNTED);
+        let n = counted(self.cells.node(at).body_words());
         self.len.fetch_sub(1, Ordering::Relaxed);
         self.size_bytes.fetch_sub(n, Ordering::Relaxed);
         n
