@@ -14,7 +14,6 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
@@ -749,11 +748,7 @@ impl RandomAccessFile {
         }
         let err = |e| Error::io(format!("reading {}", self.path.display()), e);
         match &self.source {
-            Source::Local(file) => {
-                let mut buf = vec![0; len];
-                file.read_exact_at(&mut buf, offset).map_err(err)?;
-                Ok(buf)
-            }
+            Source::Local(file) => read_exact_at(file, offset, len).map_err(err),
             Source::Object(store, key) => {
                 Ok(store.get_range(key, offset, len).map_err(err)?.to_vec())
             }
@@ -777,4 +772,21 @@ impl RandomAccessFile {
     pub fn path(&self) -> &Path {
         &self.path
     }
+}
+
+/// Reads exactly `len` bytes at `offset` into a fresh buffer that is not zeroed first: a
+/// block read that missed the cache spent an eighth of its time clearing the 64 KiB it was
+/// about to overwrite. The kernel writes into the vector's spare capacity, and the vector
+/// grows by exactly what it wrote.
+fn read_exact_at(file: &File, offset: u64, len: usize) -> std::io::Result<Vec<u8>> {
+    let mut buf = Vec::with_capacity(len);
+    while buf.len() < len {
+        let at = offset + buf.len() as u64;
+        if rustix::io::pread(file, rustix::buffer::spare_capacity(&mut buf), at)? == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+    }
+    // The capacity may exceed `len`, and a read may fill all of it.
+    buf.truncate(len);
+    Ok(buf)
 }
