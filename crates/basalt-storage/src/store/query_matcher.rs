@@ -37,8 +37,10 @@ pub enum MatchCode {
     Skip,
     SeekNextCol,
     SeekNextRow,
-    /// Seek to this key (from an explicit column list or a filter hint).
-    SeekTo(Cell),
+    /// Seek to this key (from an explicit column list or a filter hint). Boxed: a code is
+    /// returned for every cell a read looks at, and a whole cell inline made every code
+    /// 176 bytes to move where the rare seek needs a pointer.
+    SeekTo(Box<Cell>),
     /// The cell belongs to another row: this row is done.
     Done,
     /// The filter rules out every remaining row.
@@ -88,10 +90,10 @@ pub struct QueryMatcher {
     oldest_unexpired_ts: Timestamp,
     /// Cells newer than this are not version-counted or used to mask (compaction only).
     max_read_point_to_track: u64,
-    row: Option<Bytes>,
+    row: KeyCopy,
     versions_after_filter: u32,
     filter_count: u32,
-    filter_col: Option<Bytes>,
+    filter_col: KeyCopy,
 }
 
 impl QueryMatcher {
@@ -137,19 +139,19 @@ impl QueryMatcher {
             now_ms,
             oldest_unexpired_ts,
             max_read_point_to_track,
-            row: None,
+            row: KeyCopy::default(),
             versions_after_filter,
             filter_count: 0,
-            filter_col: None,
+            filter_col: KeyCopy::default(),
         }
     }
 
     /// Starts a new row.
-    pub fn set_row(&mut self, row: &Bytes) {
-        self.row = Some(row.clone());
+    pub fn set_row(&mut self, row: &[u8]) {
+        self.row.set(row);
         self.columns.reset();
         self.deletes.reset();
-        self.filter_col = None;
+        self.filter_col.clear();
         self.filter_count = 0;
     }
 
@@ -198,7 +200,7 @@ impl QueryMatcher {
     }
 
     fn pre_check(&mut self, cell: &Cell) -> Option<MatchCode> {
-        if self.row.as_ref() != Some(&cell.row) {
+        if !self.row.is(&cell.row) {
             return Some(MatchCode::Done);
         }
         if self.columns.done() {
@@ -284,7 +286,7 @@ impl QueryMatcher {
                 return f
                     .next_cell_hint(cell)
                     .filter(|h| h > cell)
-                    .map_or(M::Skip, M::SeekTo);
+                    .map_or(M::Skip, |h| M::SeekTo(Box::new(h)));
             }
             ReturnCode::Include | ReturnCode::IncludeAndSeekNextRow => code,
             ReturnCode::IncludeAndNextCol => {
@@ -298,8 +300,8 @@ impl QueryMatcher {
         if code != M::Include {
             return code;
         }
-        if self.filter_col.as_ref() != Some(&cell.qualifier) {
-            self.filter_col = Some(cell.qualifier.clone());
+        if !self.filter_col.is(&cell.qualifier) {
+            self.filter_col.set(&cell.qualifier);
             self.filter_count = 0;
         }
         self.filter_count += 1;
@@ -358,13 +360,40 @@ impl QueryMatcher {
     }
 }
 
+/// A row or column the matcher tracks, copied into a buffer kept from one key to the next.
+/// The matcher sees every cell a read passes over; holding a reference-counted handle
+/// instead cost an atomic increment and decrement per row and per column, where copying a
+/// short key into a warm buffer costs neither.
+#[derive(Debug, Default)]
+struct KeyCopy {
+    bytes: Vec<u8>,
+    /// Whether a key is held (an empty key is a key).
+    held: bool,
+}
+
+impl KeyCopy {
+    fn is(&self, key: &[u8]) -> bool {
+        self.held && self.bytes == key
+    }
+
+    fn set(&mut self, key: &[u8]) {
+        self.bytes.clear();
+        self.bytes.extend_from_slice(key);
+        self.held = true;
+    }
+
+    fn clear(&mut self) {
+        self.held = false;
+    }
+}
+
 /// Counts versions per column and, for explicit column lists, steers to wanted columns
 /// (ScanWildcardColumnTracker and ExplicitColumnTracker in one).
 #[derive(Debug)]
 struct ColumnTracker {
     explicit: Option<Vec<Bytes>>,
     idx: usize,
-    column: Option<Bytes>,
+    column: KeyCopy,
     count: u32,
     last_ts_type: Option<(Timestamp, CellType)>,
     min_versions: u32,
@@ -382,7 +411,7 @@ impl ColumnTracker {
         ColumnTracker {
             explicit,
             idx: 0,
-            column: None,
+            column: KeyCopy::default(),
             count: 0,
             last_ts_type: None,
             min_versions,
@@ -393,7 +422,7 @@ impl ColumnTracker {
 
     fn reset(&mut self) {
         self.idx = 0;
-        self.column = None;
+        self.column.clear();
         self.count = 0;
         self.last_ts_type = None;
     }
@@ -423,12 +452,16 @@ impl ColumnTracker {
         match cols.get(self.idx) {
             None => MatchCode::SeekNextRow,
             Some(want) if *want == cell.qualifier => MatchCode::Include,
-            Some(want) => MatchCode::SeekTo(Cell::first_on_column(&cell.row, &cell.family, want)),
+            Some(want) => MatchCode::SeekTo(Box::new(Cell::first_on_column(
+                &cell.row,
+                &cell.family,
+                want,
+            ))),
         }
     }
 
     fn check_versions(&mut self, cell: &Cell, ignore_count: bool) -> MatchCode {
-        if self.column.as_ref() == Some(&cell.qualifier) {
+        if self.column.is(&cell.qualifier) {
             if ignore_count {
                 return MatchCode::Include;
             }
@@ -436,7 +469,7 @@ impl ColumnTracker {
                 return MatchCode::Skip;
             }
         } else {
-            self.column = Some(cell.qualifier.clone());
+            self.column.set(&cell.qualifier);
             self.count = 0;
             self.last_ts_type = None;
             if ignore_count {

@@ -55,7 +55,7 @@ fn run(mode: Mode, info: ScanInfo, mut cells: Vec<Cell>) -> Vec<Cell> {
             MatchCode::SeekNextCol | MatchCode::IncludeAndSeekNextCol => {
                 skip_to = Some(Cell::last_on_column(&c.row, &c.family, &c.qualifier));
             }
-            MatchCode::SeekTo(k) => skip_to = Some(k),
+            MatchCode::SeekTo(k) => skip_to = Some(*k),
             MatchCode::SeekNextRow | MatchCode::Done | MatchCode::DoneScan => break,
             _ => {}
         }
