@@ -157,7 +157,7 @@ fn merging(c: &mut Criterion) {
             let mut s = StoreScanner::new(boxed, matcher);
             s.seek_to_first().unwrap();
             let mut out = Vec::new();
-            while let Some(row) = s.peek_row() {
+            while let Some(row) = s.peek_row().cloned() {
                 s.read_row(&row, &mut out, None).unwrap();
             }
             black_box(out.len())

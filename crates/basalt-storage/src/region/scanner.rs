@@ -219,7 +219,12 @@ impl RegionScanner {
 
     fn next_candidate(&mut self) -> Result<Option<Bytes>> {
         if !self.reversed {
-            return Ok(self.stores.iter().filter_map(StoreScanner::peek_row).min());
+            return Ok(self
+                .stores
+                .iter()
+                .filter_map(StoreScanner::peek_row)
+                .min()
+                .cloned());
         }
         let mut best: Option<Bytes> = None;
         for s in &mut self.stores {

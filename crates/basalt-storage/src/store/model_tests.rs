@@ -79,7 +79,7 @@ fn read_store(store: &Store, raw: bool, versions: u32, tr: TimeRange) -> Vec<Cel
         .unwrap();
     s.seek_to_first().unwrap();
     let mut out = Vec::new();
-    while let Some(row) = s.peek_row() {
+    while let Some(row) = s.peek_row().cloned() {
         s.read_row(&row, &mut out, None).unwrap();
     }
     out

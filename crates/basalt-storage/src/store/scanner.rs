@@ -48,27 +48,52 @@ pub fn first_on_next_row(row: &Bytes) -> Cell {
 }
 
 /// Scans one store for one query.
+///
+/// # Invariants
+/// 1. `top` is the source whose current cell sorts first (`None` when every source is
+///    exhausted): each move of a source is followed by [`StoreScanner::find_top`]. A row
+///    costs one pass over the sources per cell it moves past, not one for every look at
+///    the next cell.
 #[derive(Debug)]
 pub struct StoreScanner {
     sources: Vec<Box<dyn CellSource>>,
     matcher: QueryMatcher,
+    top: Option<usize>,
 }
 
 impl StoreScanner {
     /// A scanner over `sources` deciding with `matcher`.
     #[must_use]
     pub fn new(sources: Vec<Box<dyn CellSource>>, matcher: QueryMatcher) -> StoreScanner {
-        StoreScanner { sources, matcher }
+        let top = min_source(&sources);
+        StoreScanner {
+            sources,
+            matcher,
+            top,
+        }
     }
 
-    fn min(&self) -> Option<(usize, &Cell)> {
-        min_source(&self.sources)
+    /// The first cell of all sources (invariant 1).
+    fn min(&self) -> Option<&Cell> {
+        self.check_top();
+        self.top.and_then(|i| self.sources[i].peek())
+    }
+
+    /// Checks invariant (1) where the `invariants` feature is on.
+    fn check_top(&self) {
+        #[cfg(feature = "invariants")]
+        assert_eq!(self.top, min_source(&self.sources), "invariant (1)");
+    }
+
+    /// Keeps invariant (1) after a source moved.
+    fn find_top(&mut self) {
+        self.top = min_source(&self.sources);
     }
 
     /// The row of the next cell, `None` when the store is exhausted.
     #[must_use]
-    pub fn peek_row(&self) -> Option<Bytes> {
-        self.min().map(|(_, c)| c.row.clone())
+    pub fn peek_row(&self) -> Option<&Bytes> {
+        self.min().map(|c| &c.row)
     }
 
     /// Positions every source at the first cell at or after `key`.
@@ -76,7 +101,9 @@ impl StoreScanner {
     /// # Errors
     /// A corrupt block.
     pub fn seek(&mut self, key: &Cell) -> Result<()> {
-        self.sources.iter_mut().try_for_each(|s| s.seek(key))
+        let sought = self.sources.iter_mut().try_for_each(|s| s.seek(key));
+        self.find_top();
+        sought
     }
 
     /// Positions every source at its first cell.
@@ -94,6 +121,7 @@ impl StoreScanner {
     pub fn last_row_before(&mut self, key: Option<&Cell>) -> Result<Option<Bytes>> {
         let mut best: Option<Bytes> = None;
         for s in &mut self.sources {
+            // Sources do not move to answer (the trait's contract), so invariant (1) holds.
             if let Some(r) = s.last_row_before(key)? {
                 if best.as_ref().is_none_or(|b| r > *b) {
                     best = Some(r);
@@ -132,7 +160,8 @@ impl StoreScanner {
     ) -> Result<bool> {
         self.matcher.set_row(row);
         loop {
-            let Some((i, cell)) = min_source(&self.sources) else {
+            self.check_top();
+            let Some((i, cell)) = self.top.and_then(|i| Some((i, self.sources[i].peek()?))) else {
                 return Ok(false);
             };
             let code = self.matcher.matches(cell, filter.as_deref_mut());
@@ -146,7 +175,9 @@ impl StoreScanner {
                         _ => Step::Taken,
                     };
                     // The source gives the cell up and moves on: no copy of it is made.
-                    let Some(cell) = self.sources[i].take_next()? else {
+                    let taken = self.sources[i].take_next();
+                    self.find_top();
+                    let Some(cell) = taken? else {
                         continue;
                     };
                     let kept = match filter.as_deref() {
@@ -161,20 +192,23 @@ impl StoreScanner {
                 }
                 MatchCode::Skip => Step::Advance(i),
                 MatchCode::SeekNextCol => Step::column_after(cell),
-                MatchCode::SeekTo(key) if &key > cell => Step::SkipTo(key),
+                MatchCode::SeekTo(key) if *key > *cell => Step::SkipTo(*key),
                 MatchCode::SeekTo(_) => Step::Advance(i),
                 MatchCode::SeekNextRow => Step::NextRow,
                 MatchCode::Done => return Ok(false),
                 MatchCode::DoneScan => return Ok(true),
             };
-            match step {
-                Step::Taken => {}
-                Step::Advance(i) => self.sources[i].advance()?,
-                Step::SkipTo(key) => self.skip_to(&key)?,
-                Step::NextRow => {
-                    self.skip_row(row)?;
-                    return Ok(false);
-                }
+            let row_done = matches!(step, Step::NextRow);
+            let moved = match step {
+                Step::Taken => Ok(()),
+                Step::Advance(i) => self.sources[i].advance(),
+                Step::SkipTo(key) => self.skip_to(&key),
+                Step::NextRow => self.skip_row(row),
+            };
+            self.find_top();
+            moved?;
+            if row_done {
+                return Ok(false);
             }
         }
     }
@@ -220,7 +254,7 @@ impl StoreScanner {
     /// A corrupt block, or an error from `sink`.
     pub fn compact_into(&mut self, mut sink: impl FnMut(Cell) -> Result<()>) -> Result<()> {
         let mut row_cells = Vec::new();
-        while let Some(row) = self.peek_row() {
+        while let Some(row) = self.peek_row().cloned() {
             self.read_row(&row, &mut row_cells, None)?;
             row_cells.drain(..).try_for_each(&mut sink)?;
         }
@@ -265,7 +299,7 @@ impl Step {
 }
 
 /// The source whose current cell sorts first (a linear pick: stores have few sources).
-fn min_source(sources: &[Box<dyn CellSource>]) -> Option<(usize, &Cell)> {
+fn min_source(sources: &[Box<dyn CellSource>]) -> Option<usize> {
     let mut best: Option<(usize, &Cell)> = None;
     for (i, s) in sources.iter().enumerate() {
         if let Some(c) = s.peek() {
@@ -274,7 +308,7 @@ fn min_source(sources: &[Box<dyn CellSource>]) -> Option<(usize, &Cell)> {
             }
         }
     }
-    best
+    best.map(|(i, _)| i)
 }
 
 /// Family-level markers sit under the empty qualifier and may follow newer empty-qualifier
