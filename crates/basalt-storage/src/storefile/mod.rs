@@ -2,6 +2,7 @@
 
 pub mod block;
 mod bloom;
+mod family;
 mod keys;
 mod reader;
 mod writer;

@@ -122,7 +122,7 @@ impl StoreFile {
             id,
             cache_id: NEXT_CACHE_ID.fetch_add(1, Ordering::Relaxed),
             file,
-            family: family.clone(),
+            family: super::family::interned(family),
             cache: Arc::clone(cache),
             index_at,
             bloom_at: (bloom_at.1 > 0).then_some(bloom_at),
