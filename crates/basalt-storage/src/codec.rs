@@ -45,6 +45,12 @@ impl<'a> Reader<'a> {
 
     /// Reads a varint; `None` when truncated or longer than 10 bytes.
     pub fn varint(&mut self) -> Option<u64> {
+        // Most varints of a data block (its entries' key and value lengths) are one byte.
+        let first = *self.buf.get(self.pos)?;
+        if first < 0x80 {
+            self.pos += 1;
+            return Some(u64::from(first));
+        }
         let mut v: u64 = 0;
         for shift in (0..70).step_by(7) {
             let b = *self.buf.get(self.pos)?;
