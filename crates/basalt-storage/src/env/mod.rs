@@ -22,11 +22,14 @@ use basalt_model::{Error, Result};
 
 mod fault;
 pub mod object;
+mod random_access;
 mod shared;
 
 use fault::Verdict;
 pub use fault::{FaultInjector, Op};
 pub use object::{MemoryStore, ObjectStore};
+pub use random_access::RandomAccessFile;
+use random_access::Source;
 pub use shared::FENCE_MARKER;
 use shared::{LogWriter, ObjectWriter, SharedFs};
 
@@ -711,82 +714,4 @@ impl WritableFile {
             Sink::Object(o) => o.claimed(),
         }
     }
-}
-
-/// A file read at arbitrary offsets (store files).
-#[derive(Debug)]
-pub struct RandomAccessFile {
-    source: Source,
-    len: u64,
-    path: PathBuf,
-}
-
-/// Where a [`RandomAccessFile`]'s bytes come from.
-#[derive(Debug)]
-enum Source {
-    Local(File),
-    /// An object (store and key): each read is a range get.
-    Object(Arc<dyn ObjectStore>, String),
-}
-
-impl RandomAccessFile {
-    /// Reads exactly `len` bytes at `offset`.
-    ///
-    /// # Errors
-    /// `Corruption` when the range is past the end of the file; `Io` otherwise.
-    pub fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
-        let end = offset.checked_add(len as u64);
-        if end.is_none_or(|end| end > self.len) {
-            return Err(Error::corruption(
-                "file range",
-                &self.path,
-                format!(
-                    "{len} bytes at offset {offset} run past the end ({} bytes)",
-                    self.len
-                ),
-            ));
-        }
-        let err = |e| Error::io(format!("reading {}", self.path.display()), e);
-        match &self.source {
-            Source::Local(file) => read_exact_at(file, offset, len).map_err(err),
-            Source::Object(store, key) => {
-                Ok(store.get_range(key, offset, len).map_err(err)?.to_vec())
-            }
-        }
-    }
-
-    /// The file's length in bytes.
-    #[must_use]
-    pub fn len(&self) -> u64 {
-        self.len
-    }
-
-    /// Whether the file is empty.
-    #[must_use]
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// The file's path.
-    #[must_use]
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-}
-
-/// Reads exactly `len` bytes at `offset` into a fresh buffer that is not zeroed first: a
-/// block read that missed the cache spent an eighth of its time clearing the 64 KiB it was
-/// about to overwrite. The kernel writes into the vector's spare capacity, and the vector
-/// grows by exactly what it wrote.
-fn read_exact_at(file: &File, offset: u64, len: usize) -> std::io::Result<Vec<u8>> {
-    let mut buf = Vec::with_capacity(len);
-    while buf.len() < len {
-        let at = offset + buf.len() as u64;
-        if rustix::io::pread(file, rustix::buffer::spare_capacity(&mut buf), at)? == 0 {
-            return Err(std::io::ErrorKind::UnexpectedEof.into());
-        }
-    }
-    // The capacity may exceed `len`, and a read may fill all of it.
-    buf.truncate(len);
-    Ok(buf)
 }
