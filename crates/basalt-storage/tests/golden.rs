@@ -177,9 +177,7 @@ fn every_cell(f: &Arc<StoreFile>) -> Vec<Cell> {
     let mut s = f.scanner(u64::MAX, Caching::QUERY).unwrap();
     s.seek(&Cell::first_on_row(&Bytes::new())).unwrap();
     let mut out = Vec::new();
-    while let Some(c) = s.take_next().unwrap() {
-        out.push(c);
-    }
+    while s.take_into(&mut out).unwrap() {}
     out
 }
 

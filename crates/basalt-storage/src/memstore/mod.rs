@@ -200,10 +200,13 @@ impl CellSource for MemStoreScanner {
         Ok(())
     }
 
-    fn take_next(&mut self) -> Result<Option<Cell>> {
-        let taken = self.current.take();
+    fn take_into(&mut self, out: &mut Vec<Cell>) -> Result<bool> {
+        let Some(cell) = self.current.take() else {
+            return Ok(false);
+        };
+        out.push(cell);
         self.advance()?;
-        Ok(taken)
+        Ok(true)
     }
 
     fn seek(&mut self, key: &Cell) -> Result<()> {
@@ -255,7 +258,9 @@ mod tests {
     fn all(mem: &Arc<MemStore>, read_point: u64) -> Vec<Cell> {
         let mut s = mem.scanner(read_point);
         s.seek(&Cell::first_on_row(&Bytes::new())).unwrap();
-        std::iter::from_fn(|| s.take_next().unwrap()).collect()
+        let mut out = Vec::new();
+        while s.take_into(&mut out).unwrap() {}
+        out
     }
 
     /// Invariant 3: a kept cell does not hold its request's buffer, and reads as written.

@@ -40,11 +40,11 @@ impl CellSource for RowRangeSource {
         Ok(())
     }
 
-    fn take_next(&mut self) -> Result<Option<Cell>> {
+    fn take_into(&mut self, out: &mut Vec<Cell>) -> Result<bool> {
         if self.peek().is_none() {
-            return Ok(None);
+            return Ok(false);
         }
-        self.inner.take_next()
+        self.inner.take_into(out)
     }
 
     fn seek(&mut self, key: &Cell) -> Result<()> {
@@ -109,11 +109,12 @@ mod tests {
     fn rows_from(s: &mut RowRangeSource, from: &str) -> Vec<String> {
         s.seek(&Cell::first_on_row(&Bytes::from(from.to_owned())))
             .unwrap();
-        let mut out = Vec::new();
-        while let Some(c) = s.take_next().unwrap() {
-            out.push(String::from_utf8(c.row.to_vec()).unwrap());
-        }
-        out
+        let mut cells = Vec::new();
+        while s.take_into(&mut cells).unwrap() {}
+        cells
+            .iter()
+            .map(|c| String::from_utf8(c.row.to_vec()).unwrap())
+            .collect()
     }
 
     #[test]

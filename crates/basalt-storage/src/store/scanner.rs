@@ -16,15 +16,19 @@ pub trait CellSource: Send + std::fmt::Debug {
     /// # Errors
     /// A corrupt block.
     fn advance(&mut self) -> Result<()>;
-    /// The current cell, owned, after which the source moves to the next visible one: what
-    /// `peek().cloned()` then `advance()` do, without copying the cell.
+    /// Moves the current cell to the end of `out` and the source to the next visible one;
+    /// false when there is no cell. What `peek().cloned()` then `advance()` do; a source
+    /// that holds its cell overrides it to move the cell instead of copying it.
     ///
     /// # Errors
     /// A corrupt block.
-    fn take_next(&mut self) -> Result<Option<Cell>> {
-        let c = self.peek().cloned();
+    fn take_into(&mut self, out: &mut Vec<Cell>) -> Result<bool> {
+        let Some(c) = self.peek().cloned() else {
+            return Ok(false);
+        };
         self.advance()?;
-        Ok(c)
+        out.push(c);
+        Ok(true)
     }
     /// Moves to the first visible cell at or after `key` (never backwards past the current).
     ///
@@ -174,20 +178,9 @@ impl StoreScanner {
                         MatchCode::IncludeAndSeekNextRow => Step::NextRow,
                         _ => Step::Taken,
                     };
-                    // The source gives the cell up and moves on: no copy of it is made.
-                    let taken = self.sources[i].take_next();
-                    self.find_top();
-                    let Some(cell) = taken? else {
+                    if !self.keep(i, out, filter.as_deref(), budget_bytes)? {
                         continue;
-                    };
-                    let kept = match filter.as_deref() {
-                        Some(f) => f.transform_cell(cell),
-                        None => cell,
-                    };
-                    *budget_bytes = budget_bytes
-                        .checked_sub(kept.serialized_size())
-                        .ok_or_else(|| row_too_big(&kept))?;
-                    out.push(kept);
+                    }
                     step
                 }
                 MatchCode::Skip => Step::Advance(i),
@@ -209,6 +202,42 @@ impl StoreScanner {
             moved?;
             if row_done {
                 return Ok(false);
+            }
+        }
+    }
+
+    /// Moves source `i`'s cell into `out` (transformed by the filter) and the source on;
+    /// false when it had none. The cell is moved once, from the source into `out`: a cell is
+    /// 168 bytes, and each of the moves a return by value made was a call to `memcpy`.
+    fn keep(
+        &mut self,
+        i: usize,
+        out: &mut Vec<Cell>,
+        filter: Option<&Filter>,
+        budget_bytes: &mut usize,
+    ) -> Result<bool> {
+        let taken = self.sources[i].take_into(out);
+        self.find_top();
+        if !taken? {
+            return Ok(false);
+        }
+        if let Some(f) = filter {
+            if let Some(c) = out.pop() {
+                out.push(f.transform_cell(c));
+            }
+        }
+        let Some(kept) = out.last() else {
+            return Ok(false);
+        };
+        match budget_bytes.checked_sub(kept.serialized_size()) {
+            Some(left) => {
+                *budget_bytes = left;
+                Ok(true)
+            }
+            None => {
+                let too_big = row_too_big(kept);
+                out.pop();
+                Err(too_big)
             }
         }
     }

@@ -525,15 +525,19 @@ impl CellSource for StoreFileScanner {
     }
 
     fn advance(&mut self) -> Result<()> {
-        self.take_next().map(drop)
-    }
-
-    fn take_next(&mut self) -> Result<Option<Cell>> {
-        let taken = self.current.take();
-        if taken.is_some() {
+        if self.current.take().is_some() {
             self.load(self.block, self.pos + 1)?;
         }
-        Ok(taken)
+        Ok(())
+    }
+
+    fn take_into(&mut self, out: &mut Vec<Cell>) -> Result<bool> {
+        let Some(cell) = self.current.take() else {
+            return Ok(false);
+        };
+        out.push(cell);
+        self.load(self.block, self.pos + 1)?;
+        Ok(true)
     }
 
     fn seek(&mut self, key: &Cell) -> Result<()> {
