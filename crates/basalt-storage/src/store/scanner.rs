@@ -80,7 +80,7 @@ impl StoreScanner {
     /// The first cell of all sources (invariant 1).
     fn min(&self) -> Option<&Cell> {
         self.check_top();
-        self.top.and_then(|i| self.sources[i].peek())
+        top_cell(&self.sources, self.top).map(|(_, c)| c)
     }
 
     /// Checks invariant (1) where the `invariants` feature is on.
@@ -165,7 +165,7 @@ impl StoreScanner {
         self.matcher.set_row(row);
         loop {
             self.check_top();
-            let Some((i, cell)) = self.top.and_then(|i| Some((i, self.sources[i].peek()?))) else {
+            let Some((i, cell)) = top_cell(&self.sources, self.top) else {
                 return Ok(false);
             };
             let code = self.matcher.matches(cell, filter.as_deref_mut());
@@ -178,10 +178,15 @@ impl StoreScanner {
                         MatchCode::IncludeAndSeekNextRow => Step::NextRow,
                         _ => Step::Taken,
                     };
-                    if !self.keep(i, out, filter.as_deref(), budget_bytes)? {
-                        continue;
+                    match self.keep(i, out, filter.as_deref(), budget_bytes) {
+                        Ok(true) => step,
+                        // The source had no cell after all: nothing more to do for it.
+                        Ok(false) => Step::Taken,
+                        Err(e) => {
+                            self.find_top();
+                            return Err(e);
+                        }
                     }
-                    step
                 }
                 MatchCode::Skip => Step::Advance(i),
                 MatchCode::SeekNextCol => Step::column_after(cell),
@@ -208,7 +213,8 @@ impl StoreScanner {
 
     /// Moves source `i`'s cell into `out` (transformed by the filter) and the source on;
     /// false when it had none. The cell is moved once, from the source into `out`: a cell is
-    /// 168 bytes, and each of the moves a return by value made was a call to `memcpy`.
+    /// 168 bytes, and each of the moves a return by value made was a call to `memcpy`. The
+    /// caller restores invariant (1), once for the cell and the step after it.
     fn keep(
         &mut self,
         i: usize,
@@ -216,9 +222,7 @@ impl StoreScanner {
         filter: Option<&Filter>,
         budget_bytes: &mut usize,
     ) -> Result<bool> {
-        let taken = self.sources[i].take_into(out);
-        self.find_top();
-        if !taken? {
+        if !self.sources[i].take_into(out)? {
             return Ok(false);
         }
         if let Some(f) = filter {
@@ -325,6 +329,12 @@ impl Step {
             &cell.qualifier,
         ))
     }
+}
+
+/// Source `top`'s current cell, with its index.
+fn top_cell(sources: &[Box<dyn CellSource>], top: Option<usize>) -> Option<(usize, &Cell)> {
+    let i = top?;
+    Some((i, sources[i].peek()?))
 }
 
 /// The source whose current cell sorts first (a linear pick: stores have few sources).
