@@ -10,7 +10,7 @@
 mod thrift;
 mod workload;
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use basalt_client::{Connection, Table};
@@ -125,13 +125,44 @@ pub fn run(args: &YcsbArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Prints a phase's run time and throughput.
-fn report_phase(phase: &str, count: u64, started: Instant) {
-    let took = started.elapsed();
+/// When a phase started: the wall clock, and the CPU time this process had used.
+pub(crate) struct Started {
+    wall: Instant,
+    cpu: Duration,
+}
+
+impl Started {
+    pub(crate) fn now() -> Started {
+        Started {
+            wall: Instant::now(),
+            cpu: process_cpu(),
+        }
+    }
+}
+
+/// CPU time this process has used, all its threads, user and system.
+fn process_cpu() -> Duration {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    Duration::new(
+        u64::try_from(t.tv_sec).unwrap_or(0),
+        u32::try_from(t.tv_nsec).unwrap_or(0),
+    )
+}
+
+/// Prints a phase's run time and throughput, and the client's CPU time per operation (this
+/// process's: on a machine the server shares, a steadier measure of the client's cost than
+/// throughput).
+fn report_phase(phase: &str, count: u64, started: &Started) {
+    let took = started.wall.elapsed();
+    let cpu = process_cpu().saturating_sub(started.cpu);
     println!("[{phase}], RunTime(ms), {}", took.as_millis());
     println!(
         "[{phase}], Throughput(ops/sec), {:.1}",
         count as f64 / took.as_secs_f64()
+    );
+    println!(
+        "[{phase}], ClientCpuPerOperation(us), {:.1}",
+        cpu.as_secs_f64() * 1e6 / count.max(1) as f64
     );
 }
 
@@ -171,18 +202,18 @@ fn run_native(args: &YcsbArgs) -> anyhow::Result<Vec<Measured>> {
         if !args.no_load {
             create_table(&conn, args).await?;
             let t = conn.table("usertable")?;
-            let started = Instant::now();
+            let started = Started::now();
             spawn_threads(args, |w| load_native(args.clone(), t.clone(), w)).await?;
-            report_phase("LOAD", args.records, started);
+            report_phase("LOAD", args.records, &started);
         }
         let t = conn.table("usertable")?;
-        let started = Instant::now();
+        let started = Started::now();
         let results = spawn_threads(args, |w| {
             let draws = Draws::new(args.shape(), ops.clone(), dist, w);
             run_thread_native(t.clone(), draws, args.operations_of(w), args.shape())
         })
         .await?;
-        report_phase("OVERALL", args.operations, started);
+        report_phase("OVERALL", args.operations, &started);
         Ok(results)
     })
 }

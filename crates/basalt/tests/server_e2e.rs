@@ -618,6 +618,12 @@ fn ycsb_runs_every_core_workload_through(api: &str, addr: &str) {
         );
         assert!(text.contains("[LOAD], Throughput(ops/sec), "), "{text}");
         assert!(text.contains("[OVERALL], Throughput(ops/sec), "), "{text}");
+        // The client did work for its operations, so its CPU time per operation is above 0.
+        let cpu = text
+            .lines()
+            .find_map(|l| l.strip_prefix("[OVERALL], ClientCpuPerOperation(us), "))
+            .and_then(|v| v.parse::<f64>().ok());
+        assert!(cpu.is_some_and(|us| us > 0.0), "{api} {w}: {text}");
         let mut total = 0;
         for op in ops {
             assert!(

@@ -7,7 +7,7 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 
 use super::workload::{self, Draws, Request, Shape, FAMILY};
-use super::{report_phase, Measured, YcsbArgs};
+use super::{report_phase, Measured, Started, YcsbArgs};
 use crate::bench_report::micros;
 use crate::gateway_bench::thrift::ThriftClient;
 use crate::gateway_bench::GatewayClient;
@@ -21,16 +21,16 @@ pub fn run(args: &YcsbArgs) -> anyhow::Result<Vec<Measured>> {
     let (ops, dist) = workload::mix(args.workload)?;
     if !args.no_load {
         ThriftClient::connect(&args.server)?.recreate_table("usertable", FAMILY)?;
-        let started = Instant::now();
+        let started = Started::now();
         on_threads(args, |w| load(args, w))?;
-        report_phase("LOAD", args.records, started);
+        report_phase("LOAD", args.records, &started);
     }
-    let started = Instant::now();
+    let started = Started::now();
     let results = on_threads(args, |w| {
         let draws = Draws::new(args.shape(), ops.clone(), dist, w);
         run_thread(args, draws, args.operations_of(w))
     })?;
-    report_phase("OVERALL", args.operations, started);
+    report_phase("OVERALL", args.operations, &started);
     Ok(results)
 }
 
