@@ -92,6 +92,15 @@ pub trait Connection: Send + Sync {
     /// `TableNotFound`; `NotServingRegion` when no region covers the row right now.
     fn locate_region(&self, table: &TableName, row: &[u8]) -> Result<RegionLocation>;
 
+    /// The region holding `row` of `table`, without its server: what a server checks each
+    /// call against. By default [`Connection::locate_region`]'s region.
+    ///
+    /// # Errors
+    /// As [`Connection::locate_region`].
+    fn region_holding(&self, table: &TableName, row: &[u8]) -> Result<RegionInfo> {
+        self.locate_region(table, row).map(|l| l.region)
+    }
+
     /// Whether `table` and `locate_region` answer from this process's memory without
     /// waiting on a lock held across I/O or on another process. Only then may an async
     /// server call them, and [`Table::get_cached`], on its own worker threads. By default

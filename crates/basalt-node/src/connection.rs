@@ -33,6 +33,10 @@ impl Connection for Database {
             server: self.server_name(),
         })
     }
+
+    fn region_holding(&self, table: &TableName, row: &[u8]) -> Result<RegionInfo> {
+        self.region_of(table, row)
+    }
 }
 
 impl Admin for Database {

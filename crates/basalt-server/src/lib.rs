@@ -171,6 +171,7 @@ impl Server {
             node: Some(db),
             hosted: None,
             scanners: Arc::new(Scanners::new(config.scanner_lease)),
+            region_names: Arc::default(),
             metrics: Arc::new(metrics::RequestMetrics::new(&[
                 ("native", &grpc::OPS),
                 ("thrift", &thrift::METHODS),

@@ -136,6 +136,7 @@ fn services(
         node: None,
         hosted,
         scanners: Arc::new(Scanners::new(lease)),
+        region_names: Arc::default(),
         metrics: Arc::new(metrics::RequestMetrics::new(&[("native", &grpc::OPS)])),
     }
 }

@@ -88,6 +88,7 @@ impl Fixture {
             hosted: Some(rs.clone()),
             scanners: Arc::new(Scanners::new(Duration::from_secs(60))),
             metrics: Arc::new(RequestMetrics::new(&[("native", &grpc::OPS)])),
+            region_names: Arc::default(),
         };
         let addr = format!("127.0.0.1:{port}").parse().unwrap();
         self.runtime.spawn(

@@ -4,6 +4,7 @@
 //! workers.
 
 mod admin;
+mod region_check;
 mod table;
 
 use std::sync::Arc;
@@ -17,6 +18,7 @@ use tonic::{Response, Status};
 
 use crate::metrics::RequestMetrics;
 use basalt_api::leases::Scanners;
+pub use region_check::EncodedNames;
 
 /// HBase's `hbase.client.scanner.max.result.size`: the bytes a scanner call returns at most
 /// (at least one result).
@@ -79,6 +81,8 @@ pub struct Services {
     pub hosted: Option<Arc<basalt_node::cluster::ClusterRegionServer>>,
     pub scanners: Arc<Scanners>,
     pub metrics: Arc<RequestMetrics>,
+    /// Encoded names of the regions calls named lately, for the region check.
+    pub region_names: Arc<region_check::EncodedNames>,
 }
 
 impl std::fmt::Debug for Services {

@@ -1,7 +1,7 @@
 //! The data RPCs (HBase's region server RPCs) over `basalt_api::Table`, and scanners as
 //! leases.
 
-use basalt_model::{Error, Result, TableName};
+use basalt_model::{Error, Result};
 use basalt_proto::convert::{
     check_and_mutate_from_pb, get_from_pb, mutation_from_pb, result_to_pb, row_mutations_from_pb,
     scan_from_pb,
@@ -9,22 +9,8 @@ use basalt_proto::convert::{
 use basalt_proto::pb;
 use tonic::{Request, Response, Status};
 
+use super::region_check::check_region;
 use super::{blocking, empty, in_memory, table, Services, DEFAULT_MAX_RESULT_BYTES};
-
-/// Refuses a request aimed at a region that no longer holds its row (HBase's
-/// `NotServingRegionException`): the client then looks its regions up again.
-fn check_region(s: &Services, table: &TableName, row: &[u8], region: Option<&str>) -> Result<()> {
-    let Some(expected) = region else {
-        return Ok(());
-    };
-    let info = s.conn.locate_region(table, row)?.region;
-    if info.encoded_name(table) == expected {
-        return Ok(());
-    }
-    Err(Error::NotServingRegion(format!(
-        "Region {expected} of table {table}"
-    )))
-}
 
 fn mutate_response(r: Option<basalt_model::RowResult>) -> pb::MutateResponse {
     pb::MutateResponse {
