@@ -25,7 +25,7 @@ use std::cmp::Ordering;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use basalt_model::{Cell, CellType};
-use bytes::{Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 
 const SIGN: u64 = 1 << 63;
 
@@ -110,11 +110,14 @@ fn read_u64(words: &[AtomicU64], at: usize) -> u64 {
 
 /// Where cells copied out of a memstore keep their bytes: chunks shared by the cells one reader
 /// copies out, growing from [`FIRST_CHUNK`] to [`MAX_CHUNK`] bytes, so a Get allocates once
-/// and a long scan once per many cells.
+/// and a long scan once per many cells. The family, the same for every cell of a store, is
+/// the process's kept copy of the name (storefile/family.rs), as a store file's cells carry it.
 #[derive(Debug, Default)]
 pub struct CellBuf {
     chunk: BytesMut,
     next_chunk: usize,
+    /// The family of the last cell copied out (a kept name: its clones share no count).
+    family: Bytes,
 }
 
 const FIRST_CHUNK: usize = 256;
@@ -129,6 +132,14 @@ impl CellBuf {
             self.chunk = BytesMut::with_capacity(n.max(self.next_chunk));
         }
         &mut self.chunk
+    }
+
+    /// `name` as the process's kept copy: looked up once per reader and family, not per cell.
+    fn family(&mut self, name: &[u8]) -> Bytes {
+        if self.family != name {
+            self.family = crate::storefile::family::interned(name);
+        }
+        self.family.clone()
     }
 }
 
@@ -152,17 +163,21 @@ pub fn decode(
     let code = !(read_u64(key, at + 8) >> 56) as u8;
     let seq_id = !read_u64(key, at + 9);
     unpack(value, value_len, buf);
-    let all = buf.split().freeze();
+    let mut all = buf.split().freeze();
+    let family = out.family(&all[ends[0]..ends[1]]);
+    let (row, qualifier) = (all.slice(..ends[0]), all.slice(ends[1]..ends[2]));
+    // The value takes the chunk's handle itself: one count fewer to take and to drop.
+    all.advance(ends[2]);
     Cell {
-        row: all.slice(..ends[0]),
-        family: all.slice(ends[0]..ends[1]),
-        qualifier: all.slice(ends[1]..ends[2]),
+        row,
+        family,
+        qualifier,
         timestamp,
         // Only codes of real types are encoded (invariant 3); Put stands in for the
         // impossible rest so that a read never panics.
         cell_type: CellType::from_code(code).unwrap_or(CellType::Put),
         seq_id,
-        value: all.slice(ends[2]..),
+        value: all,
         ttl_ms,
     }
 }
@@ -368,6 +383,8 @@ mod tests {
             let again = decode(&key, len, &atomics(&packed), c.value.len(), c.ttl_ms, &mut buf);
             prop_assert_eq!(&again, &back);
             prop_assert_eq!(&back, &c);
+            // The family is the kept copy of the name, the same for every cell decoded.
+            prop_assert_eq!(back.family.as_ptr(), again.family.as_ptr());
             prop_assert_eq!(
                 (back.seq_id, back.cell_type, &back.value, back.ttl_ms),
                 (c.seq_id, c.cell_type, &c.value, c.ttl_ms)

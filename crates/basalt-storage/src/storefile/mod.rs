@@ -2,7 +2,7 @@
 
 pub mod block;
 mod bloom;
-mod family;
+pub(crate) mod family;
 mod keys;
 mod reader;
 mod writer;
