@@ -52,6 +52,7 @@ macro_rules! rpc {
 
 mod admin;
 pub mod blocking;
+mod channel;
 mod mutator;
 mod retry;
 mod scanner;

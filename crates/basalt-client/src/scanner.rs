@@ -9,6 +9,7 @@
 
 use std::collections::VecDeque;
 
+use crate::channel::Channel;
 use basalt_model::ops::Scan;
 use basalt_model::{Error, Result, RowResult};
 use basalt_proto::convert::{result_from_pb, scan_to_pb};
@@ -16,7 +17,6 @@ use basalt_proto::pb::table_client::TableClient;
 use basalt_proto::pb::{self};
 use basalt_proto::status::from_status;
 use bytes::Bytes;
-use tonic::transport::Channel;
 
 use crate::table::{region_index, Location};
 use crate::Table;

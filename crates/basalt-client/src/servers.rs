@@ -6,23 +6,15 @@
 //! own name and the active master's, which is how the client finds the rest.
 
 use std::collections::HashMap;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Mutex;
-use std::task::{Context, Poll};
-use std::time::Duration;
 
 use basalt_model::name::server_address;
 use basalt_model::{Error, Result};
 use basalt_proto::pb;
 use basalt_proto::pb::admin_client::AdminClient;
 use basalt_proto::status::from_status;
-use basalt_proto::transport::Coalesced;
-use hyper_util::rt::TokioIo;
-use tokio::net::TcpStream;
-use tonic::codegen::http::Uri;
-use tonic::codegen::Service;
-use tonic::transport::{Channel, Endpoint};
+
+use crate::channel::Channel;
 
 /// Channels by server name, and which server is the active master.
 #[derive(Debug)]
@@ -39,47 +31,9 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-fn endpoint(addr: &str) -> Result<Endpoint> {
-    let uri = if addr.contains("://") {
-        addr.to_owned()
-    } else {
-        format!("http://{addr}")
-    };
-    Ok(Endpoint::from_shared(uri)
-        .map_err(|e| Error::illegal(format!("bad server address {addr}: {e}")))?
-        .connect_timeout(Duration::from_secs(10)))
-}
-
-/// Opens the TCP connections of the channels: Nagle's algorithm off, and writes gathered
-/// until the connection's task yields (see `basalt_proto::transport`).
-#[derive(Clone, Copy, Debug)]
-struct Connector;
-
-impl Service<Uri> for Connector {
-    type Response = TokioIo<Coalesced<TcpStream>>;
-    type Error = std::io::Error;
-    type Future = Pin<Box<dyn Future<Output = std::io::Result<Self::Response>> + Send>>;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, uri: Uri) -> Self::Future {
-        Box::pin(async move {
-            let bad = || {
-                std::io::Error::new(
-                    std::io::ErrorKind::InvalidInput,
-                    format!("no host and port in {uri}"),
-                )
-            };
-            let host = uri.host().ok_or_else(bad)?;
-            let host = host.trim_start_matches('[').trim_end_matches(']');
-            let port = uri.port_u16().ok_or_else(bad)?;
-            let stream = TcpStream::connect((host, port)).await?;
-            stream.set_nodelay(true)?;
-            Ok(TokioIo::new(Coalesced::new(stream)))
-        })
-    }
+/// A channel to `addr`, connected by its first call.
+fn channel_to(addr: &str) -> Result<Channel> {
+    Channel::lazy(addr, crate::MAX_MESSAGE_BYTES)
 }
 
 impl Servers {
@@ -121,15 +75,7 @@ impl Servers {
     }
 
     async fn ask_seed(&self, seed: &str) -> Result<()> {
-        let channel = endpoint(seed)?
-            .connect_with_connector(Connector)
-            .await
-            .map_err(|e| {
-                Error::io(
-                    format!("connecting to {seed}"),
-                    std::io::Error::new(std::io::ErrorKind::ConnectionRefused, e.to_string()),
-                )
-            })?;
+        let channel = channel_to(seed)?;
         let status = AdminClient::new(channel.clone())
             .get_cluster_status(pb::Empty {})
             .await
@@ -184,7 +130,7 @@ impl Servers {
         if let Some(c) = channels.get(name) {
             return Ok(c.clone());
         }
-        let c = endpoint(&server_address(name)?)?.connect_with_connector_lazy(Connector);
+        let c = channel_to(&server_address(name)?)?;
         channels.insert(name.to_owned(), c.clone());
         Ok(c)
     }

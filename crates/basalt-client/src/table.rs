@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 
+use crate::channel::Channel;
 use basalt_model::ops::{
     Append, CheckAndMutate, Delete, Get, Increment, Mutation, Put, RowMutations, Scan,
 };
@@ -16,7 +17,6 @@ use basalt_proto::pb::table_client::TableClient;
 use basalt_proto::pb::{self};
 use basalt_proto::schema::region_from_pb;
 use basalt_proto::status::from_status;
-use tonic::transport::Channel;
 
 use crate::retry::Idempotence;
 use crate::servers::Servers;

@@ -1,0 +1,569 @@
+//! A channel to one server: the native API's calls carried straight on one HTTP/2 connection.
+//!
+//! Every call of the native API is unary: one message out, one back. tonic's own channel is
+//! built for streams, and puts two layers between a call and h2, each with a task of its
+//! own: tower's buffer (a queue, a semaphore and a worker task the call is handed to) and
+//! hyper's client dispatch (a task per request body, and one more hop for the answer). On two
+//! cores shared with the server every hop is a wake-up of another task, and the client spent
+//! as much CPU on a point read as the server did (`BENCHMARKS.md`). This channel does less:
+//! the call's own task hands the request's headers and its whole message to h2 at once,
+//! waits on h2's stream for the answer, and reads it to its end, trailers included, before
+//! the generated client decodes it.
+//!
+//! The generated clients (`TableClient`, `AdminClient`) still encode and decode the messages
+//! and read the gRPC status; this replaces only the transport beneath them.
+//!
+//! The connection is made by the first call and shared by all of the channel's clones. When
+//! it fails or the server closes it, the calls on it fail with `Unavailable` (which the
+//! client retries) and the next call makes a new one, as tonic's lazy channel does. Each
+//! call also keeps its own deadline (the `grpc-timeout` its request carries, the client's
+//! operation timeout): a server that accepts a call and never answers fails the call with
+//! `DeadlineExceeded` instead of holding it.
+//!
+//! # Invariants
+//! - `Shared::live` holds the connection calls are to use: one whose task has not ended, or
+//!   one that ended so recently that its task has not yet cleared it (a call that takes it
+//!   fails with `Unavailable`). It is cleared only by the task of the connection it holds
+//!   (matched by `id`) or by a call that found that connection closed.
+//! - At most one connection is being made at a time (`Shared::connecting`), so callers
+//!   waiting together share the one that is made.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use basalt_proto::transport::Coalesced;
+use bytes::{Bytes, BytesMut};
+use h2::client::SendRequest;
+use h2::RecvStream;
+use http::uri::{Authority, PathAndQuery, Scheme};
+use http::{HeaderMap, Request, Response, Uri};
+use http_body::{Body as _, Frame};
+use tokio::net::TcpStream;
+use tonic::body::Body;
+use tonic::codegen::Service;
+use tonic::Status;
+
+/// How long making a connection may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The window of each stream and of the connection, as hyper's client opens them: an answer
+/// of a few MiB (a scanner's batch) is not held back waiting for window updates.
+const STREAM_WINDOW: u32 = 2 << 20;
+const CONNECTION_WINDOW: u32 = 5 << 20;
+/// A gRPC message's frame: a compression flag and a 4-byte length before the message.
+const MESSAGE_HEADER: usize = 5;
+
+/// A channel to the server at one address; clones share its connection.
+#[derive(Clone, Debug)]
+pub(crate) struct Channel {
+    shared: Arc<Shared>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    /// `host:port`, as the request URIs name it.
+    authority: Authority,
+    /// The largest answer taken, its gRPC framing included.
+    max_answer: usize,
+    /// The connection calls use (see the module's invariants). Lock order: a leaf, never
+    /// held across an await.
+    live: Mutex<Option<Live>>,
+    /// Held while a connection is being made.
+    connecting: tokio::sync::Mutex<()>,
+}
+
+#[derive(Clone, Debug)]
+struct Live {
+    send: SendRequest<Bytes>,
+    /// Which connection this is, so that an ended connection's task clears only itself.
+    id: u64,
+}
+
+/// Numbers connections, for `Live::id`.
+static CONNECTIONS: AtomicU64 = AtomicU64::new(0);
+
+fn unavailable(what: &str, authority: &Authority, e: impl std::fmt::Display) -> Status {
+    Status::unavailable(format!("{what} {authority}: {e}"))
+}
+
+impl Channel {
+    /// A channel to `addr` (`host:port`, optionally after `http://`); connects on its first
+    /// call. Answers larger than `max_message` bytes fail their call.
+    ///
+    /// # Errors
+    /// `addr` is not a host and port.
+    pub(crate) fn lazy(addr: &str, max_message: usize) -> basalt_model::Result<Channel> {
+        let bare = addr.strip_prefix("http://").unwrap_or(addr);
+        let authority: Authority = bare
+            .parse()
+            .map_err(|e| basalt_model::Error::illegal(format!("bad server address {addr}: {e}")))?;
+        if authority.port_u16().is_none() {
+            return Err(basalt_model::Error::illegal(format!(
+                "bad server address {addr}: no port"
+            )));
+        }
+        Ok(Channel {
+            shared: Arc::new(Shared {
+                authority,
+                max_answer: max_message.saturating_add(MESSAGE_HEADER),
+                live: Mutex::new(None),
+                connecting: tokio::sync::Mutex::new(()),
+            }),
+        })
+    }
+
+    /// The connection to call on, made when there is none.
+    async fn connection(&self) -> Result<Live, Status> {
+        if let Some(live) = self.shared.live() {
+            return Ok(live);
+        }
+        let _gate = self.shared.connecting.lock().await;
+        if let Some(live) = self.shared.live() {
+            return Ok(live);
+        }
+        let live = tokio::time::timeout(CONNECT_TIMEOUT, self.shared.connect())
+            .await
+            .map_err(|_| unavailable("connecting to", &self.shared.authority, "timed out"))??;
+        *self.shared.lock() = Some(live.clone());
+        Ok(live)
+    }
+
+    /// One unary call: the request out, the whole answer back, within the call's deadline.
+    async fn unary(self, req: Request<Body>) -> Result<Response<Body>, Status> {
+        match grpc_timeout(req.headers()) {
+            Some(limit) => tokio::time::timeout(limit, self.exchange(req))
+                .await
+                .unwrap_or_else(|_| {
+                    Err(Status::deadline_exceeded(format!(
+                        "no answer from {} within {limit:?}",
+                        self.shared.authority
+                    )))
+                }),
+            None => self.exchange(req).await,
+        }
+    }
+
+    async fn exchange(&self, req: Request<Body>) -> Result<Response<Body>, Status> {
+        let (mut parts, body) = req.into_parts();
+        parts.uri = self.uri(parts.uri.path_and_query())?;
+        let message = whole_message(body).await?;
+        let live = self.connection().await?;
+        let id = live.id;
+        // A failure of more than this call's stream means the connection is done with: the
+        // next call makes a new one.
+        let lost = |e: h2::Error| {
+            if !e.is_reset() || e.is_go_away() {
+                self.shared.forget(id);
+            }
+            unavailable("calling", &self.shared.authority, e)
+        };
+        let mut send = live.send.ready().await.map_err(lost)?;
+        let (answer, mut stream) = send
+            .send_request(Request::from_parts(parts, ()), message.is_empty())
+            .map_err(lost)?;
+        if !message.is_empty() {
+            stream.send_data(message, true).map_err(lost)?;
+        }
+        let (parts, recv) = answer.await.map_err(lost)?.into_parts();
+        let body = read_answer(recv, self.shared.max_answer)
+            .await
+            .map_err(|e| match e {
+                Read::Stream(e) => lost(e),
+                Read::TooLarge => Status::resource_exhausted(format!(
+                    "an answer from {} is larger than {} bytes",
+                    self.shared.authority, self.shared.max_answer
+                )),
+            })?;
+        Ok(Response::from_parts(parts, Body::new(body)))
+    }
+
+    /// The request's absolute URI: h2 names the scheme and authority in every request.
+    fn uri(&self, path: Option<&PathAndQuery>) -> Result<Uri, Status> {
+        Uri::builder()
+            .scheme(Scheme::HTTP)
+            .authority(self.shared.authority.clone())
+            .path_and_query(
+                path.cloned()
+                    .unwrap_or_else(|| PathAndQuery::from_static("/")),
+            )
+            .build()
+            .map_err(|e| Status::internal(format!("a request's URI: {e}")))
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Live>> {
+        self.live
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn live(&self) -> Option<Live> {
+        self.lock().clone()
+    }
+
+    /// Clears the live connection if it is still connection `id`.
+    fn forget(&self, id: u64) {
+        let mut live = self.lock();
+        if live.as_ref().is_some_and(|l| l.id == id) {
+            *live = None;
+        }
+    }
+
+    /// Makes a connection (Nagle's algorithm off, writes gathered until its task yields)
+    /// and starts its task on the current runtime.
+    async fn connect(self: &Arc<Self>) -> Result<Live, Status> {
+        let failed = |e: &dyn std::fmt::Display| unavailable("connecting to", &self.authority, e);
+        let host = self.authority.host();
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        let port = self.authority.port_u16().unwrap_or_default();
+        let stream = TcpStream::connect((host, port))
+            .await
+            .map_err(|e| failed(&e))?;
+        stream.set_nodelay(true).map_err(|e| failed(&e))?;
+        let (send, connection) = h2::client::Builder::new()
+            .enable_push(false)
+            .initial_window_size(STREAM_WINDOW)
+            .initial_connection_window_size(CONNECTION_WINDOW)
+            .handshake::<_, Bytes>(Coalesced::new(stream))
+            .await
+            .map_err(|e| failed(&e))?;
+        let id = CONNECTIONS.fetch_add(1, Ordering::Relaxed);
+        let shared: Weak<Shared> = Arc::downgrade(self);
+        tokio::spawn(async move {
+            // Ends when the server closes the connection, when it fails, or once every
+            // clone of the channel is gone and no call is left on it.
+            let _ = connection.await;
+            if let Some(shared) = shared.upgrade() {
+                shared.forget(id);
+            }
+        });
+        Ok(Live { send, id })
+    }
+}
+
+impl Service<Request<Body>> for Channel {
+    type Response = Response<Body>;
+    type Error = Status;
+    type Future = Pin<Box<dyn Future<Output = Result<Response<Body>, Status>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Status>> {
+        // A call waits for its connection, and for room on it, inside its own future.
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<Body>) -> Self::Future {
+        Box::pin(self.clone().unary(req))
+    }
+}
+
+/// The request's whole body: the generated client encodes a unary call's message into one
+/// frame, ready at once.
+async fn whole_message(mut body: Body) -> Result<Bytes, Status> {
+    let mut whole: Option<Bytes> = None;
+    let mut more = BytesMut::new();
+    while let Some(frame) = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await {
+        let Ok(data) = frame?.into_data() else {
+            continue;
+        };
+        match whole.take() {
+            None if more.is_empty() => whole = Some(data),
+            first => {
+                more.extend_from_slice(&first.unwrap_or_default());
+                more.extend_from_slice(&data);
+            }
+        }
+    }
+    Ok(whole.unwrap_or_else(|| more.freeze()))
+}
+
+/// Why an answer could not be read.
+enum Read {
+    Stream(h2::Error),
+    TooLarge,
+}
+
+/// Reads an answer to its end: its data (in one piece) and its trailers.
+async fn read_answer(mut recv: RecvStream, max: usize) -> Result<Answer, Read> {
+    let mut first: Option<Bytes> = None;
+    let mut more = BytesMut::new();
+    let mut len = 0usize;
+    while let Some(data) = recv.data().await {
+        let data = data.map_err(Read::Stream)?;
+        // The window is given back as data arrives; the answer's size is bounded here.
+        recv.flow_control()
+            .release_capacity(data.len())
+            .map_err(Read::Stream)?;
+        len += data.len();
+        if len > max {
+            return Err(Read::TooLarge);
+        }
+        match first.take() {
+            None if more.is_empty() => first = Some(data),
+            earlier => {
+                more.extend_from_slice(&earlier.unwrap_or_default());
+                more.extend_from_slice(&data);
+            }
+        }
+    }
+    let trailers = recv.trailers().await.map_err(Read::Stream)?;
+    let data = first.unwrap_or_else(|| more.freeze());
+    Ok(Answer {
+        data: (!data.is_empty()).then_some(data),
+        trailers,
+    })
+}
+
+/// An answer read to its end, handed to the generated client as its body.
+struct Answer {
+    data: Option<Bytes>,
+    trailers: Option<HeaderMap>,
+}
+
+impl http_body::Body for Answer {
+    type Data = Bytes;
+    type Error = Status;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
+        let me = self.get_mut();
+        let frame = match me.data.take() {
+            Some(data) => Some(Frame::data(data)),
+            None => me.trailers.take().map(Frame::trailers),
+        };
+        Poll::Ready(frame.map(Ok))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.data.is_none() && self.trailers.is_none()
+    }
+}
+
+/// The call's deadline from its `grpc-timeout` header (an integer of up to eight digits and
+/// a unit: H, M, S, m, u or n), as gRPC's HTTP/2 protocol defines it.
+fn grpc_timeout(headers: &HeaderMap) -> Option<Duration> {
+    let value = headers.get("grpc-timeout")?.to_str().ok()?;
+    let (digits, unit) = value.split_at(value.len().checked_sub(1)?);
+    if digits.is_empty() || digits.len() > 8 {
+        return None;
+    }
+    let n: u64 = digits.parse().ok()?;
+    Some(match unit {
+        "H" => Duration::from_secs(n * 3600),
+        "M" => Duration::from_secs(n * 60),
+        "S" => Duration::from_secs(n),
+        "m" => Duration::from_millis(n),
+        "u" => Duration::from_micros(n),
+        "n" => Duration::from_nanos(n),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+
+    use http_body_util::{BodyExt, Full};
+    use tokio::net::TcpListener;
+
+    use super::*;
+
+    /// What the test server does with each request: answer it, or hold it unanswered.
+    #[derive(Clone, Copy)]
+    enum Serve {
+        /// Answers with the request's own bytes, then `grpc-status: 0`.
+        Echo,
+        /// Answers with this many bytes.
+        Bytes(usize),
+        /// Never answers.
+        Hold,
+        /// Answers, then closes the connection.
+        EchoThenClose,
+    }
+
+    /// A real HTTP/2 server on a loopback port; counts the connections it accepted.
+    async fn server(serve: Serve) -> (String, Arc<AtomicUsize>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let count = Arc::clone(&accepted);
+        tokio::spawn(async move {
+            while let Ok((socket, _)) = listener.accept().await {
+                count.fetch_add(1, Ordering::SeqCst);
+                tokio::spawn(connection(socket, serve));
+            }
+        });
+        (addr, accepted)
+    }
+
+    async fn connection(socket: TcpStream, serve: Serve) {
+        let mut conn = h2::server::handshake(socket).await.unwrap();
+        while let Some(Ok((req, respond))) = conn.accept().await {
+            if matches!(serve, Serve::EchoThenClose) {
+                answer(req, respond, serve).await;
+                conn.graceful_shutdown();
+            } else {
+                // The connection is polled (by `accept`) while the request is answered:
+                // h2 moves a stream's bytes only then.
+                tokio::spawn(answer(req, respond, serve));
+            }
+        }
+    }
+
+    async fn answer(
+        req: Request<RecvStream>,
+        mut respond: h2::server::SendResponse<Bytes>,
+        serve: Serve,
+    ) {
+        let mut body = req.into_body();
+        let mut got = BytesMut::new();
+        while let Some(data) = body.data().await {
+            let data = data.unwrap();
+            body.flow_control().release_capacity(data.len()).unwrap();
+            got.extend_from_slice(&data);
+        }
+        let answer = match serve {
+            Serve::Hold => return std::future::pending().await,
+            Serve::Echo | Serve::EchoThenClose => got.freeze(),
+            Serve::Bytes(n) => Bytes::from(vec![7u8; n]),
+        };
+        let mut stream = respond.send_response(Response::new(()), false).unwrap();
+        stream.send_data(answer, false).unwrap();
+        let mut trailers = HeaderMap::new();
+        trailers.insert("grpc-status", "0".parse().unwrap());
+        stream.send_trailers(trailers).unwrap();
+    }
+
+    fn request(message: Bytes, timeout: Option<&str>) -> Request<Body> {
+        let mut req = Request::new(Body::new(Full::new(message)));
+        *req.uri_mut() = Uri::from_static("/basalt.v1.Table/Get");
+        if let Some(t) = timeout {
+            req.headers_mut().insert("grpc-timeout", t.parse().unwrap());
+        }
+        req
+    }
+
+    async fn call(
+        channel: &Channel,
+        message: Bytes,
+        timeout: Option<&str>,
+    ) -> Result<(Bytes, HeaderMap), Status> {
+        let answer = channel.clone().call(request(message, timeout)).await?;
+        let collected = answer.into_body().collect().await?;
+        let trailers = collected.trailers().cloned().unwrap_or_default();
+        Ok((collected.to_bytes(), trailers))
+    }
+
+    #[tokio::test]
+    async fn messages_larger_than_the_windows_cross_whole_both_ways() {
+        let (addr, accepted) = server(Serve::Echo).await;
+        let channel = Channel::lazy(&addr, 64 << 20).unwrap();
+        let message: Bytes = (0..(9u32 << 20)).map(|i| (i % 251) as u8).collect();
+        for _ in 0..3 {
+            let (back, trailers) = call(&channel, message.clone(), None).await.unwrap();
+            assert!(back == message, "the answer differs from what was sent");
+            assert_eq!(trailers.get("grpc-status").unwrap(), "0");
+        }
+        let (back, _) = call(&channel, Bytes::new(), None).await.unwrap();
+        assert!(back.is_empty());
+        assert_eq!(
+            accepted.load(Ordering::SeqCst),
+            1,
+            "clones share one connection"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_call_the_server_never_answers_ends_at_its_deadline() {
+        let (addr, _) = server(Serve::Hold).await;
+        let channel = Channel::lazy(&addr, 1 << 20).unwrap();
+        let e = call(&channel, Bytes::from_static(b"x"), Some("200m"))
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), tonic::Code::DeadlineExceeded, "{e}");
+    }
+
+    #[tokio::test]
+    async fn an_answer_over_the_limit_fails_its_call() {
+        let (addr, _) = server(Serve::Bytes(5_000)).await;
+        let channel = Channel::lazy(&addr, 1_000).unwrap();
+        let e = call(&channel, Bytes::from_static(b"x"), None)
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), tonic::Code::ResourceExhausted, "{e}");
+        assert!(e.message().contains("larger than 1005 bytes"), "{e}");
+        let channel = Channel::lazy(&addr, 5_000).unwrap();
+        let (back, _) = call(&channel, Bytes::from_static(b"x"), None)
+            .await
+            .unwrap();
+        assert_eq!(back.len(), 5_000);
+    }
+
+    #[tokio::test]
+    async fn a_connection_the_server_closed_is_made_again() {
+        let (addr, accepted) = server(Serve::EchoThenClose).await;
+        let channel = Channel::lazy(&addr, 1 << 20).unwrap();
+        for n in 1..=3 {
+            // A call that takes the closed connection before its task noticed the close
+            // fails as unavailable (the client retries such calls); the next makes a new one.
+            let answered = match call(&channel, Bytes::from_static(b"hi"), None).await {
+                Ok(answer) => answer,
+                Err(e) => {
+                    assert_eq!(e.code(), tonic::Code::Unavailable, "{e}");
+                    call(&channel, Bytes::from_static(b"hi"), None)
+                        .await
+                        .unwrap()
+                }
+            };
+            assert_eq!(answered.0, Bytes::from_static(b"hi"));
+            assert_eq!(accepted.load(Ordering::SeqCst), n);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_server_that_is_not_there_is_unavailable() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        drop(listener);
+        let channel = Channel::lazy(&addr, 1 << 20).unwrap();
+        let e = call(&channel, Bytes::from_static(b"x"), None)
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), tonic::Code::Unavailable, "{e}");
+        assert!(e.message().contains(&addr), "{e}");
+    }
+
+    #[test]
+    fn grpc_timeouts_read_as_the_protocol_defines_them() {
+        let read = |v: &str| {
+            let mut h = HeaderMap::new();
+            h.insert("grpc-timeout", v.parse().unwrap());
+            grpc_timeout(&h)
+        };
+        assert_eq!(read("2H"), Some(Duration::from_secs(7200)));
+        assert_eq!(read("3M"), Some(Duration::from_secs(180)));
+        assert_eq!(read("60S"), Some(Duration::from_secs(60)));
+        assert_eq!(read("1500m"), Some(Duration::from_millis(1500)));
+        assert_eq!(read("7u"), Some(Duration::from_micros(7)));
+        assert_eq!(read("99999999n"), Some(Duration::from_nanos(99_999_999)));
+        for bad in ["", "S", "123456789S", "10x", "-1S", "1.5S"] {
+            assert_eq!(read(bad), None, "{bad:?}");
+        }
+        assert_eq!(grpc_timeout(&HeaderMap::new()), None);
+    }
+
+    #[test]
+    fn addresses_need_a_host_and_a_port() {
+        assert!(Channel::lazy("127.0.0.1:16020", 1).is_ok());
+        assert!(Channel::lazy("http://[::1]:16020", 1).is_ok());
+        for bad in ["127.0.0.1", "no spaces:1", ""] {
+            let e = Channel::lazy(bad, 1).unwrap_err();
+            assert!(e.to_string().contains("bad server address"), "{bad:?}: {e}");
+        }
+    }
+}
