@@ -18,6 +18,13 @@ fn bad(what: &str) -> Error {
 /// A cell on the wire.
 #[must_use]
 pub fn cell_to_pb(c: &Cell) -> pb::Cell {
+    cell_into_pb(c.clone())
+}
+
+/// A cell on the wire, its bytes moved rather than shared: no count taken and dropped again
+/// per field, for the cells of an answer the server is done with.
+#[must_use]
+pub fn cell_into_pb(c: Cell) -> pb::Cell {
     let t = match c.cell_type {
         CellType::Delete => pb::CellType::Delete,
         CellType::DeleteColumn => pb::CellType::DeleteColumn,
@@ -26,12 +33,12 @@ pub fn cell_to_pb(c: &Cell) -> pb::Cell {
         _ => pb::CellType::Put,
     };
     pb::Cell {
-        row: c.row.clone(),
-        family: c.family.clone(),
-        qualifier: c.qualifier.clone(),
+        row: c.row,
+        family: c.family,
+        qualifier: c.qualifier,
         timestamp: c.timestamp,
         r#type: t as i32,
-        value: c.value.clone(),
+        value: c.value,
         ttl_ms: c.ttl_ms,
     }
 }
@@ -59,9 +66,15 @@ pub fn cell_from_pb(c: pb::Cell) -> Result<Cell> {
 
 #[must_use]
 pub fn result_to_pb(r: &RowResult) -> pb::Result {
+    result_into_pb(r.clone())
+}
+
+/// A result on the wire, its cells moved (see [`cell_into_pb`]).
+#[must_use]
+pub fn result_into_pb(r: RowResult) -> pb::Result {
     pb::Result {
-        row: r.row.clone(),
-        cells: r.cells.iter().map(cell_to_pb).collect(),
+        row: r.row,
+        cells: r.cells.into_iter().map(cell_into_pb).collect(),
         partial: r.partial,
     }
 }

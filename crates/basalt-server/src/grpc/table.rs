@@ -3,8 +3,8 @@
 
 use basalt_model::{Error, Result};
 use basalt_proto::convert::{
-    check_and_mutate_from_pb, get_from_pb, mutation_from_pb, result_to_pb, row_mutations_from_pb,
-    scan_from_pb,
+    check_and_mutate_from_pb, get_from_pb, mutation_from_pb, result_into_pb, result_to_pb,
+    row_mutations_from_pb, scan_from_pb,
 };
 use basalt_proto::pb;
 use tonic::{Request, Response, Status};
@@ -44,7 +44,7 @@ impl pb::table_server::Table for Services {
             let cached = in_memory(self, "get", |s| {
                 check_region(s, name, &get.row, region.as_deref())?;
                 let row = s.conn.table(name)?.get_cached(get)?;
-                Ok(row.map(|row| result_to_pb(&row)))
+                Ok(row.map(result_into_pb))
             });
             if let Some(answer) = cached {
                 return answer;
@@ -53,7 +53,7 @@ impl pb::table_server::Table for Services {
         blocking(self, "get", move |s| {
             let (name, get) = read?;
             check_region(s, &name, &get.row, region.as_deref())?;
-            Ok(result_to_pb(&s.conn.table(&name)?.get(get)?))
+            Ok(result_into_pb(s.conn.table(&name)?.get(get)?))
         })
         .await
     }
@@ -203,7 +203,7 @@ fn next_results(s: &Services, id: u64, max_bytes: u64) -> Result<pb::NextRespons
         match scanner.next_row() {
             Ok(Some(row)) => {
                 bytes += row.cells.iter().map(|c| c.heap_size() as u64).sum::<u64>();
-                results.push(result_to_pb(&row));
+                results.push(result_into_pb(row));
                 if bytes >= limit {
                     break false;
                 }
