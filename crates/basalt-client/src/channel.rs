@@ -263,21 +263,39 @@ impl Service<Request<Body>> for Channel {
 /// The request's whole body: the generated client encodes a unary call's message into one
 /// frame, ready at once.
 async fn whole_message(mut body: Body) -> Result<Bytes, Status> {
-    let mut whole: Option<Bytes> = None;
-    let mut more = BytesMut::new();
+    let mut whole = Pieces::default();
     while let Some(frame) = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await {
-        let Ok(data) = frame?.into_data() else {
-            continue;
-        };
-        match whole.take() {
-            None if more.is_empty() => whole = Some(data),
+        if let Ok(data) = frame?.into_data() {
+            whole.push(data);
+        }
+    }
+    Ok(whole.finish())
+}
+
+/// Bytes that arrive in pieces, kept as the one piece they usually are (no copy), or
+/// joined when there are more.
+#[derive(Default)]
+struct Pieces {
+    first: Option<Bytes>,
+    joined: BytesMut,
+    len: usize,
+}
+
+impl Pieces {
+    fn push(&mut self, data: Bytes) {
+        self.len += data.len();
+        match self.first.take() {
+            None if self.joined.is_empty() => self.first = Some(data),
             first => {
-                more.extend_from_slice(&first.unwrap_or_default());
-                more.extend_from_slice(&data);
+                self.joined.extend_from_slice(&first.unwrap_or_default());
+                self.joined.extend_from_slice(&data);
             }
         }
     }
-    Ok(whole.unwrap_or_else(|| more.freeze()))
+
+    fn finish(self) -> Bytes {
+        self.first.unwrap_or_else(|| self.joined.freeze())
+    }
 }
 
 /// Why an answer could not be read.
@@ -288,29 +306,20 @@ enum Read {
 
 /// Reads an answer to its end: its data (in one piece) and its trailers.
 async fn read_answer(mut recv: RecvStream, max: usize) -> Result<Answer, Read> {
-    let mut first: Option<Bytes> = None;
-    let mut more = BytesMut::new();
-    let mut len = 0usize;
-    while let Some(data) = recv.data().await {
-        let data = data.map_err(Read::Stream)?;
+    let mut data = Pieces::default();
+    while let Some(piece) = recv.data().await {
+        let piece = piece.map_err(Read::Stream)?;
         // The window is given back as data arrives; the answer's size is bounded here.
         recv.flow_control()
-            .release_capacity(data.len())
+            .release_capacity(piece.len())
             .map_err(Read::Stream)?;
-        len += data.len();
-        if len > max {
+        data.push(piece);
+        if data.len > max {
             return Err(Read::TooLarge);
-        }
-        match first.take() {
-            None if more.is_empty() => first = Some(data),
-            earlier => {
-                more.extend_from_slice(&earlier.unwrap_or_default());
-                more.extend_from_slice(&data);
-            }
         }
     }
     let trailers = recv.trailers().await.map_err(Read::Stream)?;
-    let data = first.unwrap_or_else(|| more.freeze());
+    let data = data.finish();
     Ok(Answer {
         data: (!data.is_empty()).then_some(data),
         trailers,
