@@ -66,7 +66,12 @@ pub fn cell_from_pb(c: pb::Cell) -> Result<Cell> {
 
 #[must_use]
 pub fn result_to_pb(r: &RowResult) -> pb::Result {
-    result_into_pb(r.clone())
+    // Not `result_into_pb(r.clone())`: that would build the cell vector twice.
+    pb::Result {
+        row: r.row.clone(),
+        cells: r.cells.iter().map(cell_to_pb).collect(),
+        partial: r.partial,
+    }
 }
 
 /// A result on the wire, its cells moved (see [`cell_into_pb`]).
