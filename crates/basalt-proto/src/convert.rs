@@ -493,6 +493,20 @@ mod tests {
     }
 
     #[test]
+    fn results_cross_the_same_whether_borrowed_or_moved() {
+        let mut delete = Cell::put("r1", "f", "b", 4, "");
+        delete.cell_type = CellType::DeleteColumn;
+        let mut r = RowResult::new(
+            Bytes::from_static(b"r1"),
+            vec![Cell::put("r1", "f", "a", 7, "v1"), delete],
+        );
+        r.partial = true;
+        let borrowed = result_to_pb(&r);
+        assert_eq!(borrowed, result_into_pb(r.clone()));
+        same(&result_from_pb(borrowed).unwrap(), &r);
+    }
+
+    #[test]
     fn mutations_round_trip() {
         let cases: Vec<Mutation> = vec![
             Put::new("r")
