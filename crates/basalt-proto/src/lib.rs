@@ -5,6 +5,7 @@
 
 pub mod codec;
 pub mod convert;
+pub mod deadline;
 pub mod fuzzing;
 pub mod schema;
 pub mod status;

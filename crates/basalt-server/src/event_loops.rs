@@ -1,24 +1,26 @@
-//! The gRPC servers' event loops: one runtime with a single worker per core, each serving
+//! The native API's event loops: one runtime with a single worker per core, each serving
 //! the connections handed to it from their first frame to their last, as Netty's event loop
 //! group serves HBase's RPC.
 //!
-//! On tokio's work-stealing runtime a call's tasks (the connection's, the stream's, the
-//! engine's answer) hop between worker threads: every hop wakes a parked worker through a
-//! futex and switches context, and on two cores that cost more than the call itself. A
-//! connection bound to one loop never hops; the loops share the load by taking connections
-//! in turn. Calls that may wait on the disk still go to each loop's blocking pool.
+//! On tokio's work-stealing runtime a call's tasks (the connection's, the engine's answer)
+//! hop between worker threads: every hop wakes a parked worker through a futex and switches
+//! context, and on two cores that cost more than the call itself. A connection bound to one
+//! loop never hops; the loops share the load by taking connections in turn. Each connection
+//! is one task that reads its calls and answers them ([`serve_connection`]); calls that may
+//! wait on the disk still go to the loop's blocking pool.
 //!
 //! A loop is a one-worker multi-thread runtime rather than a current-thread one for its LIFO
-//! slot: the task a wake-up names runs next, so a connection writes each answer as soon as
-//! its stream finishes. On a current-thread runtime the connection waited behind every other
-//! ready stream, answers left in lock-step batches, and client and server took turns idling
-//! (20k against 37k reads a second, YCSB C on two cores). The loop's own thread drives only
-//! the accepting side.
+//! slot: the task a wake-up names runs next, so a connection whose call came back from the
+//! blocking pool, or whose gathered answers are due, runs before other ready connections.
+//! On a current-thread runtime a connection waited behind every other ready task, answers
+//! left in lock-step batches, and client and server took turns idling (20k against 37k
+//! reads a second, YCSB C on two cores). The loop's own thread drives only the accepting
+//! side.
 //!
 //! A connection's socket is moved to its loop's reactor before its first read (the accepting
 //! task registered it with the main runtime's), and is wrapped there in
-//! [`Coalesced`](basalt_proto::transport::Coalesced), so an answer's frames leave in one
-//! write.
+//! [`Coalesced`](basalt_proto::transport::Coalesced), so the answers of the calls read
+//! together leave in one write.
 //!
 //! # Thread safety
 //! Each loop is a thread that owns its runtime and its worker. The connections reach it over a channel; the
@@ -26,14 +28,14 @@
 //! so nothing it ran outlives the report.
 
 use std::io;
+use std::time::Duration;
 
 use basalt_proto::transport::Coalesced;
 use tokio::sync::{mpsc, oneshot, watch};
-use tokio_stream::wrappers::ReceiverStream;
-use tokio_stream::StreamExt;
-use tonic::transport::server::Router;
+use tokio::task::JoinSet;
 
-use crate::listener::{Accepted, Guarded, Unbound};
+use crate::listener::{Accepted, Unbound};
+use crate::rpc_server::{serve_connection, Route};
 
 /// Connections waiting for a loop to take them.
 const HANDOFF_QUEUE: usize = 64;
@@ -51,16 +53,18 @@ impl EventLoops {
         std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
     }
 
-    /// Starts `count` loops named `name-N`, each serving `router` to the connections it is
-    /// handed, and the task (on the current runtime) that hands out `accepted`'s connections
-    /// in turn. They stop serving once `stop` holds `true`.
+    /// Starts `count` loops named `name-N`, each serving `routes` to the connections it is
+    /// handed (pinging each every `ping`), and the task (on the current runtime) that hands
+    /// out `accepted`'s connections in turn. Once `stop` holds `true` each connection stops
+    /// as [`serve_connection`] does, and a loop stops when its last connection has.
     ///
     /// # Errors
     /// A loop's thread or runtime could not start.
-    pub fn start(
+    pub fn start<R: Route>(
         name: &str,
         count: usize,
-        router: &Router,
+        routes: &R,
+        ping: Duration,
         accepted: Accepted,
         stop: &watch::Receiver<bool>,
     ) -> io::Result<EventLoops> {
@@ -69,8 +73,8 @@ impl EventLoops {
         for n in 0..count.max(1) {
             let (tx, rx) = mpsc::channel::<Unbound>(HANDOFF_QUEUE);
             let (done_tx, done_rx) = oneshot::channel();
-            let router = router.clone();
-            let mut stop = stop.clone();
+            let routes = routes.clone();
+            let stop = stop.clone();
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(1)
                 .thread_name(format!("{name}-{n}"))
@@ -79,14 +83,7 @@ impl EventLoops {
             std::thread::Builder::new()
                 .name(format!("{name}-{n}"))
                 .spawn(move || {
-                    let incoming =
-                        ReceiverStream::new(rx).map(|c| c.bind().map(Coalesced::<Guarded>::new));
-                    let stopping = async move {
-                        let _ = stop.wait_for(|s| *s).await;
-                    };
-                    let served = runtime
-                        .block_on(router.serve_with_incoming_shutdown(incoming, stopping))
-                        .map_err(|e| e.to_string());
+                    let served = runtime.block_on(serve_loop(rx, routes, ping, stop));
                     drop(runtime);
                     let _ = done_tx.send(served);
                 })?;
@@ -112,6 +109,47 @@ impl EventLoops {
             }
         }
         first
+    }
+}
+
+/// One loop: serves each connection it is handed on a task of its own, until it is told to
+/// stop (or no more connections can come) and its last connection has ended.
+async fn serve_loop<R: Route>(
+    mut handed: mpsc::Receiver<Unbound>,
+    routes: R,
+    ping: Duration,
+    stop: watch::Receiver<bool>,
+) -> Result<(), String> {
+    let mut connections = JoinSet::new();
+    let mut stopping = stop.clone();
+    let stopping = stopping.wait_for(|s| *s);
+    tokio::pin!(stopping);
+    loop {
+        tokio::select! {
+            conn = handed.recv() => match conn.map(Unbound::bind) {
+                Some(Ok(io)) => {
+                    let served = serve_connection(Coalesced::new(io), routes.clone(), ping, stop.clone());
+                    connections.spawn(served);
+                }
+                Some(Err(e)) => {
+                    tracing::debug!(error = %e, "a native API connection failed before it was served");
+                }
+                None => break,
+            },
+            _ = &mut stopping => break,
+            Some(ended) = connections.join_next(), if !connections.is_empty() => log_end(ended),
+        }
+    }
+    while let Some(ended) = connections.join_next().await {
+        log_end(ended);
+    }
+    Ok(())
+}
+
+/// A connection's task ends by itself; one that panicked is reported.
+fn log_end(ended: Result<(), tokio::task::JoinError>) {
+    if let Err(e) = ended {
+        tracing::error!(error = %e, "a native API connection's task failed");
     }
 }
 

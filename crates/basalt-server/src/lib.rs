@@ -16,6 +16,7 @@ pub mod listener;
 pub mod metrics;
 pub mod rest;
 pub mod roles;
+mod rpc_server;
 pub mod thrift;
 
 use std::net::SocketAddr;
@@ -321,8 +322,12 @@ impl Server {
         let node = services.node.clone();
         let native = Accepted::start(listener, limits.0, "native API")
             .map_err(|e| ServerError(format!("serving the native API: {e}")))?;
-        let router = native_router(services, region_server_admin, budget, limits.0);
-        let serving = EventLoops::start("basalt-rpc", event_loops, &router, native, &stop_rx)
+        let routes = native_routes(services, region_server_admin, budget);
+        // A live client answers the server's pings, so a call that runs longer than the idle
+        // deadline (a major compaction, say) keeps its connection; a peer that answers
+        // nothing is closed.
+        let ping = (limits.0.idle / 3).min(Duration::from_secs(30));
+        let serving = EventLoops::start("basalt-rpc", event_loops, &routes, ping, native, &stop_rx)
             .map_err(|e| ServerError(format!("starting the native API's event loops: {e}")))?
             .stopped();
         let finishing = async move {
@@ -347,34 +352,27 @@ impl Server {
 
 /// The native API's services: administration, the region server's (in a cluster), and
 /// tables, each within the request budget.
-fn native_router(
+fn native_routes(
     services: Services,
     region_server_admin: Option<cluster::RegionServerAdminService>,
     budget: Arc<budget::RequestBudget>,
-    limits: ConnectionLimits,
-) -> tonic::transport::server::Router {
-    // A live client answers the server's pings, so a call that runs longer than the idle
-    // deadline (a major compaction, say) keeps its connection; a peer that answers
-    // nothing is closed by the deadline.
-    let ping = (limits.idle / 3).min(Duration::from_secs(30));
-    tonic::transport::Server::builder()
-        .http2_keepalive_interval(Some(ping))
-        .http2_keepalive_timeout(Some(ping))
-        .add_service(budget::Budgeted::new(
+) -> rpc_server::Routes {
+    rpc_server::Routes {
+        admin: budget::Budgeted::new(
             pb::admin_server::AdminServer::new(services.clone())
                 .max_decoding_message_size(MAX_MESSAGE_BYTES)
                 .max_encoding_message_size(MAX_MESSAGE_BYTES),
             Arc::clone(&budget),
-        ))
-        .add_optional_service(
-            region_server_admin.map(cluster::RegionServerAdminService::into_server),
-        )
-        .add_service(budget::Budgeted::new(
+        ),
+        region_server_admin: region_server_admin
+            .map(cluster::RegionServerAdminService::into_server),
+        table: budget::Budgeted::new(
             pb::table_server::TableServer::new(services)
                 .max_decoding_message_size(MAX_MESSAGE_BYTES)
                 .max_encoding_message_size(MAX_MESSAGE_BYTES),
             budget,
-        ))
+        ),
+    }
 }
 
 /// Binds the REST gateway over the server's connection, when it is on.

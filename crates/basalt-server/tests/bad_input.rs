@@ -143,6 +143,14 @@ fn the_grpc_corpus_gets_client_errors_never_internal() {
                 }
             }
         }
+        // A method or a service the server does not have is named in its refusal.
+        for method in ["/basalt.v1.Table/NoSuchMethod", "/no.such.Service/Get", "/"] {
+            grpc.ready().await.unwrap();
+            let path = tonic::codegen::http::uri::PathAndQuery::from_static(method);
+            let req = tonic::Request::new(Bytes::from_static(b"\x0a\x01t"));
+            let s = grpc.unary(req, path, Raw).await.unwrap_err();
+            assert_eq!(s.code(), tonic::Code::Unimplemented, "{method}: {s:?}");
+        }
         let mut admin = pb::admin_client::AdminClient::new(channel);
         let names = admin.list_namespaces(pb::Empty {}).await.unwrap();
         assert!(names.into_inner().names.contains(&"default".to_owned()));
