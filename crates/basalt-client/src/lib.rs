@@ -82,11 +82,15 @@ pub struct ClientConfig {
     pub pause: Duration,
     /// `hbase.client.retries.number` (15).
     pub retries: u32,
-    /// Bytes a scanner call fetches at most (`hbase.client.scanner.max.result.size`, 2 MiB).
+    /// Bytes a scanner call fetches at most (`hbase.client.scanner.max.result.size`, 2 MiB;
+    /// zero is the default).
     pub scanner_max_result_bytes: u64,
     /// `hbase.client.write.buffer` of a [`BufferedMutator`] (2 MiB).
     pub write_buffer_bytes: usize,
 }
+
+/// HBase's `hbase.client.scanner.max.result.size`: 2 MiB.
+pub const DEFAULT_SCANNER_MAX_RESULT_BYTES: u64 = 2 << 20;
 
 impl Default for ClientConfig {
     fn default() -> Self {
@@ -94,7 +98,7 @@ impl Default for ClientConfig {
             operation_timeout: Duration::from_secs(60),
             pause: Duration::from_millis(100),
             retries: 15,
-            scanner_max_result_bytes: 2 << 20,
+            scanner_max_result_bytes: DEFAULT_SCANNER_MAX_RESULT_BYTES,
             write_buffer_bytes: 2 << 20,
         }
     }

@@ -172,39 +172,61 @@ impl ResultScanner {
         let req = pb::OpenScannerRequest {
             table: self.table.name().to_string(),
             scan: Some(scan_to_pb(&part)),
+            first_result_bytes: self.max_result_bytes(),
         };
-        let id = client
+        let opened = client
             .open_scanner(req)
             .await
             .map_err(|s| from_status(&s))?
-            .into_inner()
-            .id;
-        self.run = Some(Run { client, id, edge });
-        Ok(())
+            .into_inner();
+        let run = Run {
+            client,
+            id: opened.id,
+            edge,
+        };
+        self.take(run, opened.results, opened.done)
     }
 
-    /// Fetches the next batch of the current run; at the run's end, moves the scan to its
-    /// edge (or finishes it there).
+    /// Fetches the next batch of the current run (which stays current when the call fails,
+    /// for the recovery to close).
     async fn fetch(&mut self) -> Result<()> {
-        let Some(run) = self.run.as_mut() else {
+        let Some(mut run) = self.run.take() else {
             return Ok(());
         };
         let req = pb::NextRequest {
             scanner: run.id,
-            max_result_bytes: self.table.config.scanner_max_result_bytes,
+            max_result_bytes: self.max_result_bytes(),
         };
-        let r = run
-            .client
-            .next(req)
-            .await
-            .map_err(|s| from_status(&s))?
-            .into_inner();
-        for res in r.results {
+        match run.client.next(req).await {
+            Ok(r) => {
+                let r = r.into_inner();
+                self.take(run, r.results, r.done)
+            }
+            Err(s) => {
+                self.run = Some(run);
+                Err(from_status(&s))
+            }
+        }
+    }
+
+    /// The bytes of results one scanner call returns at most.
+    fn max_result_bytes(&self) -> u64 {
+        match self.table.config.scanner_max_result_bytes {
+            0 => crate::DEFAULT_SCANNER_MAX_RESULT_BYTES,
+            n => n,
+        }
+    }
+
+    /// Buffers a scanner call's results; at the run's end (`done`, the server closed its
+    /// scanner), moves the scan to the run's edge or finishes it there, else keeps the run.
+    fn take(&mut self, run: Run, results: Vec<pb::Result>, done: bool) -> Result<()> {
+        for res in results {
             self.buffered.push_back(result_from_pb(res)?);
         }
-        if r.done {
-            let edge = self.run.take().map(|r| r.edge).unwrap_or_default();
-            self.advance_past(edge);
+        if done {
+            self.advance_past(run.edge);
+        } else {
+            self.run = Some(run);
         }
         Ok(())
     }

@@ -595,7 +595,10 @@ mod tests {
         assert!(answer.is_empty());
         assert_eq!(trailers["grpc-status"], "4", "{trailers:?}");
         // gRPC percent-encodes the message.
-        let message = trailers["grpc-message"].to_str().unwrap().replace("%20", " ");
+        let message = trailers["grpc-message"]
+            .to_str()
+            .unwrap()
+            .replace("%20", " ");
         assert!(message.contains("deadline of 150ms"), "{message}");
         assert_eq!(dropped.load(Ordering::SeqCst), 1);
         // The connection still serves.

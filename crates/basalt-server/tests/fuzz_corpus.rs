@@ -175,6 +175,7 @@ fn grpc_seeds() -> Vec<(String, Vec<u8>)> {
             max_versions: 1,
             ..pb::Scan::default()
         }),
+        first_result_bytes: 0,
     };
     let nested = format!("{}PrefixFilter('a'){}", "(".repeat(5000), ")".repeat(5000));
     let mut delete_in_put = put.clone();

@@ -150,7 +150,7 @@ impl pb::table_server::Table for Services {
     async fn open_scanner(
         &self,
         r: Request<pb::OpenScannerRequest>,
-    ) -> std::result::Result<Response<pb::ScannerId>, Status> {
+    ) -> std::result::Result<Response<pb::OpenScannerResponse>, Status> {
         let r = r.into_inner();
         blocking(self, "open_scanner", move |s| {
             let scan = scan_from_pb(
@@ -158,13 +158,24 @@ impl pb::table_server::Table for Services {
                     .ok_or_else(|| Error::illegal("malformed request: no scan"))?,
             )?;
             let scanner = s.conn.table(&table(&r.table)?)?.scan(scan)?;
-            Ok(pb::ScannerId {
-                id: s.scanners.open(scanner),
+            let id = s.scanners.open(scanner);
+            if r.first_result_bytes == 0 {
+                return Ok(pb::OpenScannerResponse {
+                    id,
+                    results: Vec::new(),
+                    done: false,
+                });
+            }
+            // The first results in the same call; a scanner they exhaust is closed here.
+            let first = next_results(s, id, r.first_result_bytes)?;
+            Ok(pb::OpenScannerResponse {
+                id,
+                results: first.results,
+                done: first.done,
             })
         })
         .await
     }
-
     async fn next(
         &self,
         r: Request<pb::NextRequest>,
