@@ -32,7 +32,15 @@ pub struct RegionScanner {
     rows: u64,
     done: bool,
     pending: VecDeque<RowResult>,
+    /// Cells of the last row returned, at most [`ROW_WIDTH_HINT_MAX`]: the capacity the next
+    /// row's vector starts with, so rows as wide as the last are read without the vector
+    /// growing (and being copied) cell by cell.
+    row_width_hint: usize,
 }
+
+/// The largest capacity a row's vector starts with (a wide row does not make every later
+/// row allocate its width).
+const ROW_WIDTH_HINT_MAX: usize = 256;
 
 impl Region {
     /// Reads one row.
@@ -166,6 +174,7 @@ impl Region {
             rows: 0,
             done: false,
             pending: VecDeque::new(),
+            row_width_hint: 0,
         };
         s.position()?;
         Ok(s)
@@ -289,7 +298,7 @@ impl RegionScanner {
                     continue;
                 }
             }
-            let mut cells = Vec::new();
+            let mut cells = Vec::with_capacity(self.row_width_hint);
             let mut done_scan = false;
             let mut budget = self.max_row_size_bytes;
             for s in &mut self.stores {
@@ -304,6 +313,7 @@ impl RegionScanner {
                 continue;
             }
             self.rows += 1;
+            self.row_width_hint = cells.len().min(ROW_WIDTH_HINT_MAX);
             return Ok(Some(self.emit(row, cells)));
         }
     }
