@@ -41,7 +41,7 @@ use bytes::{Bytes, BytesMut};
 use h2::client::SendRequest;
 use h2::RecvStream;
 use http::uri::{Authority, PathAndQuery, Scheme};
-use http::{HeaderMap, Request, Response, Uri};
+use http::{request, response, HeaderMap, Request, Response, Uri};
 use http_body::{Body as _, Frame};
 use tokio::net::TcpStream;
 use tonic::body::Body;
@@ -132,10 +132,23 @@ impl Channel {
         Ok(live)
     }
 
-    /// One unary call: the request out, the whole answer back, within the call's deadline.
+    /// One unary call from the generated clients: the request out, the whole answer back.
     async fn unary(self, req: Request<Body>) -> Result<Response<Body>, Status> {
-        match grpc_timeout(req.headers()) {
-            Some(limit) => tokio::time::timeout(limit, self.exchange(req))
+        let (parts, body) = req.into_parts();
+        let message = whole_message(body).await?;
+        let (head, answer) = self.round_trip(parts, message).await?;
+        Ok(Response::from_parts(head, Body::new(answer)))
+    }
+
+    /// Sends a request's head (its URI a path) and its whole framed message, and reads the
+    /// answer to its end, within the call's deadline (its `grpc-timeout`).
+    pub(crate) async fn round_trip(
+        &self,
+        head: request::Parts,
+        message: Bytes,
+    ) -> Result<(response::Parts, Answer), Status> {
+        match grpc_timeout(&head.headers) {
+            Some(limit) => tokio::time::timeout(limit, self.exchange(head, message))
                 .await
                 .unwrap_or_else(|_| {
                     Err(Status::deadline_exceeded(format!(
@@ -143,14 +156,16 @@ impl Channel {
                         self.shared.authority
                     )))
                 }),
-            None => self.exchange(req).await,
+            None => self.exchange(head, message).await,
         }
     }
 
-    async fn exchange(&self, req: Request<Body>) -> Result<Response<Body>, Status> {
-        let (mut parts, body) = req.into_parts();
+    async fn exchange(
+        &self,
+        mut parts: request::Parts,
+        message: Bytes,
+    ) -> Result<(response::Parts, Answer), Status> {
         parts.uri = self.uri(parts.uri.path_and_query())?;
-        let message = whole_message(body).await?;
         let live = self.connection().await?;
         let id = live.id;
         // A failure of more than this call's stream means the connection is done with: the
@@ -168,8 +183,8 @@ impl Channel {
         if !message.is_empty() {
             stream.send_data(message, true).map_err(lost)?;
         }
-        let (parts, recv) = answer.await.map_err(lost)?.into_parts();
-        let body = read_answer(recv, self.shared.max_answer)
+        let (head, recv) = answer.await.map_err(lost)?.into_parts();
+        let answer = read_answer(recv, self.shared.max_answer)
             .await
             .map_err(|e| match e {
                 Read::Stream(e) => lost(e),
@@ -178,7 +193,7 @@ impl Channel {
                     self.shared.authority, self.shared.max_answer
                 )),
             })?;
-        Ok(Response::from_parts(parts, Body::new(body)))
+        Ok((head, answer))
     }
 
     /// The request's absolute URI: h2 names the scheme and authority in every request.
@@ -327,10 +342,11 @@ async fn read_answer(mut recv: RecvStream, max: usize) -> Result<Answer, Read> {
     })
 }
 
-/// An answer read to its end, handed to the generated client as its body.
-struct Answer {
-    data: Option<Bytes>,
-    trailers: Option<HeaderMap>,
+/// An answer read to its end: its data in one piece (its gRPC frame included) and its
+/// trailers. The generated clients read it as a body.
+pub(crate) struct Answer {
+    pub(crate) data: Option<Bytes>,
+    pub(crate) trailers: Option<HeaderMap>,
 }
 
 impl http_body::Body for Answer {

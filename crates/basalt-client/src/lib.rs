@@ -55,6 +55,7 @@ pub mod blocking;
 mod channel;
 mod mutator;
 mod retry;
+mod rpc;
 mod scanner;
 mod servers;
 mod table;

@@ -9,11 +9,10 @@
 
 use std::collections::VecDeque;
 
-use crate::channel::Channel;
+use crate::rpc::TableRpc;
 use basalt_model::ops::Scan;
 use basalt_model::{Error, Result, RowResult};
 use basalt_proto::convert::{result_from_pb, scan_to_pb};
-use basalt_proto::pb::table_client::TableClient;
 use basalt_proto::pb::{self};
 use basalt_proto::status::from_status;
 use bytes::Bytes;
@@ -24,7 +23,7 @@ use crate::Table;
 /// One server's scanner over a run of regions.
 #[derive(Debug)]
 struct Run {
-    client: TableClient<Channel>,
+    client: TableRpc,
     id: u64,
     /// Where the run ends in scan order: the last region's end key going forward, the
     /// first region's start key going backward (empty: the table's edge).

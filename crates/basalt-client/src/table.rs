@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 
-use crate::channel::Channel;
+use crate::rpc::TableRpc;
 use basalt_model::ops::{
     Append, CheckAndMutate, Delete, Get, Increment, Mutation, Put, RowMutations, Scan,
 };
@@ -13,7 +13,6 @@ use basalt_model::{Error, Result, RowResult, TableName};
 use basalt_proto::convert::{
     check_and_mutate_to_pb, get_to_pb, mutation_to_pb, result_from_pb, row_mutations_to_pb,
 };
-use basalt_proto::pb::table_client::TableClient;
 use basalt_proto::pb::{self};
 use basalt_proto::schema::region_from_pb;
 use basalt_proto::status::from_status;
@@ -140,10 +139,8 @@ impl Table {
     }
 
     /// A data client on the server named `server`.
-    pub(crate) fn client(&self, server: &str) -> Result<TableClient<Channel>> {
-        Ok(TableClient::new(self.servers.channel(server)?)
-            .max_decoding_message_size(crate::MAX_MESSAGE_BYTES)
-            .max_encoding_message_size(crate::MAX_MESSAGE_BYTES))
+    pub(crate) fn client(&self, server: &str) -> Result<TableRpc> {
+        Ok(TableRpc::new(self.servers.channel(server)?))
     }
 
     /// A request with the operation timeout.
@@ -157,7 +154,7 @@ impl Table {
     /// retries; a stale location empties the cache, so the retry looks the regions up again.
     async fn located<T, F, Fut>(&self, row: &[u8], how: Idempotence, call: F) -> Result<T>
     where
-        F: Fn(TableClient<Channel>, Option<String>) -> Fut,
+        F: Fn(TableRpc, Option<String>) -> Fut,
         Fut: std::future::Future<Output = std::result::Result<T, tonic::Status>>,
     {
         crate::retry::retry(&self.config, how, || async {

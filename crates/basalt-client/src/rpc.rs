@@ -1,0 +1,279 @@
+//! The table calls of the native API (HBase's `ClientService`: get, mutate, multi, scan),
+//! made straight from their messages.
+//!
+//! tonic's generated client streamed each call through its codec: the request's message
+//! encoded by a body of its own, the answer copied into a decoder's buffer, its status found
+//! by inference over the head and the trailers, with a boxed body and a layer of futures for
+//! each step. A table call is one message each way, so here the request is encoded into its
+//! gRPC frame at once, the channel carries it and reads the whole answer, and the answer's
+//! message is decoded from the bytes the channel read, once its status says it succeeded.
+//! The admin calls, rare and off the hot path, keep the generated client.
+//!
+//! The wire is gRPC's, exactly as the generated client sends it: `POST` of the method's path,
+//! `content-type: application/grpc`, `te: trailers`, the call's `grpc-timeout`, and one
+//! uncompressed length-prefixed message.
+
+use basalt_proto::pb;
+use bytes::{BufMut, Bytes, BytesMut};
+use http::header::{CONTENT_TYPE, TE, USER_AGENT};
+use http::{response, HeaderMap, HeaderValue, Method, StatusCode, Uri};
+use prost::Message;
+use tonic::{Code, IntoRequest, Request, Response, Status};
+
+use crate::channel::{Answer, Channel};
+
+/// A gRPC message's frame: a compression flag and a 4-byte length before the message.
+const MESSAGE_HEADER: usize = 5;
+const GRPC_STATUS: &str = "grpc-status";
+const GRPC_STATUS_DETAILS: &str = "grpc-status-details-bin";
+
+/// The table calls to one server.
+#[derive(Clone, Debug)]
+pub(crate) struct TableRpc {
+    channel: Channel,
+}
+
+/// One method: its name here, its path on the wire, its request and answer.
+macro_rules! unary {
+    ($($name:ident: $path:literal, $req:ty => $resp:ty;)*) => {
+        impl TableRpc {
+            $(
+                pub(crate) async fn $name(
+                    &mut self,
+                    request: impl IntoRequest<$req>,
+                ) -> Result<Response<$resp>, Status> {
+                    self.call(Uri::from_static($path), request.into_request()).await
+                }
+            )*
+        }
+    };
+}
+
+unary! {
+    get: "/basalt.v1.Table/Get", pb::GetRequest => pb::Result;
+    mutate: "/basalt.v1.Table/Mutate", pb::MutateRequest => pb::MutateResponse;
+    mutate_row: "/basalt.v1.Table/MutateRow", pb::MutateRowRequest => pb::Empty;
+    check_and_mutate: "/basalt.v1.Table/CheckAndMutate", pb::CheckAndMutateRequest => pb::BoolResponse;
+    batch: "/basalt.v1.Table/Batch", pb::BatchRequest => pb::BatchResponse;
+    open_scanner: "/basalt.v1.Table/OpenScanner", pb::OpenScannerRequest => pb::OpenScannerResponse;
+    next: "/basalt.v1.Table/Next", pb::NextRequest => pb::NextResponse;
+    close_scanner: "/basalt.v1.Table/CloseScanner", pb::ScannerId => pb::Empty;
+}
+
+impl TableRpc {
+    pub(crate) fn new(channel: Channel) -> TableRpc {
+        TableRpc { channel }
+    }
+
+    /// One call of the method at `path`.
+    async fn call<Req: Message, Resp: Message + Default>(
+        &self,
+        path: Uri,
+        request: Request<Req>,
+    ) -> Result<Response<Resp>, Status> {
+        let (metadata, _, message) = request.into_parts();
+        let framed = frame(&message, crate::MAX_MESSAGE_BYTES)?;
+        let mut head = http::Request::new(()).into_parts().0;
+        head.method = Method::POST;
+        head.uri = path;
+        head.headers = metadata.into_headers();
+        let headers = &mut head.headers;
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/grpc"));
+        headers.insert(TE, HeaderValue::from_static("trailers"));
+        headers.insert(USER_AGENT, HeaderValue::from_static("basalt-client"));
+        let (head, answer) = self.channel.round_trip(head, framed).await?;
+        answer_of(&head, answer).map(Response::new)
+    }
+}
+
+/// `message` in its gRPC frame.
+fn frame(message: &impl Message, max: usize) -> Result<Bytes, Status> {
+    let len = message.encoded_len();
+    if len > max {
+        return Err(Status::out_of_range(format!(
+            "a request of {len} bytes is larger than the limit of {max} bytes"
+        )));
+    }
+    let mut framed = BytesMut::with_capacity(MESSAGE_HEADER + len);
+    framed.put_u8(0);
+    // Within the limit, which is below 4 GiB.
+    framed.put_u32(u32::try_from(len).unwrap_or(u32::MAX));
+    message.encode_raw(&mut framed);
+    Ok(framed.freeze())
+}
+
+/// The answer's message, or the status it failed with.
+fn answer_of<Resp: Message + Default>(
+    head: &response::Parts,
+    answer: Answer,
+) -> Result<Resp, Status> {
+    // A call that failed before it had a message answers with its status in the head alone.
+    let carrier = match &answer.trailers {
+        Some(t) if t.contains_key(GRPC_STATUS) => t,
+        _ => &head.headers,
+    };
+    match carrier.get(GRPC_STATUS) {
+        Some(code) if code == "0" => {}
+        Some(_) => return Err(failure(carrier)),
+        None if head.status != StatusCode::OK => return Err(from_http(head.status)),
+        None => return Err(Status::internal("an answer without a gRPC status")),
+    }
+    let data = answer.data.unwrap_or_default();
+    Resp::decode(unframe(&data)?).map_err(|e| Status::internal(format!("a malformed answer: {e}")))
+}
+
+/// The status a failed call's headers carry, with the rest of them as its metadata (where
+/// the server names HBase's exception). Binary status details are left out: the client
+/// reads none, and tonic panics on ones that are not base64.
+fn failure(headers: &HeaderMap) -> Status {
+    let mut headers = headers.clone();
+    headers.remove(GRPC_STATUS_DETAILS);
+    Status::from_header_map(&headers)
+        .unwrap_or_else(|| Status::internal("an answer without a gRPC status"))
+}
+
+/// The message inside an answer's one gRPC frame.
+fn unframe(data: &[u8]) -> Result<&[u8], Status> {
+    let Some((&[flag, a, b, c, d], message)) = data.split_first_chunk::<MESSAGE_HEADER>() else {
+        return Err(Status::internal("an answer without its message"));
+    };
+    if flag != 0 {
+        return Err(Status::internal(
+            "a compressed answer, though the call asked for none",
+        ));
+    }
+    let len = u32::from_be_bytes([a, b, c, d]) as usize;
+    if message.len() != len {
+        return Err(Status::internal(format!(
+            "an answer whose frame says {len} bytes holds {}",
+            message.len()
+        )));
+    }
+    Ok(message)
+}
+
+/// The status of an answer that has none of gRPC's, from its HTTP status (gRPC's
+/// "HTTP to gRPC status code mapping").
+fn from_http(status: StatusCode) -> Status {
+    let code = match status.as_u16() {
+        400 => Code::Internal,
+        401 => Code::Unauthenticated,
+        403 => Code::PermissionDenied,
+        404 => Code::Unimplemented,
+        429 | 502..=504 => Code::Unavailable,
+        _ => Code::Unknown,
+    };
+    Status::new(
+        code,
+        format!("the server answered HTTP {status} without a gRPC status"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn head(status: StatusCode, headers: &[(&'static str, &'static str)]) -> response::Parts {
+        let mut r = http::Response::new(());
+        *r.status_mut() = status;
+        for (k, v) in headers {
+            r.headers_mut().insert(*k, HeaderValue::from_static(v));
+        }
+        r.into_parts().0
+    }
+
+    fn trailers(headers: &[(&'static str, &'static str)]) -> Option<HeaderMap> {
+        let mut t = HeaderMap::new();
+        for (k, v) in headers {
+            t.insert(*k, HeaderValue::from_static(v));
+        }
+        Some(t)
+    }
+
+    /// A message crosses in its frame and back whole; an empty one too.
+    #[test]
+    fn messages_cross_in_their_frames() {
+        let id = pb::ScannerId { id: 300 };
+        let framed = frame(&id, 100).unwrap();
+        assert_eq!(framed[..5], [0, 0, 0, 0, 3]);
+        let ok = head(StatusCode::OK, &[]);
+        let answer = |data| Answer {
+            data: Some(data),
+            trailers: trailers(&[("grpc-status", "0")]),
+        };
+        assert_eq!(answer_of::<pb::ScannerId>(&ok, answer(framed)).unwrap(), id);
+        let empty = frame(&pb::Empty {}, 100).unwrap();
+        assert_eq!(empty[..], [0, 0, 0, 0, 0]);
+        assert_eq!(
+            answer_of::<pb::Empty>(&ok, answer(empty)).unwrap(),
+            pb::Empty {}
+        );
+        let e = frame(&pb::ScannerId { id: u64::MAX }, 5).unwrap_err();
+        assert_eq!(e.code(), Code::OutOfRange);
+        assert!(
+            e.message().contains("larger than the limit of 5 bytes"),
+            "{e}"
+        );
+    }
+
+    /// A failure's status is read from the trailers, or from the head of an answer that is
+    /// trailers only; an HTTP error without one maps as gRPC says.
+    #[test]
+    fn statuses_are_read_where_the_server_put_them() {
+        let ok = head(StatusCode::OK, &[]);
+        let failed = Answer {
+            data: None,
+            trailers: trailers(&[("grpc-status", "5"), ("grpc-message", "no%20such%20table")]),
+        };
+        let e = answer_of::<pb::Empty>(&ok, failed).unwrap_err();
+        assert_eq!(e.code(), Code::NotFound);
+        assert_eq!(e.message(), "no such table");
+        let only = head(StatusCode::OK, &[("grpc-status", "12")]);
+        let none = || Answer {
+            data: None,
+            trailers: None,
+        };
+        assert_eq!(
+            answer_of::<pb::Empty>(&only, none()).unwrap_err().code(),
+            Code::Unimplemented
+        );
+        let proxy = head(StatusCode::SERVICE_UNAVAILABLE, &[]);
+        assert_eq!(
+            answer_of::<pb::Empty>(&proxy, none()).unwrap_err().code(),
+            Code::Unavailable
+        );
+        let hostile = Answer {
+            data: None,
+            trailers: trailers(&[("grpc-status", "13"), ("grpc-status-details-bin", "!!")]),
+        };
+        assert_eq!(
+            answer_of::<pb::Empty>(&ok, hostile).unwrap_err().code(),
+            Code::Internal
+        );
+        let bare = head(StatusCode::OK, &[]);
+        assert_eq!(
+            answer_of::<pb::Empty>(&bare, none()).unwrap_err().code(),
+            Code::Internal
+        );
+    }
+
+    /// A frame that lies about its length, a compressed one, or none at all is refused.
+    #[test]
+    fn malformed_frames_are_refused() {
+        for (data, why) in [
+            (&[0, 0, 0, 0, 4, 8][..], "says 4 bytes holds 1"),
+            (&[1, 0, 0, 0, 0][..], "compressed"),
+            (&[0, 0][..], "without its message"),
+        ] {
+            let e = unframe(data).unwrap_err();
+            assert_eq!(e.code(), Code::Internal);
+            assert!(e.message().contains(why), "{e}");
+        }
+        let garbage = Answer {
+            data: Some(Bytes::from_static(&[0, 0, 0, 0, 2, 0xff, 0xff])),
+            trailers: trailers(&[("grpc-status", "0")]),
+        };
+        let e = answer_of::<pb::Result>(&head(StatusCode::OK, &[]), garbage).unwrap_err();
+        assert!(e.message().contains("malformed answer"), "{e}");
+    }
+}
