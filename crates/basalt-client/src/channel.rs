@@ -37,12 +37,13 @@ use std::time::Duration;
 
 use basalt_proto::deadline::grpc_timeout;
 use basalt_proto::transport::Coalesced;
+use basalt_proto::unary::{Whole, MESSAGE_HEADER};
 use bytes::{Bytes, BytesMut};
 use h2::client::SendRequest;
 use h2::RecvStream;
 use http::uri::{Authority, PathAndQuery, Scheme};
-use http::{request, response, HeaderMap, Request, Response, Uri};
-use http_body::{Body as _, Frame};
+use http::{request, response, Request, Response, Uri};
+use http_body::Body as _;
 use tokio::net::TcpStream;
 use tonic::body::Body;
 use tonic::codegen::Service;
@@ -54,8 +55,6 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// of a few MiB (a scanner's batch) is not held back waiting for window updates.
 const STREAM_WINDOW: u32 = 2 << 20;
 const CONNECTION_WINDOW: u32 = 5 << 20;
-/// A gRPC message's frame: a compression flag and a 4-byte length before the message.
-const MESSAGE_HEADER: usize = 5;
 
 /// A channel to the server at one address; clones share its connection.
 #[derive(Clone, Debug)]
@@ -146,7 +145,7 @@ impl Channel {
         &self,
         head: request::Parts,
         message: Bytes,
-    ) -> Result<(response::Parts, Answer), Status> {
+    ) -> Result<(response::Parts, Whole), Status> {
         match grpc_timeout(&head.headers) {
             Some(limit) => tokio::time::timeout(limit, self.exchange(head, message))
                 .await
@@ -164,7 +163,7 @@ impl Channel {
         &self,
         mut parts: request::Parts,
         message: Bytes,
-    ) -> Result<(response::Parts, Answer), Status> {
+    ) -> Result<(response::Parts, Whole), Status> {
         parts.uri = self.uri(parts.uri.path_and_query())?;
         let live = self.connection().await?;
         let id = live.id;
@@ -320,8 +319,9 @@ enum Read {
     TooLarge,
 }
 
-/// Reads an answer to its end: its data (in one piece) and its trailers.
-async fn read_answer(mut recv: RecvStream, max: usize) -> Result<Answer, Read> {
+/// Reads an answer to its end: its data (in one piece, its gRPC frame included) and its
+/// trailers.
+async fn read_answer(mut recv: RecvStream, max: usize) -> Result<Whole, Read> {
     let mut data = Pieces::default();
     while let Some(piece) = recv.data().await {
         let piece = piece.map_err(Read::Stream)?;
@@ -336,44 +336,17 @@ async fn read_answer(mut recv: RecvStream, max: usize) -> Result<Answer, Read> {
     }
     let trailers = recv.trailers().await.map_err(Read::Stream)?;
     let data = data.finish();
-    Ok(Answer {
+    Ok(Whole {
         data: (!data.is_empty()).then_some(data),
         trailers,
     })
-}
-
-/// An answer read to its end: its data in one piece (its gRPC frame included) and its
-/// trailers. The generated clients read it as a body.
-pub(crate) struct Answer {
-    pub(crate) data: Option<Bytes>,
-    pub(crate) trailers: Option<HeaderMap>,
-}
-
-impl http_body::Body for Answer {
-    type Data = Bytes;
-    type Error = Status;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        _: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
-        let me = self.get_mut();
-        let frame = match me.data.take() {
-            Some(data) => Some(Frame::data(data)),
-            None => me.trailers.take().map(Frame::trailers),
-        };
-        Poll::Ready(frame.map(Ok))
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.data.is_none() && self.trailers.is_none()
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::AtomicUsize;
 
+    use http::HeaderMap;
     use http_body_util::{BodyExt, Full};
     use tokio::net::TcpListener;
 

@@ -14,16 +14,15 @@
 //! uncompressed length-prefixed message.
 
 use basalt_proto::pb;
-use bytes::{BufMut, Bytes, BytesMut};
 use http::header::{CONTENT_TYPE, TE, USER_AGENT};
 use http::{response, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use prost::Message;
 use tonic::{Code, IntoRequest, Request, Response, Status};
 
-use crate::channel::{Answer, Channel};
+use basalt_proto::unary::{frame, unframe, Whole};
 
-/// A gRPC message's frame: a compression flag and a 4-byte length before the message.
-const MESSAGE_HEADER: usize = 5;
+use crate::channel::Channel;
+
 const GRPC_STATUS: &str = "grpc-status";
 const GRPC_STATUS_DETAILS: &str = "grpc-status-details-bin";
 
@@ -86,26 +85,10 @@ impl TableRpc {
     }
 }
 
-/// `message` in its gRPC frame.
-fn frame(message: &impl Message, max: usize) -> Result<Bytes, Status> {
-    let len = message.encoded_len();
-    if len > max {
-        return Err(Status::out_of_range(format!(
-            "a request of {len} bytes is larger than the limit of {max} bytes"
-        )));
-    }
-    let mut framed = BytesMut::with_capacity(MESSAGE_HEADER + len);
-    framed.put_u8(0);
-    // Within the limit, which is below 4 GiB.
-    framed.put_u32(u32::try_from(len).unwrap_or(u32::MAX));
-    message.encode_raw(&mut framed);
-    Ok(framed.freeze())
-}
-
 /// The answer's message, or the status it failed with.
 fn answer_of<Resp: Message + Default>(
     head: &response::Parts,
-    answer: Answer,
+    answer: Whole,
 ) -> Result<Resp, Status> {
     // A call that failed before it had a message answers with its status in the head alone.
     let carrier = match &answer.trailers {
@@ -119,7 +102,9 @@ fn answer_of<Resp: Message + Default>(
         None => return Err(Status::internal("an answer without a gRPC status")),
     }
     let data = answer.data.unwrap_or_default();
-    Resp::decode(unframe(&data)?).map_err(|e| Status::internal(format!("a malformed answer: {e}")))
+    let message =
+        unframe(&data).map_err(|e| Status::internal(format!("a malformed answer: {e}")))?;
+    Resp::decode(message).map_err(|e| Status::internal(format!("a malformed answer: {e}")))
 }
 
 /// The status a failed call's headers carry, with the rest of them as its metadata (where
@@ -130,26 +115,6 @@ fn failure(headers: &HeaderMap) -> Status {
     headers.remove(GRPC_STATUS_DETAILS);
     Status::from_header_map(&headers)
         .unwrap_or_else(|| Status::internal("an answer without a gRPC status"))
-}
-
-/// The message inside an answer's one gRPC frame.
-fn unframe(data: &[u8]) -> Result<&[u8], Status> {
-    let Some((&[flag, a, b, c, d], message)) = data.split_first_chunk::<MESSAGE_HEADER>() else {
-        return Err(Status::internal("an answer without its message"));
-    };
-    if flag != 0 {
-        return Err(Status::internal(
-            "a compressed answer, though the call asked for none",
-        ));
-    }
-    let len = u32::from_be_bytes([a, b, c, d]) as usize;
-    if message.len() != len {
-        return Err(Status::internal(format!(
-            "an answer whose frame says {len} bytes holds {}",
-            message.len()
-        )));
-    }
-    Ok(message)
 }
 
 /// The status of an answer that has none of gRPC's, from its HTTP status (gRPC's
@@ -171,6 +136,8 @@ fn from_http(status: StatusCode) -> Status {
 
 #[cfg(test)]
 mod tests {
+    use bytes::Bytes;
+
     use super::*;
 
     fn head(status: StatusCode, headers: &[(&'static str, &'static str)]) -> response::Parts {
@@ -190,38 +157,12 @@ mod tests {
         Some(t)
     }
 
-    /// A message crosses in its frame and back whole; an empty one too.
-    #[test]
-    fn messages_cross_in_their_frames() {
-        let id = pb::ScannerId { id: 300 };
-        let framed = frame(&id, 100).unwrap();
-        assert_eq!(framed[..5], [0, 0, 0, 0, 3]);
-        let ok = head(StatusCode::OK, &[]);
-        let answer = |data| Answer {
-            data: Some(data),
-            trailers: trailers(&[("grpc-status", "0")]),
-        };
-        assert_eq!(answer_of::<pb::ScannerId>(&ok, answer(framed)).unwrap(), id);
-        let empty = frame(&pb::Empty {}, 100).unwrap();
-        assert_eq!(empty[..], [0, 0, 0, 0, 0]);
-        assert_eq!(
-            answer_of::<pb::Empty>(&ok, answer(empty)).unwrap(),
-            pb::Empty {}
-        );
-        let e = frame(&pb::ScannerId { id: u64::MAX }, 5).unwrap_err();
-        assert_eq!(e.code(), Code::OutOfRange);
-        assert!(
-            e.message().contains("larger than the limit of 5 bytes"),
-            "{e}"
-        );
-    }
-
     /// A failure's status is read from the trailers, or from the head of an answer that is
     /// trailers only; an HTTP error without one maps as gRPC says.
     #[test]
     fn statuses_are_read_where_the_server_put_them() {
         let ok = head(StatusCode::OK, &[]);
-        let failed = Answer {
+        let failed = Whole {
             data: None,
             trailers: trailers(&[("grpc-status", "5"), ("grpc-message", "no%20such%20table")]),
         };
@@ -229,7 +170,7 @@ mod tests {
         assert_eq!(e.code(), Code::NotFound);
         assert_eq!(e.message(), "no such table");
         let only = head(StatusCode::OK, &[("grpc-status", "12")]);
-        let none = || Answer {
+        let none = || Whole {
             data: None,
             trailers: None,
         };
@@ -242,7 +183,7 @@ mod tests {
             answer_of::<pb::Empty>(&proxy, none()).unwrap_err().code(),
             Code::Unavailable
         );
-        let hostile = Answer {
+        let hostile = Whole {
             data: None,
             trailers: trailers(&[("grpc-status", "13"), ("grpc-status-details-bin", "!!")]),
         };
@@ -257,19 +198,31 @@ mod tests {
         );
     }
 
-    /// A frame that lies about its length, a compressed one, or none at all is refused.
+    /// An answer whose frame or message is malformed is refused as the server's fault.
     #[test]
-    fn malformed_frames_are_refused() {
-        for (data, why) in [
-            (&[0, 0, 0, 0, 4, 8][..], "says 4 bytes holds 1"),
-            (&[1, 0, 0, 0, 0][..], "compressed"),
-            (&[0, 0][..], "without its message"),
-        ] {
-            let e = unframe(data).unwrap_err();
-            assert_eq!(e.code(), Code::Internal);
-            assert!(e.message().contains(why), "{e}");
-        }
-        let garbage = Answer {
+    fn malformed_answers_are_refused() {
+        let ok = head(StatusCode::OK, &[]);
+        let answer = |data: &'static [u8]| Whole {
+            data: Some(Bytes::from_static(data)),
+            trailers: trailers(&[("grpc-status", "0")]),
+        };
+        let e = answer_of::<pb::Empty>(&ok, answer(&[1, 0, 0, 0, 0])).unwrap_err();
+        assert_eq!(e.code(), Code::Internal);
+        assert!(e.message().contains("compressed"), "{e}");
+        let framed = frame(&pb::ScannerId { id: 7 }, 100).unwrap();
+        assert_eq!(
+            answer_of::<pb::ScannerId>(
+                &ok,
+                Whole {
+                    data: Some(framed),
+                    ..answer(&[])
+                }
+            )
+            .unwrap()
+            .id,
+            7
+        );
+        let garbage = Whole {
             data: Some(Bytes::from_static(&[0, 0, 0, 0, 2, 0xff, 0xff])),
             trailers: trailers(&[("grpc-status", "0")]),
         };

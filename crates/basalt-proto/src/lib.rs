@@ -10,6 +10,7 @@ pub mod fuzzing;
 pub mod schema;
 pub mod status;
 pub mod transport;
+pub mod unary;
 
 /// The generated code of `proto/basalt/v1/basalt.proto`.
 #[allow(

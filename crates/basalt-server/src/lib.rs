@@ -366,12 +366,7 @@ fn native_routes(
         ),
         region_server_admin: region_server_admin
             .map(cluster::RegionServerAdminService::into_server),
-        table: budget::Budgeted::new(
-            pb::table_server::TableServer::new(services)
-                .max_decoding_message_size(MAX_MESSAGE_BYTES)
-                .max_encoding_message_size(MAX_MESSAGE_BYTES),
-            budget,
-        ),
+        table: grpc::TableCalls::new(services, budget, MAX_MESSAGE_BYTES),
     }
 }
 

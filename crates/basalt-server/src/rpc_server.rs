@@ -11,9 +11,9 @@
 //! poll that read it, and the answers of the calls ready together leave in one write (the
 //! connection is [`Coalesced`](basalt_proto::transport::Coalesced)).
 //!
-//! The generated services (`TableServer`, `AdminServer`, `RegionServerAdminServer`) still
-//! decode the requests, encode the answers and set the gRPC status; only the transport
-//! beneath them is this module's. Besides the calls, the connection does what hyper did:
+//! The table calls are decoded, run and encoded by [`TableCalls`]; the admin services'
+//! generated servers (`AdminServer`, `RegionServerAdminServer`) do their own. Only the
+//! transport beneath them is this module's. Besides the calls, the connection does what hyper did:
 //! - **Settings**: hyper's for servers (at most 200 streams at once, 1 MiB windows, a 16 KiB
 //!   header list, at most 1,024 streams reset for errors of their own).
 //! - **Keepalive**: a ping every `ping`; a peer that has not answered one by the next is
@@ -54,10 +54,9 @@ use tonic::Status;
 
 use crate::budget::Budgeted;
 use crate::cluster::RegionServerAdminService;
-use crate::grpc::Services;
+use crate::grpc::{Services, TableCalls};
 use basalt_proto::pb::admin_server::AdminServer;
 use basalt_proto::pb::region_server_admin_server::RegionServerAdminServer;
-use basalt_proto::pb::table_server::TableServer;
 
 /// Streams served at once on one connection (hyper's default).
 const MAX_CONCURRENT_STREAMS: u32 = 200;
@@ -83,10 +82,11 @@ pub trait Route: Clone + Send + 'static {
 }
 
 /// The native API's services, found by the service name that starts a call's path
-/// (`/basalt.v1.Table/Get`). A name none of them has is answered `UNIMPLEMENTED`.
+/// (`/basalt.v1.Table/Get`): the table calls served straight from their messages, the
+/// others by their generated servers. A name none of them has is answered `UNIMPLEMENTED`.
 #[derive(Clone)]
 pub struct Routes {
-    pub table: Budgeted<TableServer<Services>>,
+    pub table: TableCalls,
     pub admin: Budgeted<AdminServer<Services>>,
     pub region_server_admin: Option<RegionServerAdminServer<RegionServerAdminService>>,
 }
@@ -98,9 +98,7 @@ impl Route for Routes {
         let path = request.uri().path();
         let service = path.strip_prefix('/').and_then(|p| p.split_once('/'));
         match service.map(|(name, _)| name) {
-            Some(name) if name == Budgeted::<TableServer<Services>>::NAME => {
-                self.table.call(request)
-            }
+            Some(TableCalls::SERVICE) => self.table.call(request),
             Some(name) if name == Budgeted::<AdminServer<Services>>::NAME => {
                 self.admin.call(request)
             }

@@ -4,6 +4,7 @@
 //! workers.
 
 mod admin;
+mod calls;
 mod region_check;
 mod table;
 
@@ -18,6 +19,7 @@ use tonic::{Response, Status};
 
 use crate::metrics::RequestMetrics;
 use basalt_api::leases::Scanners;
+pub use calls::TableCalls;
 pub use region_check::EncodedNames;
 
 /// HBase's `hbase.client.scanner.max.result.size`: the bytes a scanner call returns at most

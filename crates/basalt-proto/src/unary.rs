@@ -1,0 +1,129 @@
+//! A unary call's one message in its gRPC frame (a compression flag and a 4-byte length
+//! before the message), and a body that is one whole message and its trailers: what the
+//! native API's client and server put on the wire for the table calls, which they make and
+//! serve straight from their messages.
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::{BufMut, Bytes, BytesMut};
+use http_body::Frame;
+use prost::Message;
+use tonic::codegen::http::HeaderMap;
+use tonic::Status;
+
+/// A gRPC message's frame: a compression flag and a 4-byte length before the message.
+pub const MESSAGE_HEADER: usize = 5;
+
+/// `message` in its gRPC frame, uncompressed.
+///
+/// # Errors
+/// `OUT_OF_RANGE` when the message is larger than `max` bytes.
+pub fn frame(message: &impl Message, max: usize) -> Result<Bytes, Status> {
+    let len = message.encoded_len();
+    if len > max {
+        return Err(Status::out_of_range(format!(
+            "a message of {len} bytes is larger than the limit of {max} bytes"
+        )));
+    }
+    let mut framed = BytesMut::with_capacity(MESSAGE_HEADER + len);
+    framed.put_u8(0);
+    // Within the limit, which is below 4 GiB.
+    framed.put_u32(u32::try_from(len).unwrap_or(u32::MAX));
+    message.encode_raw(&mut framed);
+    Ok(framed.freeze())
+}
+
+/// The message inside `data`, which must be exactly one uncompressed gRPC frame.
+///
+/// # Errors
+/// What is wrong with the frame, in a sentence.
+pub fn unframe(data: &[u8]) -> Result<&[u8], String> {
+    let Some((&[flag, a, b, c, d], message)) = data.split_first_chunk::<MESSAGE_HEADER>() else {
+        return Err(format!(
+            "no message: {} bytes, short of a frame's header",
+            data.len()
+        ));
+    };
+    if flag != 0 {
+        return Err("a compressed message, though no compression was agreed".to_owned());
+    }
+    let len = u32::from_be_bytes([a, b, c, d]) as usize;
+    if message.len() != len {
+        return Err(format!(
+            "a frame that says {len} bytes holds {}",
+            message.len()
+        ));
+    }
+    Ok(message)
+}
+
+/// A body that is one whole message (framed) and its trailers, each ready at once.
+#[derive(Debug, Default)]
+pub struct Whole {
+    pub data: Option<Bytes>,
+    pub trailers: Option<HeaderMap>,
+}
+
+impl http_body::Body for Whole {
+    type Data = Bytes;
+    type Error = Status;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
+        let me = self.get_mut();
+        let frame = match me.data.take() {
+            Some(data) => Some(Frame::data(data)),
+            None => me.trailers.take().map(Frame::trailers),
+        };
+        Poll::Ready(frame.map(Ok))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.data.is_none() && self.trailers.is_none()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pb;
+
+    /// A message crosses in its frame and back whole; an empty one too; one over the limit
+    /// is refused.
+    #[test]
+    fn messages_cross_in_their_frames() {
+        let id = pb::ScannerId { id: 300 };
+        let framed = frame(&id, 100).unwrap();
+        assert_eq!(framed[..5], [0, 0, 0, 0, 3]);
+        assert_eq!(
+            pb::ScannerId::decode(unframe(&framed).unwrap()).unwrap(),
+            id
+        );
+        let empty = frame(&pb::Empty {}, 100).unwrap();
+        assert_eq!(empty[..], [0, 0, 0, 0, 0]);
+        assert!(unframe(&empty).unwrap().is_empty());
+        let e = frame(&pb::ScannerId { id: u64::MAX }, 5).unwrap_err();
+        assert_eq!(e.code(), tonic::Code::OutOfRange);
+        assert!(
+            e.message().contains("larger than the limit of 5 bytes"),
+            "{e}"
+        );
+    }
+
+    /// A frame that lies about its length, a compressed one, or none at all is refused.
+    #[test]
+    fn malformed_frames_are_refused() {
+        for (data, why) in [
+            (&[0, 0, 0, 0, 4, 8][..], "says 4 bytes holds 1"),
+            (&[0, 0, 0, 0, 0, 8][..], "says 0 bytes holds 1"),
+            (&[1, 0, 0, 0, 0][..], "compressed"),
+            (&[0, 0][..], "no message"),
+        ] {
+            let e = unframe(data).unwrap_err();
+            assert!(e.contains(why), "{e}");
+        }
+    }
+}

@@ -1,0 +1,172 @@
+//! The Table service's calls (HBase's `ClientService`: get, mutate, multi, scan) served
+//! straight from their messages.
+//!
+//! tonic's generated server ran each call through its codec: the request's body streamed
+//! into a decoder's buffer, the answer encoded by a body of its own and mapped through two
+//! layers, and two futures boxed per call. A table call is one message each way, so here
+//! the request's one frame is read whole (its bytes counted against the request budget as
+//! they arrive), decoded, and handed to the service's method, and the answer goes back as
+//! one frame and its trailers. What the client sees is what tonic sent: the same statuses
+//! for the same faults, and a malformed request is the client's error (`INVALID_ARGUMENT`),
+//! as with the codec (RELIABILITY.md D14).
+//!
+//! The admin services, rare and off the hot path, keep the generated server.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use basalt_proto::pb::table_server::Table;
+use basalt_proto::unary::{frame, unframe, Whole, MESSAGE_HEADER};
+use bytes::{Bytes, BytesMut};
+use http::header::CONTENT_TYPE;
+use http::{HeaderMap, HeaderValue, Request, Response};
+use http_body::Body as _;
+use prost::Message;
+use tonic::body::Body;
+use tonic::metadata::MetadataMap;
+use tonic::Status;
+
+use super::Services;
+use crate::budget::{Held, RequestBudget};
+use crate::rpc_server::Answer;
+
+/// The Table service's calls, within the request budget.
+#[derive(Clone, Debug)]
+pub struct TableCalls {
+    services: Arc<Services>,
+    budget: Arc<RequestBudget>,
+    /// The largest request or answer message.
+    max_message: usize,
+}
+
+impl TableCalls {
+    /// The service's name, as calls' paths start with it.
+    pub const SERVICE: &'static str = "basalt.v1.Table";
+
+    pub fn new(services: Services, budget: Arc<RequestBudget>, max_message: usize) -> TableCalls {
+        TableCalls {
+            services: Arc::new(services),
+            budget,
+            max_message,
+        }
+    }
+
+    /// Starts the call of the Table service's method `request` names (`UNIMPLEMENTED` for
+    /// a method it does not have).
+    pub fn call(&self, request: Request<Body>) -> Answer {
+        let path = request.uri().path();
+        let method = path
+            .strip_prefix('/')
+            .and_then(|p| p.strip_prefix(Self::SERVICE))
+            .and_then(|p| p.strip_prefix('/'))
+            .unwrap_or_default();
+        match method {
+            "Get" => self.unary(request, |s, r| async move { s.get(r).await }),
+            "Mutate" => self.unary(request, |s, r| async move { s.mutate(r).await }),
+            "MutateRow" => self.unary(request, |s, r| async move { s.mutate_row(r).await }),
+            "CheckAndMutate" => {
+                self.unary(request, |s, r| async move { s.check_and_mutate(r).await })
+            }
+            "Batch" => self.unary(request, |s, r| async move { s.batch(r).await }),
+            "OpenScanner" => self.unary(request, |s, r| async move { s.open_scanner(r).await }),
+            "Next" => self.unary(request, |s, r| async move { s.next(r).await }),
+            "CloseScanner" => self.unary(request, |s, r| async move { s.close_scanner(r).await }),
+            _ => {
+                let status = Status::unimplemented(format!(
+                    "this server has no method {}",
+                    request.uri().path()
+                ));
+                Box::pin(std::future::ready(Ok(status.into_http())))
+            }
+        }
+    }
+
+    /// One call of `method`: the request read and decoded, the method run, its answer sent
+    /// as one frame, or the status it failed with.
+    fn unary<Req, Resp, F, Fut>(&self, request: Request<Body>, method: F) -> Answer
+    where
+        Req: Message + Default + 'static,
+        Resp: Message + 'static,
+        F: FnOnce(Arc<Services>, tonic::Request<Req>) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<tonic::Response<Resp>, Status>> + Send + 'static,
+    {
+        let services = Arc::clone(&self.services);
+        let budget = Arc::clone(&self.budget);
+        let max_message = self.max_message;
+        Box::pin(async move {
+            let (head, body) = request.into_parts();
+            let out = async {
+                let message = decoded::<Req>(body, &budget, max_message).await?;
+                let request = tonic::Request::from_parts(
+                    MetadataMap::from_headers(head.headers),
+                    head.extensions,
+                    message,
+                );
+                let answer = method(services, request).await?.into_inner();
+                frame(&answer, max_message)
+            };
+            Ok(match out.await {
+                Ok(framed) => answered(framed),
+                Err(status) => status.into_http(),
+            })
+        })
+    }
+}
+
+/// An answer: its one frame, then trailers saying it succeeded.
+fn answered(framed: Bytes) -> Response<Body> {
+    let mut trailers = HeaderMap::with_capacity(1);
+    trailers.insert("grpc-status", HeaderValue::from_static("0"));
+    let mut response = Response::new(Body::new(Whole {
+        data: Some(framed),
+        trailers: Some(trailers),
+    }));
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/grpc"));
+    response
+}
+
+/// The request's message: its body read whole (each piece charged to the budget as it
+/// arrives, the whole given back once decoded), then decoded.
+async fn decoded<Req: Message + Default>(
+    mut body: Body,
+    budget: &Arc<RequestBudget>,
+    max_message: usize,
+) -> Result<Req, Status> {
+    let mut held = Held::default();
+    let mut whole = BytesMut::new();
+    let mut first: Option<Bytes> = None;
+    while let Some(frame) = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await {
+        let Ok(data) = frame?.into_data() else {
+            continue;
+        };
+        budget
+            .take(&mut held, data.len())
+            .map_err(Status::resource_exhausted)?;
+        let len = first.as_ref().map_or(0, Bytes::len) + whole.len() + data.len();
+        if len > max_message.saturating_add(MESSAGE_HEADER) {
+            return Err(Status::resource_exhausted(format!(
+                "a request of more than {max_message} bytes, the limit"
+            )));
+        }
+        // One piece, as a unary request usually is, is kept without a copy.
+        match first.take() {
+            None if whole.is_empty() => first = Some(data),
+            earlier => {
+                whole.extend_from_slice(&earlier.unwrap_or_default());
+                whole.extend_from_slice(&data);
+            }
+        }
+    }
+    let data = first.unwrap_or_else(|| whole.freeze());
+    let message = unframe(&data).map_err(malformed)?;
+    let decoded = Req::decode(message).map_err(|e| malformed(e.to_string()))?;
+    drop(held);
+    Ok(decoded)
+}
+
+fn malformed(why: String) -> Status {
+    Status::invalid_argument(format!("malformed request: {why}"))
+}
