@@ -37,8 +37,8 @@ use std::time::Duration;
 
 use basalt_proto::deadline::grpc_timeout;
 use basalt_proto::transport::Coalesced;
-use basalt_proto::unary::{Whole, MESSAGE_HEADER};
-use bytes::{Bytes, BytesMut};
+use basalt_proto::unary::{Pieces, Whole, MESSAGE_HEADER};
+use bytes::Bytes;
 use h2::client::SendRequest;
 use h2::RecvStream;
 use http::uri::{Authority, PathAndQuery, Scheme};
@@ -287,32 +287,6 @@ async fn whole_message(mut body: Body) -> Result<Bytes, Status> {
     Ok(whole.finish())
 }
 
-/// Bytes that arrive in pieces, kept as the one piece they usually are (no copy), or
-/// joined when there are more.
-#[derive(Default)]
-struct Pieces {
-    first: Option<Bytes>,
-    joined: BytesMut,
-    len: usize,
-}
-
-impl Pieces {
-    fn push(&mut self, data: Bytes) {
-        self.len += data.len();
-        match self.first.take() {
-            None if self.joined.is_empty() => self.first = Some(data),
-            first => {
-                self.joined.extend_from_slice(&first.unwrap_or_default());
-                self.joined.extend_from_slice(&data);
-            }
-        }
-    }
-
-    fn finish(self) -> Bytes {
-        self.first.unwrap_or_else(|| self.joined.freeze())
-    }
-}
-
 /// Why an answer could not be read.
 enum Read {
     Stream(h2::Error),
@@ -330,7 +304,7 @@ async fn read_answer(mut recv: RecvStream, max: usize) -> Result<Whole, Read> {
             .release_capacity(piece.len())
             .map_err(Read::Stream)?;
         data.push(piece);
-        if data.len > max {
+        if data.len() > max {
             return Err(Read::TooLarge);
         }
     }
@@ -346,6 +320,7 @@ async fn read_answer(mut recv: RecvStream, max: usize) -> Result<Whole, Read> {
 mod tests {
     use std::sync::atomic::AtomicUsize;
 
+    use bytes::BytesMut;
     use http::HeaderMap;
     use http_body_util::{BodyExt, Full};
     use tokio::net::TcpListener;

@@ -58,6 +58,45 @@ pub fn unframe(data: &[u8]) -> Result<&[u8], String> {
     Ok(message)
 }
 
+/// Bytes that arrive in pieces (a message's DATA frames), kept as the one piece they usually
+/// are (no copy), or joined when there are more.
+#[derive(Debug, Default)]
+pub struct Pieces {
+    first: Option<Bytes>,
+    joined: BytesMut,
+    len: usize,
+}
+
+impl Pieces {
+    pub fn push(&mut self, data: Bytes) {
+        self.len += data.len();
+        match self.first.take() {
+            None if self.joined.is_empty() => self.first = Some(data),
+            first => {
+                self.joined.extend_from_slice(&first.unwrap_or_default());
+                self.joined.extend_from_slice(&data);
+            }
+        }
+    }
+
+    /// Bytes pushed so far.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The bytes pushed, in one piece.
+    #[must_use]
+    pub fn finish(self) -> Bytes {
+        self.first.unwrap_or_else(|| self.joined.freeze())
+    }
+}
+
 /// A body that is one whole message (framed) and its trailers, each ready at once.
 #[derive(Debug, Default)]
 pub struct Whole {
@@ -111,6 +150,25 @@ mod tests {
             e.message().contains("larger than the limit of 5 bytes"),
             "{e}"
         );
+    }
+
+    /// Pieces come out whole and in order: one piece as it was, several joined.
+    #[test]
+    fn pieces_join_in_order() {
+        let one = Bytes::from_static(b"alone");
+        let mut p = Pieces::default();
+        assert!(p.is_empty());
+        p.push(one.clone());
+        assert_eq!(p.len(), 5);
+        let whole = p.finish();
+        assert_eq!(whole, one);
+        assert_eq!(whole.as_ptr(), one.as_ptr(), "one piece is not copied");
+        let mut p = Pieces::default();
+        for piece in ["a", "bc", "", "def"] {
+            p.push(Bytes::from(piece));
+        }
+        assert_eq!(p.len(), 6);
+        assert_eq!(p.finish(), "abcdef");
     }
 
     /// A frame that lies about its length, a compressed one, or none at all is refused.

@@ -164,16 +164,16 @@ where
 }
 
 /// One connection being served, and its calls.
-struct Served<T, R, C> {
+struct Served<T, R> {
     conn: Connection<T, Bytes>,
     routes: R,
-    calls: FuturesUnordered<C>,
+    calls: FuturesUnordered<Call>,
     keepalive: Keepalive,
     stop: Pin<Box<dyn Future<Output = ()> + Send>>,
     stopping: bool,
 }
 
-impl<T, R> Served<T, R, Call>
+impl<T, R> Served<T, R>
 where
     T: AsyncRead + AsyncWrite + Unpin,
     R: Route,

@@ -17,8 +17,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use basalt_proto::pb::table_server::Table;
-use basalt_proto::unary::{frame, unframe, Whole, MESSAGE_HEADER};
-use bytes::{Bytes, BytesMut};
+use basalt_proto::unary::{frame, unframe, Pieces, Whole, MESSAGE_HEADER};
+use bytes::Bytes;
 use http::header::CONTENT_TYPE;
 use http::{HeaderMap, HeaderValue, Request, Response};
 use http_body::Body as _;
@@ -136,8 +136,7 @@ async fn decoded<Req: Message + Default>(
     max_message: usize,
 ) -> Result<Req, Status> {
     let mut held = Held::default();
-    let mut whole = BytesMut::new();
-    let mut first: Option<Bytes> = None;
+    let mut whole = Pieces::default();
     while let Some(frame) = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await {
         let Ok(data) = frame?.into_data() else {
             continue;
@@ -145,22 +144,14 @@ async fn decoded<Req: Message + Default>(
         budget
             .take(&mut held, data.len())
             .map_err(Status::resource_exhausted)?;
-        let len = first.as_ref().map_or(0, Bytes::len) + whole.len() + data.len();
-        if len > max_message.saturating_add(MESSAGE_HEADER) {
+        whole.push(data);
+        if whole.len() > max_message.saturating_add(MESSAGE_HEADER) {
             return Err(Status::resource_exhausted(format!(
                 "a request of more than {max_message} bytes, the limit"
             )));
         }
-        // One piece, as a unary request usually is, is kept without a copy.
-        match first.take() {
-            None if whole.is_empty() => first = Some(data),
-            earlier => {
-                whole.extend_from_slice(&earlier.unwrap_or_default());
-                whole.extend_from_slice(&data);
-            }
-        }
     }
-    let data = first.unwrap_or_else(|| whole.freeze());
+    let data = whole.finish();
     let message = unframe(&data).map_err(malformed)?;
     let decoded = Req::decode(message).map_err(|e| malformed(e.to_string()))?;
     drop(held);
