@@ -14,12 +14,11 @@
 //! uncompressed length-prefixed message.
 
 use basalt_proto::pb;
+use basalt_proto::unary::{frame, unframe, Whole};
 use http::header::{CONTENT_TYPE, TE, USER_AGENT};
 use http::{response, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use prost::Message;
 use tonic::{Code, IntoRequest, Request, Response, Status};
-
-use basalt_proto::unary::{frame, unframe, Whole};
 
 use crate::channel::Channel;
 

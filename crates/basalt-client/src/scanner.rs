@@ -218,10 +218,21 @@ impl ResultScanner {
 
     /// Buffers a scanner call's results; at the run's end (`done`, the server closed its
     /// scanner), moves the scan to the run's edge or finishes it there, else keeps the run.
+    /// A result that does not decode leaves the run current and the scan where it was,
+    /// for the recovery to close the run and go on from the last row returned.
     fn take(&mut self, run: Run, results: Vec<pb::Result>, done: bool) -> Result<()> {
-        for res in results {
-            self.buffered.push_back(result_from_pb(res)?);
-        }
+        let decoded = results
+            .into_iter()
+            .map(result_from_pb)
+            .collect::<Result<Vec<_>>>();
+        let decoded = match decoded {
+            Ok(d) => d,
+            Err(e) => {
+                self.run = Some(run);
+                return Err(e);
+            }
+        };
+        self.buffered.extend(decoded);
         if done {
             self.advance_past(run.edge);
         } else {

@@ -176,6 +176,7 @@ impl pb::table_server::Table for Services {
         })
         .await
     }
+
     async fn next(
         &self,
         r: Request<pb::NextRequest>,
