@@ -34,11 +34,13 @@ pub fn frame(message: &impl Message, max: usize) -> Result<Bytes, Status> {
     Ok(framed.freeze())
 }
 
-/// The message inside `data`, which must be exactly one uncompressed gRPC frame.
+/// The message inside `data`, which must be exactly one uncompressed gRPC frame. The
+/// message shares `data`'s buffer, so the byte fields decoded from it are slices of that
+/// buffer, not copies of their own.
 ///
 /// # Errors
 /// What is wrong with the frame, in a sentence.
-pub fn unframe(data: &[u8]) -> Result<&[u8], String> {
+pub fn unframe(data: &Bytes) -> Result<Bytes, String> {
     let Some((&[flag, a, b, c, d], message)) = data.split_first_chunk::<MESSAGE_HEADER>() else {
         return Err(format!(
             "no message: {} bytes, short of a frame's header",
@@ -55,7 +57,7 @@ pub fn unframe(data: &[u8]) -> Result<&[u8], String> {
             message.len()
         ));
     }
-    Ok(message)
+    Ok(data.slice(MESSAGE_HEADER..))
 }
 
 /// Bytes that arrive in pieces (a message's DATA frames), kept as the one piece they usually
@@ -180,7 +182,7 @@ mod tests {
             (&[1, 0, 0, 0, 0][..], "compressed"),
             (&[0, 0][..], "no message"),
         ] {
-            let e = unframe(data).unwrap_err();
+            let e = unframe(&Bytes::from_static(data)).unwrap_err();
             assert!(e.contains(why), "{e}");
         }
     }
