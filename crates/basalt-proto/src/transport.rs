@@ -160,14 +160,6 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Coalesced<T> {
     }
 }
 
-impl<T: tonic::transport::server::Connected> tonic::transport::server::Connected for Coalesced<T> {
-    type ConnectInfo = T::ConnectInfo;
-
-    fn connect_info(&self) -> Self::ConnectInfo {
-        self.inner.connect_info()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};

@@ -42,8 +42,8 @@ const HANDOFF_QUEUE: usize = 64;
 
 /// The event loops serving one gRPC listener.
 pub struct EventLoops {
-    /// How each loop ends: `Ok` once it stopped serving, or the transport's error.
-    stopped: Vec<oneshot::Receiver<Result<(), String>>>,
+    /// Each loop's word that it stopped serving (its last connection ended).
+    stopped: Vec<oneshot::Receiver<()>>,
 }
 
 impl EventLoops {
@@ -83,9 +83,9 @@ impl EventLoops {
             std::thread::Builder::new()
                 .name(format!("{name}-{n}"))
                 .spawn(move || {
-                    let served = runtime.block_on(serve_loop(rx, routes, ping, stop));
+                    runtime.block_on(serve_loop(rx, routes, ping, stop));
                     drop(runtime);
-                    let _ = done_tx.send(served);
+                    let _ = done_tx.send(());
                 })?;
             handoffs.push(tx);
             stopped.push(done_rx);
@@ -94,18 +94,15 @@ impl EventLoops {
         Ok(EventLoops { stopped })
     }
 
-    /// Waits until every loop stopped; the first error any of them met.
+    /// Waits until every loop stopped.
     ///
     /// # Errors
-    /// A loop's transport failed, or its thread ended without saying how.
+    /// A loop's thread ended without saying it stopped (it panicked).
     pub async fn stopped(self) -> Result<(), String> {
         let mut first = Ok(());
         for loop_stopped in self.stopped {
-            let outcome = loop_stopped
-                .await
-                .unwrap_or_else(|_| Err("an event loop's thread ended abruptly".to_owned()));
-            if first.is_ok() {
-                first = outcome;
+            if loop_stopped.await.is_err() && first.is_ok() {
+                first = Err("an event loop's thread ended abruptly".to_owned());
             }
         }
         first
@@ -119,7 +116,7 @@ async fn serve_loop<R: Route>(
     routes: R,
     ping: Duration,
     stop: watch::Receiver<bool>,
-) -> Result<(), String> {
+) {
     let mut connections = JoinSet::new();
     let mut stopping = stop.clone();
     let stopping = stopping.wait_for(|s| *s);
@@ -143,7 +140,6 @@ async fn serve_loop<R: Route>(
     while let Some(ended) = connections.join_next().await {
         log_end(ended);
     }
-    Ok(())
 }
 
 /// A connection's task ends by itself; one that panicked is reported.
@@ -184,7 +180,6 @@ async fn hand_out(mut accepted: Accepted, handoffs: Vec<mpsc::Sender<Unbound>>) 
 #[cfg(test)]
 mod tests {
     use tokio::net::{TcpListener, TcpStream};
-    use tonic::transport::server::Connected;
 
     use super::*;
     use crate::listener::ConnectionLimits;
@@ -192,7 +187,7 @@ mod tests {
     /// The client address of the next connection a loop was handed.
     async fn next_peer(rx: &mut mpsc::Receiver<Unbound>) -> std::net::SocketAddr {
         let conn = rx.recv().await.expect("a connection");
-        conn.bind().unwrap().connect_info().remote_addr().unwrap()
+        conn.peer_addr().unwrap()
     }
 
     /// Connections go to the loops in turn; a loop that stopped is passed over, and once no

@@ -117,6 +117,14 @@ pub struct Unbound {
 }
 
 impl Unbound {
+    /// The client's address.
+    ///
+    /// # Errors
+    /// The socket has no peer (it was reset).
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        self.socket.peer_addr()
+    }
+
     /// The connection on the current runtime, its first-byte deadline started afresh.
     ///
     /// # Errors
@@ -184,14 +192,6 @@ impl AsyncWrite for Guarded {
 
     fn is_write_vectored(&self) -> bool {
         self.inner.is_write_vectored()
-    }
-}
-
-impl tonic::transport::server::Connected for Guarded {
-    type ConnectInfo = tonic::transport::server::TcpConnectInfo;
-
-    fn connect_info(&self) -> Self::ConnectInfo {
-        self.inner.connect_info()
     }
 }
 

@@ -358,11 +358,7 @@ async fn errors_cross_the_wire_with_hbase_names() {
 async fn scanner_leases_expire_and_free_the_scanner() {
     let dir = tempfile::tempdir().unwrap();
     let server = ServerProcess::start(dir.path(), &["--scanner-timeout-ms", "300"]);
-    let config = ClientConfig {
-        scanner_max_result_bytes: 1,
-        ..ClientConfig::default()
-    };
-    let conn = Connection::connect_with(&server.addr, config)
+    let conn = Connection::connect_with(&server.addr, one_row_per_call())
         .await
         .unwrap();
     conn.admin()
@@ -386,6 +382,14 @@ async fn scanner_leases_expire_and_free_the_scanner() {
     let e = s.next().await.unwrap_err();
     assert!(matches!(e, Error::UnknownScanner(_)), "{e}");
     assert!(e.to_string().contains("lease expired"), "{e}");
+}
+
+/// A client whose scanner calls answer one row each (a byte's worth, at least one row).
+fn one_row_per_call() -> ClientConfig {
+    ClientConfig {
+        scanner_max_result_bytes: 1,
+        ..ClientConfig::default()
+    }
 }
 
 /// Calls of `op` the server counted, from its `/metrics`.
@@ -429,11 +433,7 @@ async fn a_scan_that_fits_one_answer_is_one_call() {
         [1, 0, 0]
     );
 
-    let config = ClientConfig {
-        scanner_max_result_bytes: 1,
-        ..ClientConfig::default()
-    };
-    let one_by_one = Connection::connect_with(&server.addr, config)
+    let one_by_one = Connection::connect_with(&server.addr, one_row_per_call())
         .await
         .unwrap();
     let t = one_by_one.table("t").unwrap();
