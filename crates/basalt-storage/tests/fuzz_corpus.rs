@@ -141,7 +141,7 @@ fn store_file_seeds_decode_to_what_they_held() {
         } else {
             decode_data_block(body, &family, Path::new("seed"), 0).unwrap()
         };
-        let cells: Vec<Cell> = (0..block.len()).map(|i| block.cell(i)).collect();
+        let cells: Vec<Cell> = (0..block.len()).map(|i| block.cell(i).unwrap()).collect();
         assert!(!cells.is_empty(), "data_block seed-{n:03}");
         let first = held.iter().position(|c| *c == cells[0]).unwrap();
         assert!(

@@ -124,23 +124,28 @@ impl DataBlockBuilder {
     }
 }
 
-/// A data block body of `family` as it lies (format version 2), every entry checked.
+/// A data block body of `family` as it lies (format version 2); its entries are checked as
+/// they are read ([`DataBlock`], invariant 1).
 ///
 /// # Errors
-/// `Corruption` naming `path` and `offset` when the body is malformed.
+/// `Corruption` naming `path` and `offset` when the body's layout is malformed.
 pub fn decode_data_block(
     body: Bytes,
     family: &Bytes,
     path: &Path,
     offset: u64,
 ) -> Result<DataBlock> {
-    DataBlock::new(family.clone(), body).map_err(|what| {
-        Error::corruption(
-            "data block",
-            path,
-            format!("{what} in the block at offset {offset}"),
-        )
-    })
+    DataBlock::new(family.clone(), body).map_err(|what| damaged(path, offset, what))
+}
+
+/// The error for damage `what` found in the data block at `offset` of the file at `path`.
+#[must_use]
+pub fn damaged(path: &Path, offset: u64, what: &str) -> Error {
+    Error::corruption(
+        "data block",
+        path,
+        format!("{what} in the block at offset {offset}"),
+    )
 }
 
 /// A data block body of format version 1 (keys prefix-compressed, restart points every 16
@@ -154,13 +159,7 @@ pub fn decode_legacy_data_block(
     path: &Path,
     offset: u64,
 ) -> Result<DataBlock> {
-    let bad = |what: &str| {
-        Error::corruption(
-            "data block",
-            path,
-            format!("{what} in the block at offset {offset}"),
-        )
-    };
+    let bad = |what: &str| damaged(path, offset, what);
     if body.len() < 4 {
         return Err(bad("block shorter than its restart count"));
     }

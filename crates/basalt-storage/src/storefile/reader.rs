@@ -9,7 +9,7 @@ use bytes::Bytes;
 
 use super::block::{self, decode_data_block, decode_legacy_data_block};
 use super::bloom::Bloom;
-use super::keys::{check_key, DataBlock, IndexKeys};
+use super::keys::{check_key, Damage, DataBlock, IndexKeys};
 use super::{FileId, FileInfo, FORMAT_VERSION, LEGACY_FORMAT_VERSION, MAGIC, TRAILER_LEN};
 use crate::block_cache::{Block, BlockCache, BlockKey, Priority};
 use crate::codec::Reader;
@@ -185,7 +185,10 @@ impl StoreFile {
         }
         let into = (target.saturating_sub(at) as f64 / f64::from(len.max(1))).min(1.0);
         let pos = ((block.len() as f64 * into) as usize).min(block.len() - 1);
-        Ok(Some(block.row(pos)))
+        let row = block
+            .row(pos)
+            .map_err(|what| self.damaged(&index, b, what))?;
+        Ok(Some(row))
     }
 
     /// Number of data blocks.
@@ -303,7 +306,12 @@ impl StoreFile {
         Ok(Some(bloom))
     }
 
-    /// Data block `i` of `index`, from the cache or read and checked.
+    /// The error for damage `what` found in data block `i` of `index`.
+    fn damaged(&self, index: &Index, i: usize, what: Damage) -> Error {
+        block::damaged(self.file.path(), index.block(i).0, what)
+    }
+
+    /// Data block `i` of `index`, from the cache or read and its layout checked.
     fn data_block(&self, index: &Index, i: usize, caching: Caching) -> Result<Arc<DataBlock>> {
         let (offset, len) = index.block(i);
         let key = self.cache_key(offset);
@@ -485,6 +493,11 @@ pub struct StoreFileScanner {
 }
 
 impl StoreFileScanner {
+    /// The error for damage `what` found in block `block`.
+    fn damaged(&self, block: usize, what: Damage) -> Error {
+        self.file.damaged(&self.index, block, what)
+    }
+
     fn set_block(&mut self, block: usize) -> Result<&DataBlock> {
         if block != self.block || self.data.is_none() {
             self.data = Some(self.file.data_block(&self.index, block, self.caching)?);
@@ -508,7 +521,8 @@ impl StoreFileScanner {
                 return Ok(());
             }
             let read_point = self.read_point;
-            if let Some((at, cell)) = self.set_block(block)?.first_visible(pos, read_point) {
+            let visible = self.set_block(block)?.first_visible(pos, read_point);
+            if let Some((at, cell)) = visible.map_err(|what| self.damaged(block, what))? {
                 self.current = Some(cell);
                 self.pos = at;
                 return Ok(());
@@ -543,18 +557,19 @@ impl CellSource for StoreFileScanner {
     fn seek(&mut self, key: &Cell) -> Result<()> {
         // A key inside the loaded block needs no index search (seeks may go either way: a
         // reversed scan seeks back to the start of each earlier row).
-        let in_block = self.data.as_ref().is_some_and(|d| {
-            !d.is_empty() && d.cmp_at(0, key).is_lt() && d.cmp_at(d.len() - 1, key).is_ge()
-        });
-        let b = if in_block {
-            self.block
-        } else {
-            self.index.lower_bound(key)
+        let in_block = |d: &DataBlock| -> std::result::Result<bool, Damage> {
+            Ok(!d.is_empty() && d.cmp_at(0, key)?.is_lt() && d.cmp_at(d.len() - 1, key)?.is_ge())
+        };
+        let b = match self.data.as_deref().map(in_block) {
+            Some(Ok(true)) => self.block,
+            Some(Err(what)) => return Err(self.damaged(self.block, what)),
+            Some(Ok(false)) | None => self.index.lower_bound(key),
         };
         if b >= self.index.len() {
             return self.load(b, 0);
         }
         let pos = self.set_block(b)?.lower_bound(key);
+        let pos = pos.map_err(|what| self.damaged(b, what))?;
         self.load(b, pos)
     }
 
@@ -563,21 +578,24 @@ impl CellSource for StoreFileScanner {
         let n = self.index.len();
         let b = key.map_or(n, |key| self.index.lower_bound(key));
         let read_point = self.read_point;
-        let last_visible = |d: &DataBlock, end: usize| {
-            (0..end)
-                .rev()
-                .find(|&i| d.seq_id(i) <= read_point)
-                .map(|i| d.row(i))
+        let last_visible = |d: &DataBlock, end: usize| -> std::result::Result<_, Damage> {
+            for i in (0..end).rev() {
+                if d.seq_id(i)? <= read_point {
+                    return Ok(Some(d.row(i)?));
+                }
+            }
+            Ok(None)
         };
         if let (Some(key), true) = (key, b < n) {
             let d = self.file.data_block(&self.index, b, self.caching)?;
-            if let Some(row) = last_visible(&d, d.lower_bound(key)) {
+            let row = d.lower_bound(key).and_then(|end| last_visible(&d, end));
+            if let Some(row) = row.map_err(|what| self.damaged(b, what))? {
                 return Ok(Some(row));
             }
         }
         for i in (0..b).rev() {
             let d = self.file.data_block(&self.index, i, self.caching)?;
-            if let Some(row) = last_visible(&d, d.len()) {
+            if let Some(row) = last_visible(&d, d.len()).map_err(|what| self.damaged(i, what))? {
                 return Ok(Some(row));
             }
         }

@@ -207,3 +207,69 @@ fn corruption_is_reported_with_file_and_offset() {
     std::fs::write(&path, b"short").unwrap();
     assert!(matches!(open(&path), Err(Error::Corruption { .. })));
 }
+
+/// An entry damaged under a valid checksum (what a writer's bug would leave) is refused when
+/// a read reaches it, naming the file and the block, and the block's other entries still read.
+#[test]
+fn a_damaged_entry_is_reported_with_file_and_offset() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fam = family(Compression::None, BloomType::Row);
+    let cells = sample(200);
+    let f = write(tmp.path(), &fam, &cells);
+    let path = f.path().to_owned();
+    drop(f);
+    let mut data = std::fs::read(&path).unwrap();
+    let name = Bytes::from_static(b"f");
+    let trailer = parse_trailer(&data[data.len() - TRAILER_LEN..], &path).unwrap();
+    let (index_at, index_len) = trailer.sections[0];
+    let stored = data[index_at as usize..][..index_len as usize].to_vec();
+    let index_body = block::unframe(stored, &path, index_at).unwrap();
+    let index = decode_index_block(&index_body, &name, index_at).unwrap();
+    let (at, len) = index.block(1);
+    let (at, len) = (at as usize, len as usize);
+    let mut body = block::unframe(data[at..at + len].to_vec(), &path, at as u64)
+        .unwrap()
+        .to_vec();
+    // The first entry of the block without a TTL: its header is three one-byte fields, and
+    // its key's type byte lies nine bytes before the key's end.
+    let count = u32::from_le_bytes(body[body.len() - 4..].try_into().unwrap()) as usize;
+    let offsets = body.len() - 4 - 4 * count;
+    let offset =
+        |i: usize| u32::from_le_bytes(body[offsets + 4 * i..][..4].try_into().unwrap()) as usize;
+    let (i, o) = (0..count)
+        .map(|i| (i, offset(i)))
+        .find(|&(_, o)| body[o + 2] == 0)
+        .unwrap();
+    let key_len = usize::from(body[o]);
+    let damaged = DataBlock::new(name.clone(), Bytes::from(body.clone()))
+        .unwrap()
+        .cell(i)
+        .unwrap();
+    body[o + 3 + key_len - 9] = 0xEE;
+    let framed = block::frame(&body, Compression::None).unwrap();
+    assert_eq!(framed.len(), len);
+    data[at..at + len].copy_from_slice(&framed);
+    std::fs::write(&path, &data).unwrap();
+
+    let f = Arc::new(open(&path).unwrap());
+    let mut s = f.scanner(u64::MAX, Caching::QUERY).unwrap();
+    s.seek(&Cell::first_on_row(&Bytes::new())).unwrap();
+    let err = loop {
+        match s.advance() {
+            Ok(()) => assert!(s.peek().is_some(), "the scan ended before entry {i}"),
+            Err(e) => break e,
+        }
+    };
+    assert!(matches!(err, Error::Corruption { .. }));
+    let msg = err.to_string();
+    assert!(
+        msg.contains("malformed key")
+            && msg.contains(&format!("offset {at}"))
+            && msg.contains("1.sf"),
+        "{msg}"
+    );
+    // A seek to the damaged cell reaches its entry.
+    let mut s = f.scanner(u64::MAX, Caching::QUERY).unwrap();
+    let err = s.seek(&damaged).unwrap_err();
+    assert!(err.to_string().contains("malformed key"), "{err}");
+}
