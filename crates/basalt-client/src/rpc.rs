@@ -9,11 +9,15 @@
 //! message is decoded from the bytes the channel read, once its status says it succeeded.
 //! The admin calls, rare and off the hot path, keep the generated client.
 //!
+//! Answers that carry rows are decoded straight into the model's rows
+//! ([`basalt_proto::rows`]).
+//!
 //! The wire is gRPC's, exactly as the generated client sends it: `POST` of the method's path,
 //! `content-type: application/grpc`, `te: trailers`, the call's `grpc-timeout`, and one
 //! uncompressed length-prefixed message.
 
 use basalt_proto::pb;
+use basalt_proto::rows::{OpenedScanner, RowMessage, ScannedRows};
 use basalt_proto::unary::{frame, unframe, Whole};
 use http::header::{CONTENT_TYPE, TE, USER_AGENT};
 use http::{response, HeaderMap, HeaderValue, Method, StatusCode, Uri};
@@ -48,13 +52,13 @@ macro_rules! unary {
 }
 
 unary! {
-    get: "/basalt.v1.Table/Get", pb::GetRequest => pb::Result;
+    get: "/basalt.v1.Table/Get", pb::GetRequest => RowMessage;
     mutate: "/basalt.v1.Table/Mutate", pb::MutateRequest => pb::MutateResponse;
     mutate_row: "/basalt.v1.Table/MutateRow", pb::MutateRowRequest => pb::Empty;
     check_and_mutate: "/basalt.v1.Table/CheckAndMutate", pb::CheckAndMutateRequest => pb::BoolResponse;
     batch: "/basalt.v1.Table/Batch", pb::BatchRequest => pb::BatchResponse;
-    open_scanner: "/basalt.v1.Table/OpenScanner", pb::OpenScannerRequest => pb::OpenScannerResponse;
-    next: "/basalt.v1.Table/Next", pb::NextRequest => pb::NextResponse;
+    open_scanner: "/basalt.v1.Table/OpenScanner", pb::OpenScannerRequest => OpenedScanner;
+    next: "/basalt.v1.Table/Next", pb::NextRequest => ScannedRows;
     close_scanner: "/basalt.v1.Table/CloseScanner", pb::ScannerId => pb::Empty;
 }
 

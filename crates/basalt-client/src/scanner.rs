@@ -12,7 +12,7 @@ use std::collections::VecDeque;
 use crate::rpc::TableRpc;
 use basalt_model::ops::Scan;
 use basalt_model::{Error, Result, RowResult};
-use basalt_proto::convert::{result_from_pb, scan_to_pb};
+use basalt_proto::convert::scan_to_pb;
 use basalt_proto::pb::{self};
 use basalt_proto::status::from_status;
 use bytes::Bytes;
@@ -183,7 +183,8 @@ impl ResultScanner {
             id: opened.id,
             edge,
         };
-        self.take(run, opened.results, opened.done)
+        self.take(run, opened.results, opened.done);
+        Ok(())
     }
 
     /// Fetches the next batch of the current run (which stays current when the call fails,
@@ -199,7 +200,8 @@ impl ResultScanner {
         match run.client.next(req).await {
             Ok(r) => {
                 let r = r.into_inner();
-                self.take(run, r.results, r.done)
+                self.take(run, r.results, r.done);
+                Ok(())
             }
             Err(s) => {
                 self.run = Some(run);
@@ -218,27 +220,16 @@ impl ResultScanner {
 
     /// Buffers a scanner call's results; at the run's end (`done`, the server closed its
     /// scanner), moves the scan to the run's edge or finishes it there, else keeps the run.
-    /// A result that does not decode leaves the run current and the scan where it was,
-    /// for the recovery to close the run and go on from the last row returned.
-    fn take(&mut self, run: Run, results: Vec<pb::Result>, done: bool) -> Result<()> {
-        let decoded = results
-            .into_iter()
-            .map(result_from_pb)
-            .collect::<Result<Vec<_>>>();
-        let decoded = match decoded {
-            Ok(d) => d,
-            Err(e) => {
-                self.run = Some(run);
-                return Err(e);
-            }
-        };
-        self.buffered.extend(decoded);
+    /// (An answer whose results do not decode is the call's error: [`ResultScanner::fetch`] keeps
+    /// the run current for the recovery to close, and the scan goes on from the last row
+    /// returned.)
+    fn take(&mut self, run: Run, results: Vec<RowResult>, done: bool) {
+        self.buffered.extend(results);
         if done {
             self.advance_past(run.edge);
         } else {
             self.run = Some(run);
         }
-        Ok(())
     }
 
     /// The run ending at `edge` is done: the scan goes on beyond it, if it reaches there.

@@ -206,7 +206,7 @@ impl Table {
                 async move { c.get(req).await.map(tonic::Response::into_inner) }
             })
             .await?;
-        result_from_pb(r)
+        Ok(r.0)
     }
 
     /// One mutation; the new values of an Increment or Append.

@@ -62,15 +62,17 @@ impl TableCalls {
             .and_then(|p| p.strip_prefix('/'))
             .unwrap_or_default();
         match method {
-            "Get" => self.unary(request, |s, r| async move { s.get(r).await }),
+            "Get" => self.unary(request, |s, r| async move { s.get_row(r).await }),
             "Mutate" => self.unary(request, |s, r| async move { s.mutate(r).await }),
             "MutateRow" => self.unary(request, |s, r| async move { s.mutate_row(r).await }),
             "CheckAndMutate" => {
                 self.unary(request, |s, r| async move { s.check_and_mutate(r).await })
             }
             "Batch" => self.unary(request, |s, r| async move { s.batch(r).await }),
-            "OpenScanner" => self.unary(request, |s, r| async move { s.open_scanner(r).await }),
-            "Next" => self.unary(request, |s, r| async move { s.next(r).await }),
+            "OpenScanner" => {
+                self.unary(request, |s, r| async move { s.open_scanner_rows(r).await })
+            }
+            "Next" => self.unary(request, |s, r| async move { s.next_rows(r).await }),
             "CloseScanner" => self.unary(request, |s, r| async move { s.close_scanner(r).await }),
             _ => {
                 let status = Status::unimplemented(format!(

@@ -7,6 +7,7 @@ use basalt_proto::convert::{
     row_mutations_from_pb, scan_from_pb,
 };
 use basalt_proto::pb;
+use basalt_proto::rows::{OpenedScanner, RowMessage, ScannedRows};
 use tonic::{Request, Response, Status};
 
 use super::region_check::check_region;
@@ -32,30 +33,8 @@ impl pb::table_server::Table for Services {
         &self,
         r: Request<pb::GetRequest>,
     ) -> std::result::Result<Response<pb::Result>, Status> {
-        let r = r.into_inner();
-        let read = r
-            .get
-            .ok_or_else(|| Error::illegal("malformed request: no get"))
-            .and_then(get_from_pb)
-            .and_then(|get| Ok((table(&r.table)?, get)));
-        let region = r.region;
-        if let Ok((name, get)) = &read {
-            // A read of memory alone is answered here; one that needs the disk goes on.
-            let cached = in_memory(self, "get", |s| {
-                check_region(s, name, &get.row, region.as_deref())?;
-                let row = s.conn.table(name)?.get_cached(get)?;
-                Ok(row.map(result_into_pb))
-            });
-            if let Some(answer) = cached {
-                return answer;
-            }
-        }
-        blocking(self, "get", move |s| {
-            let (name, get) = read?;
-            check_region(s, &name, &get.row, region.as_deref())?;
-            Ok(result_into_pb(s.conn.table(&name)?.get(get)?))
-        })
-        .await
+        let answer = self.get_row(r).await?;
+        Ok(answer.map(|row| result_into_pb(row.0)))
     }
 
     async fn mutate(
@@ -151,41 +130,23 @@ impl pb::table_server::Table for Services {
         &self,
         r: Request<pb::OpenScannerRequest>,
     ) -> std::result::Result<Response<pb::OpenScannerResponse>, Status> {
-        let r = r.into_inner();
-        blocking(self, "open_scanner", move |s| {
-            let scan = scan_from_pb(
-                r.scan
-                    .ok_or_else(|| Error::illegal("malformed request: no scan"))?,
-            )?;
-            let scanner = s.conn.table(&table(&r.table)?)?.scan(scan)?;
-            let id = s.scanners.open(scanner);
-            if r.first_result_bytes == 0 {
-                return Ok(pb::OpenScannerResponse {
-                    id,
-                    results: Vec::new(),
-                    done: false,
-                });
-            }
-            // The first results in the same call; a scanner they exhaust is closed here.
-            let first = next_results(s, id, r.first_result_bytes)?;
-            Ok(pb::OpenScannerResponse {
-                id,
-                results: first.results,
-                done: first.done,
-            })
-        })
-        .await
+        let answer = self.open_scanner_rows(r).await?;
+        Ok(answer.map(|o| pb::OpenScannerResponse {
+            id: o.id,
+            results: o.results.into_iter().map(result_into_pb).collect(),
+            done: o.done,
+        }))
     }
 
     async fn next(
         &self,
         r: Request<pb::NextRequest>,
     ) -> std::result::Result<Response<pb::NextResponse>, Status> {
-        let r = r.into_inner();
-        blocking(self, "next", move |s| {
-            next_results(s, r.scanner, r.max_result_bytes)
-        })
-        .await
+        let answer = self.next_rows(r).await?;
+        Ok(answer.map(|n| pb::NextResponse {
+            results: n.results.into_iter().map(result_into_pb).collect(),
+            done: n.done,
+        }))
     }
 
     async fn close_scanner(
@@ -200,9 +161,87 @@ impl pb::table_server::Table for Services {
     }
 }
 
+/// The calls that answer with rows, their rows encoded straight from the model's
+/// ([`basalt_proto::rows`]); the generated service above answers the same through its
+/// messages.
+impl Services {
+    /// `Get`: answered here when memory holds the row, else on the blocking pool.
+    pub(super) async fn get_row(
+        &self,
+        r: Request<pb::GetRequest>,
+    ) -> std::result::Result<Response<RowMessage>, Status> {
+        let r = r.into_inner();
+        let read = r
+            .get
+            .ok_or_else(|| Error::illegal("malformed request: no get"))
+            .and_then(get_from_pb)
+            .and_then(|get| Ok((table(&r.table)?, get)));
+        let region = r.region;
+        if let Ok((name, get)) = &read {
+            // A read of memory alone is answered here; one that needs the disk goes on.
+            let cached = in_memory(self, "get", |s| {
+                check_region(s, name, &get.row, region.as_deref())?;
+                let row = s.conn.table(name)?.get_cached(get)?;
+                Ok(row.map(RowMessage))
+            });
+            if let Some(answer) = cached {
+                return answer;
+            }
+        }
+        blocking(self, "get", move |s| {
+            let (name, get) = read?;
+            check_region(s, &name, &get.row, region.as_deref())?;
+            Ok(RowMessage(s.conn.table(&name)?.get(get)?))
+        })
+        .await
+    }
+
+    /// `OpenScanner`, with the scanner's first rows when the request asks for them.
+    pub(super) async fn open_scanner_rows(
+        &self,
+        r: Request<pb::OpenScannerRequest>,
+    ) -> std::result::Result<Response<OpenedScanner>, Status> {
+        let r = r.into_inner();
+        blocking(self, "open_scanner", move |s| {
+            let scan = scan_from_pb(
+                r.scan
+                    .ok_or_else(|| Error::illegal("malformed request: no scan"))?,
+            )?;
+            let scanner = s.conn.table(&table(&r.table)?)?.scan(scan)?;
+            let id = s.scanners.open(scanner);
+            if r.first_result_bytes == 0 {
+                return Ok(OpenedScanner {
+                    id,
+                    ..OpenedScanner::default()
+                });
+            }
+            // The first results in the same call; a scanner they exhaust is closed here.
+            let first = next_results(s, id, r.first_result_bytes)?;
+            Ok(OpenedScanner {
+                id,
+                results: first.results,
+                done: first.done,
+            })
+        })
+        .await
+    }
+
+    /// `Next`.
+    pub(super) async fn next_rows(
+        &self,
+        r: Request<pb::NextRequest>,
+    ) -> std::result::Result<Response<ScannedRows>, Status> {
+        let r = r.into_inner();
+        blocking(self, "next", move |s| {
+            next_results(s, r.scanner, r.max_result_bytes)
+        })
+        .await
+    }
+}
+
 /// Results of one scanner call: up to `max_bytes` (at least one result), the lease renewed;
 /// an exhausted scanner is closed.
-fn next_results(s: &Services, id: u64, max_bytes: u64) -> Result<pb::NextResponse> {
+fn next_results(s: &Services, id: u64, max_bytes: u64) -> Result<ScannedRows> {
     let limit = if max_bytes == 0 {
         DEFAULT_MAX_RESULT_BYTES
     } else {
@@ -215,7 +254,7 @@ fn next_results(s: &Services, id: u64, max_bytes: u64) -> Result<pb::NextRespons
         match scanner.next_row() {
             Ok(Some(row)) => {
                 bytes += row.cells.iter().map(|c| c.heap_size() as u64).sum::<u64>();
-                results.push(result_into_pb(row));
+                results.push(row);
                 if bytes >= limit {
                     break false;
                 }
@@ -228,5 +267,5 @@ fn next_results(s: &Services, id: u64, max_bytes: u64) -> Result<pb::NextRespons
     if !done {
         s.scanners.put_back(id, scanner);
     }
-    Ok(pb::NextResponse { results, done })
+    Ok(ScannedRows { results, done })
 }
