@@ -47,6 +47,9 @@ fn the_self_test_accepts_an_atomic_store() {
 struct Hooked {
     inner: Arc<MemoryStore>,
     overwrite: bool,
+    /// Makes an overwriting create one step, as a store's plain PUT is: every one succeeds,
+    /// however the writers interleave.
+    overwriting: std::sync::Mutex<()>,
     fail_next_create_after_storing: std::sync::atomic::AtomicBool,
     uploads: AtomicUsize,
     aborts: Arc<AtomicUsize>,
@@ -97,10 +100,12 @@ impl ObjectStore for Hooked {
         }
     }
     fn put_if_absent(&self, key: &str, data: Bytes) -> io::Result<()> {
-        if self.overwrite {
+        let one_put = self.overwrite.then(|| self.overwriting.lock().unwrap());
+        if one_put.is_some() {
             self.inner.delete(key)?;
         }
         self.inner.put_if_absent(key, data)?;
+        drop(one_put);
         if self
             .fail_next_create_after_storing
             .swap(false, Ordering::SeqCst)
