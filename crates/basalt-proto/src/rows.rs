@@ -238,34 +238,6 @@ impl Message for RowMessage {
     }
 }
 
-/// A row borrowed from a list, as a nested `pb::Result`.
-#[derive(Debug)]
-struct RowRef<'a>(&'a mut RowResult);
-
-impl Message for RowRef<'_> {
-    fn encode_raw(&self, buf: &mut impl BufMut) {
-        encode_row(self.0, buf);
-    }
-
-    fn merge_field(
-        &mut self,
-        tag: u32,
-        wire_type: WireType,
-        buf: &mut impl Buf,
-        ctx: DecodeContext,
-    ) -> Result<(), DecodeError> {
-        merge_row_field(self.0, tag, wire_type, buf, ctx)
-    }
-
-    fn encoded_len(&self) -> usize {
-        row_len(self.0)
-    }
-
-    fn clear(&mut self) {
-        *self.0 = RowResult::default();
-    }
-}
-
 fn rows_len(tag: u32, rows: &[RowResult]) -> usize {
     rows.iter()
         .map(|r| {
@@ -283,15 +255,18 @@ fn encode_rows(tag: u32, rows: &[RowResult], buf: &mut impl BufMut) {
     }
 }
 
+/// Decodes one more row of a list. The row is moved into the list once decoded: a row is a
+/// few words (its cells are on the heap), where a cell is decoded in place.
 fn merge_rows(
     rows: &mut Vec<RowResult>,
     wire_type: WireType,
     buf: &mut impl Buf,
     ctx: DecodeContext,
 ) -> Result<(), DecodeError> {
-    rows.push(RowResult::default());
-    let last = rows.len() - 1;
-    message::merge(wire_type, &mut RowRef(&mut rows[last]), buf, ctx)
+    let mut row = RowMessage::default();
+    message::merge(wire_type, &mut row, buf, ctx)?;
+    rows.push(row.0);
+    Ok(())
 }
 
 /// A scanner's first rows with its id, as a `pb::OpenScannerResponse`.

@@ -51,7 +51,7 @@ fn blocks(c: &mut Criterion) {
     let family = Bytes::from_static(b"f");
     // What a cache miss costs beyond reading the block: its layout placed, then one search,
     // which checks the entries it touches.
-    g.bench_function("check", |b| {
+    g.bench_function("miss", |b| {
         let key = Cell::first_on_row(&Bytes::from(230u64.to_be_bytes().repeat(2)));
         b.iter(|| {
             let block = decode_data_block(body.clone(), &family, Path::new("b"), 0).unwrap();

@@ -380,22 +380,19 @@ impl DataBlock {
 
     /// Every entry located, and the windows of their rows (invariant 2).
     fn row_probes(&self) -> Result<RowProbes, Damage> {
-        let entries = (0..self.len).map(|i| self.locate(i));
-        let rows = entries
-            .map(|e| e.map(|e| Self::row_range(&e)))
-            .collect::<Result<Vec<_>, Damage>>()?;
+        let row = |i| Ok::<_, Damage>(Self::row_range(&self.locate(i)?));
         // Rows are sorted: what the first and last share, every row between shares.
-        let prefix = match (rows.first(), rows.last()) {
-            (Some(first), Some(last)) => {
-                let (a, b) = (&self.body[first.clone()], &self.body[last.clone()]);
+        let prefix = match self.len.checked_sub(1) {
+            Some(last) => {
+                let (first, last) = (row(0)?, row(last)?);
+                let (a, b) = (&self.body[first.clone()], &self.body[last]);
                 first.start..first.start + a.iter().zip(b).take_while(|(x, y)| x == y).count()
             }
-            _ => 0..0,
+            None => 0..0,
         };
-        let windows = rows
-            .into_iter()
-            .map(|r| window(&self.body[r], prefix.len()))
-            .collect();
+        let windows = (0..self.len)
+            .map(|i| Ok(window(&self.body[row(i)?], prefix.len())))
+            .collect::<Result<_, Damage>>()?;
         Ok(RowProbes { prefix, windows })
     }
 
@@ -488,10 +485,15 @@ mod tests {
     use super::*;
     use crate::storefile::block::DataBlockBuilder;
 
-    fn block_of(cells: &[Cell]) -> DataBlock {
+    /// The body of a block of `cells`.
+    fn body_of(cells: &[Cell]) -> Vec<u8> {
         let mut b = DataBlockBuilder::default();
         cells.iter().for_each(|c| b.add(c));
-        DataBlock::new(Bytes::from_static(b"f"), Bytes::from(b.finish())).unwrap()
+        b.finish()
+    }
+
+    fn block_of(cells: &[Cell]) -> DataBlock {
+        DataBlock::new(Bytes::from_static(b"f"), Bytes::from(body_of(cells))).unwrap()
     }
 
     #[test]
@@ -549,9 +551,7 @@ mod tests {
         let cells: Vec<Cell> = (0..3u8)
             .map(|i| Cell::put(vec![b'r', i], "f", "q", 1, "value"))
             .collect();
-        let mut b = DataBlockBuilder::default();
-        cells.iter().for_each(|c| b.add(c));
-        let good = b.finish();
+        let good = body_of(&cells);
         assert_eq!(read_whole(good.clone()), Ok(3));
         let n = good.len();
         let damaged = |at: usize, byte: u8| {
@@ -595,9 +595,7 @@ mod tests {
         let cells: Vec<Cell> = (0..64u8)
             .map(|i| Cell::put(vec![b'r', i], "f", "q", 1, "value"))
             .collect();
-        let mut b = DataBlockBuilder::default();
-        cells.iter().for_each(|c| b.add(c));
-        let mut body = b.finish();
+        let mut body = body_of(&cells);
         // Entry 40's key: its type byte (9 before the key's end) is no type.
         let entry = 3 + 22 + 5;
         body[40 * entry + 3 + 22 - 9] = 0xEE;
