@@ -50,9 +50,22 @@ fn type_of(code: i32) -> Result<CellType, DecodeError> {
     })
 }
 
-/// A cell as a `pb::Cell`, borrowed: decoded in place, encoded where it lies.
+/// A cell as a `pb::Cell`, borrowed: decoded in place, encoded where it lies. Its type's
+/// code is kept as read until the message ends, as the last of repeated fields wins: only
+/// the code that stands is checked ([`CellMessage::finish`]).
 #[derive(Debug)]
-struct CellMessage<'a>(&'a mut Cell);
+struct CellMessage<'a> {
+    cell: &'a mut Cell,
+    code: i32,
+}
+
+impl CellMessage<'_> {
+    /// The cell's type from the code that stands.
+    fn finish(self) -> Result<(), DecodeError> {
+        self.cell.cell_type = type_of(self.code)?;
+        Ok(())
+    }
+}
 
 fn cell_len(c: &Cell) -> usize {
     let bytes = |tag, b: &Bytes| {
@@ -104,7 +117,7 @@ fn encode_cell(c: &Cell, buf: &mut impl BufMut) {
 
 impl Message for CellMessage<'_> {
     fn encode_raw(&self, buf: &mut impl BufMut) {
-        encode_cell(self.0, buf);
+        encode_cell(self.cell, buf);
     }
 
     fn merge_field(
@@ -114,18 +127,13 @@ impl Message for CellMessage<'_> {
         buf: &mut impl Buf,
         ctx: DecodeContext,
     ) -> Result<(), DecodeError> {
-        let c = &mut *self.0;
+        let c = &mut *self.cell;
         match tag {
             1 => pbytes::merge(wire_type, &mut c.row, buf, ctx),
             2 => pbytes::merge(wire_type, &mut c.family, buf, ctx),
             3 => pbytes::merge(wire_type, &mut c.qualifier, buf, ctx),
             4 => int64::merge(wire_type, &mut c.timestamp, buf, ctx),
-            5 => {
-                let mut code = 0;
-                int32::merge(wire_type, &mut code, buf, ctx)?;
-                c.cell_type = type_of(code)?;
-                Ok(())
-            }
+            5 => int32::merge(wire_type, &mut self.code, buf, ctx),
             6 => pbytes::merge(wire_type, &mut c.value, buf, ctx),
             7 => uint64::merge(wire_type, c.ttl_ms.get_or_insert(0), buf, ctx),
             _ => skip_field(wire_type, tag, buf, ctx),
@@ -133,11 +141,12 @@ impl Message for CellMessage<'_> {
     }
 
     fn encoded_len(&self) -> usize {
-        cell_len(self.0)
+        cell_len(self.cell)
     }
 
     fn clear(&mut self) {
-        *self.0 = blank_cell();
+        *self.cell = blank_cell();
+        self.code = 0;
     }
 }
 
@@ -203,7 +212,12 @@ fn merge_row_field(
         2 => {
             r.cells.push(blank_cell());
             let last = r.cells.len() - 1;
-            message::merge(wire_type, &mut CellMessage(&mut r.cells[last]), buf, ctx)
+            let mut cell = CellMessage {
+                cell: &mut r.cells[last],
+                code: 0,
+            };
+            message::merge(wire_type, &mut cell, buf, ctx)?;
+            cell.finish()
         }
         3 => pbool::merge(wire_type, &mut r.partial, buf, ctx),
         _ => skip_field(wire_type, tag, buf, ctx),
@@ -480,6 +494,25 @@ mod tests {
                 prop_assert_eq!(ScannedRows::decode(Bytes::from(bytes)).ok(), generated);
             }
         }
+    }
+
+    /// The last of a repeated type field stands, whatever came before it (found by the
+    /// damaged-answers property: a changed byte made a second type field).
+    #[test]
+    fn a_cell_type_read_twice_is_the_last_one() {
+        let mut bytes = RowMessage(RowResult::new(
+            Bytes::from_static(b"r"),
+            vec![Cell::put("r", "f", "q", 1, "v")],
+        ))
+        .encode_to_vec();
+        // The cell is the last field: its message's length, then an unknown type and Delete.
+        let cell_len_at = bytes.iter().position(|&b| b == (2 << 3 | 2)).unwrap() + 1;
+        bytes[cell_len_at] += 4;
+        bytes.extend_from_slice(&[5 << 3, 9, 5 << 3, 1]);
+        let back = RowMessage::decode(Bytes::from(bytes.clone())).unwrap().0;
+        assert_eq!(back.cells[0].cell_type, CellType::Delete);
+        let generated = pb::Result::decode(&bytes[..]).unwrap();
+        assert_eq!(back, result_from_pb(generated).unwrap());
     }
 
     #[test]
