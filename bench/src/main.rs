@@ -16,6 +16,12 @@ use basalt_node::Options;
 use clap::Parser;
 use rocksdb::{BlockBasedOptions, Cache, WaitForCompactOptions, WriteOptions, DB};
 
+/// The allocator the `basalt` binary ships with (its `main.rs`), so that Basalt's side is the
+/// engine as a server runs it. RocksDB's C++ code allocates through libc either way: the
+/// global allocator is Rust's alone.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser, Debug)]
 struct Args {
     #[arg(
