@@ -173,6 +173,7 @@ impl Server {
             hosted: None,
             scanners: Arc::new(Scanners::new(config.scanner_lease)),
             region_names: Arc::default(),
+            mini_batches: Arc::default(),
             metrics: Arc::new(metrics::RequestMetrics::new(&[
                 ("native", &grpc::OPS),
                 ("thrift", &thrift::METHODS),

@@ -137,6 +137,7 @@ fn services(
         hosted,
         scanners: Arc::new(Scanners::new(lease)),
         region_names: Arc::default(),
+        mini_batches: Arc::default(),
         metrics: Arc::new(metrics::RequestMetrics::new(&[("native", &grpc::OPS)])),
     }
 }

@@ -89,6 +89,7 @@ impl Fixture {
             scanners: Arc::new(Scanners::new(Duration::from_secs(60))),
             metrics: Arc::new(RequestMetrics::new(&[("native", &grpc::OPS)])),
             region_names: Arc::default(),
+            mini_batches: Arc::default(),
         };
         let addr = format!("127.0.0.1:{port}").parse().unwrap();
         self.runtime.spawn(

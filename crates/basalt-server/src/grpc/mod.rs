@@ -5,6 +5,7 @@
 
 mod admin;
 mod calls;
+mod mini_batch;
 mod region_check;
 mod table;
 
@@ -20,6 +21,7 @@ use tonic::{Response, Status};
 use crate::metrics::RequestMetrics;
 use basalt_api::leases::Scanners;
 pub use calls::TableCalls;
+pub use mini_batch::MiniBatches;
 pub use region_check::EncodedNames;
 
 /// HBase's `hbase.client.scanner.max.result.size`: the bytes a scanner call returns at most
@@ -85,6 +87,8 @@ pub struct Services {
     pub metrics: Arc<RequestMetrics>,
     /// Encoded names of the regions calls named lately, for the region check.
     pub region_names: Arc<region_check::EncodedNames>,
+    /// The Mutate calls waiting to be written together.
+    pub mini_batches: Arc<MiniBatches>,
 }
 
 impl std::fmt::Debug for Services {

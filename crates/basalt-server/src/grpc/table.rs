@@ -11,7 +11,9 @@ use basalt_proto::rows::{OpenedScanner, RowMessage, ScannedRows};
 use tonic::{Request, Response, Status};
 
 use super::region_check::check_region;
-use super::{blocking, empty, in_memory, table, Services, DEFAULT_MAX_RESULT_BYTES};
+use super::{
+    answer, blocking, empty, in_memory, mini_batch, table, Services, DEFAULT_MAX_RESULT_BYTES,
+};
 
 fn mutate_response(r: Option<basalt_model::RowResult>) -> pb::MutateResponse {
     pb::MutateResponse {
@@ -42,6 +44,12 @@ impl pb::table_server::Table for Services {
         r: Request<pb::MutateRequest>,
     ) -> std::result::Result<Response<pb::MutateResponse>, Status> {
         let r = r.into_inner();
+        if mini_batch::joins(&r) {
+            let started = std::time::Instant::now();
+            let outcome = self.mini_batches.submit(self, r);
+            let out = mini_batch::outcome(self, started, outcome).await?;
+            return answer(out.map(mutate_response));
+        }
         blocking(self, "mutate", move |s| {
             let m = r
                 .mutation

@@ -1,0 +1,346 @@
+//! Mutate calls gathered into mini-batches: the Puts and Deletes that arrive while a write
+//! waits for its thread are written together, with one WAL sync, as HBase's region server
+//! writes the mutations its handlers take from the call queue (`doMiniBatchMutation`).
+//!
+//! A write waits for its WAL sync, so it runs on tokio's blocking pool, never on an event
+//! loop. Each call used to take a blocking thread of its own: a hand-off to that thread and a
+//! wake-up of the connection's task for the answer, and, for the calls written together, one
+//! thread leading the group commit while the others slept on it and were woken one by one.
+//! On two cores those wake-ups cost more CPU than the write (`BENCHMARKS.md`). Here the first
+//! call that finds no batch forming starts one blocking task; the calls that come before that
+//! task starts join its batch; the task checks each call as the call alone would have been
+//! checked, writes the rest of each table's calls with one `Table::batch` (a mini-batch per
+//! region, one WAL sync for it), and answers each call.
+//!
+//! What a client sees is what a call of its own would give: its own error for a mutation
+//! refused before writing (malformed, wrong region, unknown family, oversized cell), its own
+//! outcome otherwise. Calls of one row in one batch are applied in the order they came, as
+//! one caller's would be; calls that overlap in time have no order between them.
+//!
+//! # Invariants
+//! 1. Whenever calls wait in `forming`, a task is owed to take them (`forming.owed`): the
+//!    call that found the batch empty, or a task that left calls behind, started it.
+//! 2. A task takes at most [`GATHERED`] calls, so no call waits behind an unbounded batch.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use basalt_model::ops::Mutation;
+use basalt_model::{Error, Result, RowResult, TableName};
+use basalt_proto::convert::mutation_from_pb;
+use basalt_proto::pb;
+use parking_lot::Mutex;
+use tokio::sync::oneshot;
+
+use super::region_check::check_region;
+use super::{table, Services};
+
+/// The most calls one task writes; more start a task of their own (invariant 2).
+pub const GATHERED: usize = 64;
+
+/// What a call's mutation came to.
+pub type Outcome = Result<Option<RowResult>>;
+
+/// The Mutate calls waiting for a task (lock order: a leaf).
+#[derive(Debug, Default)]
+pub struct MiniBatches {
+    forming: Mutex<Forming>,
+}
+
+#[derive(Debug, Default)]
+struct Forming {
+    calls: Vec<Waiting>,
+    /// A task is started and has not yet taken the calls (invariant 1).
+    owed: bool,
+}
+
+#[derive(Debug)]
+struct Waiting {
+    request: pb::MutateRequest,
+    answer: oneshot::Sender<Outcome>,
+}
+
+/// Whether a Mutate call can join a mini-batch: a Put or a Delete. A read-modify-write
+/// (Increment, Append) answers with what it read, and goes alone.
+#[must_use]
+pub fn joins(request: &pb::MutateRequest) -> bool {
+    use pb::mutation::Kind;
+    let kind = request.mutation.as_ref().and_then(|m| m.kind.as_ref());
+    matches!(kind, Some(Kind::Put(_) | Kind::Delete(_)))
+}
+
+impl MiniBatches {
+    /// Queues `request` for the next batch and returns where its outcome will come; starts
+    /// the batch's task when none is owed.
+    pub fn submit(
+        &self,
+        services: &Services,
+        request: pb::MutateRequest,
+    ) -> oneshot::Receiver<Outcome> {
+        let (answer, outcome) = oneshot::channel();
+        let start = {
+            let mut forming = self.forming.lock();
+            forming.calls.push(Waiting { request, answer });
+            !std::mem::replace(&mut forming.owed, true)
+        };
+        if start {
+            spawn_task(services.clone());
+        }
+        outcome
+    }
+
+    /// Takes the next batch's calls; owes another task when it leaves some behind.
+    fn take(&self) -> (Vec<Waiting>, bool) {
+        let mut forming = self.forming.lock();
+        let n = forming.calls.len().min(GATHERED);
+        let taken: Vec<Waiting> = forming.calls.drain(..n).collect();
+        forming.owed = !forming.calls.is_empty();
+        (taken, forming.owed)
+    }
+}
+
+fn spawn_task(services: Services) {
+    tokio::task::spawn_blocking(move || {
+        let (calls, more) = services.mini_batches.take();
+        if more {
+            spawn_task(services.clone());
+        }
+        write(&services, calls);
+    });
+}
+
+/// Writes one batch: each call checked alone, then each table's calls that passed in one
+/// `Table::batch`, and every call answered.
+fn write(s: &Services, calls: Vec<Waiting>) {
+    let mut tables: Vec<Gathered> = Vec::new();
+    for Waiting { request, answer } in calls {
+        match checked(s, request) {
+            Ok((name, t, m)) => match tables.iter_mut().find(|g| g.name == name) {
+                Some(g) => g.calls.push((m, answer)),
+                None => tables.push(Gathered {
+                    name,
+                    table: t,
+                    calls: vec![(m, answer)],
+                }),
+            },
+            // The caller may have gone (its client reset the stream); nothing to tell.
+            Err(e) => drop(answer.send(Err(e))),
+        }
+    }
+    for g in tables {
+        let (mutations, answers): (Vec<Mutation>, Vec<_>) = g.calls.into_iter().unzip();
+        for (answer, outcome) in answers.into_iter().zip(g.table.batch(mutations)) {
+            drop(answer.send(outcome));
+        }
+    }
+}
+
+/// One table's calls of a batch.
+struct Gathered {
+    name: TableName,
+    table: Arc<dyn basalt_api::Table>,
+    calls: Vec<(Mutation, oneshot::Sender<Outcome>)>,
+}
+
+/// The call's table and mutation, refused as the call alone would refuse it before writing:
+/// malformed, sent to a region that does not hold its row, or failing the table's checks.
+/// Those passing cannot make `Table::batch` refuse the whole batch, which it does only for
+/// a mutation that fails the client's checks, a part of these.
+fn checked(
+    s: &Services,
+    r: pb::MutateRequest,
+) -> Result<(TableName, Arc<dyn basalt_api::Table>, Mutation)> {
+    let m = r
+        .mutation
+        .ok_or_else(|| Error::illegal("malformed request: no mutation"))?;
+    let m = mutation_from_pb(m)?;
+    let name = table(&r.table)?;
+    check_region(s, &name, m.row(), r.region.as_deref())?;
+    let t = s.conn.table(&name)?;
+    t.check(&m)?;
+    Ok((name, t, m))
+}
+
+/// Awaits a submitted call's outcome, recording it as the `mutate` operation.
+///
+/// # Errors
+/// The batch's task failed before it answered.
+pub async fn outcome(
+    s: &Services,
+    started: Instant,
+    outcome: oneshot::Receiver<Outcome>,
+) -> std::result::Result<Outcome, tonic::Status> {
+    let metrics = Arc::clone(&s.metrics);
+    let out = outcome
+        .await
+        .map_err(|_| tonic::Status::internal("the write's task failed before it answered"))?;
+    metrics.record("mutate", started.elapsed(), out.is_ok());
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
+
+    use basalt_model::ops::{Get, Put};
+    use basalt_model::{ColumnFamilyDescriptor, TableDescriptor};
+    use basalt_node::Database;
+    use basalt_proto::convert::mutation_to_pb;
+
+    use super::*;
+    use crate::metrics::RequestMetrics;
+
+    /// Services over a database with tables `t` and `u`, each of family `f`.
+    fn services(dir: &std::path::Path) -> Services {
+        let db = Database::open(dir).unwrap();
+        for name in ["t", "u"] {
+            let name = TableName::parse(name).unwrap();
+            let desc = TableDescriptor::new(&name, [ColumnFamilyDescriptor::new("f")]);
+            db.create_table(desc, &[]).unwrap();
+        }
+        Services {
+            conn: Arc::new(db.clone()),
+            node: Some(db),
+            hosted: None,
+            scanners: Arc::new(basalt_api::leases::Scanners::new(
+                std::time::Duration::from_secs(60),
+            )),
+            metrics: Arc::new(RequestMetrics::new(&[("native", &super::super::OPS)])),
+            region_names: Arc::default(),
+            mini_batches: Arc::default(),
+        }
+    }
+
+    fn put(table: &str, row: &str, family: &str, value: &str) -> pb::MutateRequest {
+        let m =
+            Mutation::Put(Put::new(row.to_owned()).add(family.to_owned(), "q", value.to_owned()));
+        pb::MutateRequest {
+            table: table.to_owned(),
+            mutation: Some(mutation_to_pb(&m)),
+            region: None,
+        }
+    }
+
+    fn value(s: &Services, table: &str, row: &str) -> Option<Vec<u8>> {
+        let t = s.conn.table(&TableName::parse(table).unwrap()).unwrap();
+        let r = t.get(Get::new(row.to_owned())).unwrap();
+        r.cells.first().map(|c| c.value.to_vec())
+    }
+
+    #[test]
+    fn each_call_of_a_batch_gets_its_own_outcome() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = services(dir.path());
+        let mut wrong_region = put("t", "r4", "f", "4");
+        wrong_region.region = Some("no-such-region".to_owned());
+        let requests = vec![
+            put("t", "r1", "f", "1"),
+            put("t", "r2", "x", "2"),
+            pb::MutateRequest {
+                table: "t".to_owned(),
+                mutation: None,
+                region: None,
+            },
+            put("u", "r1", "f", "u1"),
+            put("t", "r1", "f", "later"),
+            wrong_region,
+            put("t", "r9", "f", "unheard"),
+        ];
+        let mut outcomes = Vec::new();
+        let calls = requests
+            .into_iter()
+            .map(|request| {
+                let (answer, outcome) = oneshot::channel();
+                outcomes.push(outcome);
+                Waiting { request, answer }
+            })
+            .collect();
+        // The last caller has gone: its write is still made, and nothing fails for it.
+        drop(outcomes.pop());
+        write(&s, calls);
+        let got: Vec<Outcome> = outcomes
+            .into_iter()
+            .map(|o| o.blocking_recv().unwrap())
+            .collect();
+        assert!(got[0].as_ref().is_ok_and(Option::is_none), "{:?}", got[0]);
+        assert!(
+            matches!(&got[1], Err(Error::NoSuchColumnFamily { family, .. }) if family == "x"),
+            "{:?}",
+            got[1]
+        );
+        assert!(
+            matches!(&got[2], Err(Error::IllegalArgument(why)) if why.contains("no mutation")),
+            "{:?}",
+            got[2]
+        );
+        assert!(got[3].is_ok() && got[4].is_ok(), "{got:?}");
+        assert!(
+            matches!(&got[5], Err(Error::NotServingRegion(_))),
+            "{:?}",
+            got[5]
+        );
+        // Calls of one row are applied in the order they came; the refused ones not at all.
+        assert_eq!(value(&s, "t", "r1").as_deref(), Some(&b"later"[..]));
+        assert_eq!(value(&s, "u", "r1").as_deref(), Some(&b"u1"[..]));
+        assert_eq!(value(&s, "t", "r2"), None);
+        assert_eq!(value(&s, "t", "r4"), None);
+        assert_eq!(value(&s, "t", "r9").as_deref(), Some(&b"unheard"[..]));
+    }
+
+    #[test]
+    fn a_task_takes_at_most_its_share_and_owes_the_rest_a_task() {
+        let batches = MiniBatches::default();
+        {
+            let mut forming = batches.forming.lock();
+            for i in 0..(2 * GATHERED + 5) {
+                let (answer, _) = oneshot::channel();
+                let request = put("t", &format!("r{i}"), "f", "v");
+                forming.calls.push(Waiting { request, answer });
+            }
+            forming.owed = true;
+        }
+        let sizes: Vec<(usize, bool)> = (0..3)
+            .map(|_| {
+                let (taken, more) = batches.take();
+                (taken.len(), more)
+            })
+            .collect();
+        assert_eq!(sizes, [(GATHERED, true), (GATHERED, true), (5, false)]);
+        assert!(!batches.forming.lock().owed);
+    }
+
+    #[test]
+    fn every_call_submitted_at_once_is_answered_and_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = services(dir.path());
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_time()
+            .build()
+            .unwrap();
+        let (callers, each) = (16, 40);
+        rt.block_on(async {
+            let tasks: Vec<_> = (0..callers)
+                .map(|c| {
+                    let s = s.clone();
+                    tokio::spawn(async move {
+                        for i in 0..each {
+                            let r = put("t", &format!("c{c:02}-{i:03}"), "f", "v");
+                            let submitted = s.mini_batches.submit(&s, r);
+                            let out = outcome(&s, Instant::now(), submitted).await.unwrap();
+                            assert!(out.is_ok(), "{out:?}");
+                        }
+                    })
+                })
+                .collect();
+            for t in tasks {
+                let waited = tokio::time::timeout(std::time::Duration::from_secs(60), t);
+                waited.await.expect("a call was never answered").unwrap();
+            }
+        });
+        let t = s.conn.table(&TableName::parse("t").unwrap()).unwrap();
+        let rows = t.scan(basalt_model::ops::Scan::new()).unwrap().count();
+        assert_eq!(rows, callers * each);
+        assert!(!s.mini_batches.forming.lock().owed);
+    }
+}
