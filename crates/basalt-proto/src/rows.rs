@@ -93,10 +93,18 @@ fn cell_len(c: &Cell) -> usize {
         + c.ttl_ms.map_or(0, |t| uint64::encoded_len(7, &t))
 }
 
+/// A bytes field, copied from where it lies. prost's `bytes::encode` copies a `Bytes` by
+/// cloning it, an atomic count up and down for every field of every cell of an answer.
+fn encode_bytes(tag: u32, b: &[u8], buf: &mut impl BufMut) {
+    encode_key(tag, WireType::LengthDelimited, buf);
+    encode_varint(b.len() as u64, buf);
+    buf.put_slice(b);
+}
+
 fn encode_cell(c: &Cell, buf: &mut impl BufMut) {
     let bytes = |tag, b: &Bytes, buf: &mut _| {
         if !b.is_empty() {
-            pbytes::encode(tag, b, buf);
+            encode_bytes(tag, b, buf);
         }
     };
     bytes(1, &c.row, buf);
@@ -188,7 +196,7 @@ fn row_len(r: &RowResult) -> usize {
 
 fn encode_row(r: &RowResult, buf: &mut impl BufMut) {
     if !r.row.is_empty() {
-        pbytes::encode(1, &r.row, buf);
+        encode_bytes(1, &r.row, buf);
     }
     for c in &r.cells {
         encode_key(2, WireType::LengthDelimited, buf);
