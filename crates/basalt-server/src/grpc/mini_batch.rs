@@ -6,11 +6,12 @@
 //! loop. Each call used to take a blocking thread of its own: a hand-off to that thread and a
 //! wake-up of the connection's task for the answer, and, for the calls written together, one
 //! thread leading the group commit while the others slept on it and were woken one by one.
-//! On two cores those wake-ups cost more CPU than the write (`BENCHMARKS.md`). Here the first
-//! call that finds no batch forming starts one blocking task; the calls that come before that
-//! task starts join its batch; the task checks each call as the call alone would have been
-//! checked, writes the rest of each table's calls with one `Table::batch` (a mini-batch per
-//! region, one WAL sync for it), and answers each call.
+//! On these machines one hand-off between threads costs more CPU than the engine's whole
+//! point read (`BENCHMARKS.md`). Here the first call that finds no batch forming starts one
+//! blocking task; the calls that come before that task starts join its batch; the task checks
+//! each call as the call alone would have been checked, writes the rest of each table's calls
+//! with one `Table::batch` (a mini-batch per region, one WAL sync for it), and answers each
+//! call.
 //!
 //! What a client sees is what a call of its own would give: its own error for a mutation
 //! refused before writing (malformed, wrong region, unknown family, oversized cell), its own
