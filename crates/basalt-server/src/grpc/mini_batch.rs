@@ -311,6 +311,41 @@ mod tests {
     }
 
     #[test]
+    fn calls_beyond_one_task_s_share_are_written_by_the_tasks_it_starts() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = services(dir.path());
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_time()
+            .build()
+            .unwrap();
+        // More calls wait than one task takes, and no task is owed yet: the submit below
+        // starts one, and that task must start the next for the calls it leaves.
+        let mut outcomes = Vec::new();
+        {
+            let mut forming = s.mini_batches.forming.lock();
+            for i in 0..(2 * GATHERED + 7) {
+                let (answer, outcome) = oneshot::channel();
+                outcomes.push(outcome);
+                let request = put("t", &format!("w{i:03}"), "f", "v");
+                forming.calls.push(Waiting { request, answer });
+            }
+        }
+        rt.block_on(async {
+            outcomes.push(s.mini_batches.submit(&s, put("t", "last", "f", "v")));
+            for o in outcomes {
+                let waited = tokio::time::timeout(std::time::Duration::from_secs(60), o);
+                let out = waited.await.expect("a call was never answered").unwrap();
+                assert!(out.is_ok(), "{out:?}");
+            }
+        });
+        let t = s.conn.table(&TableName::parse("t").unwrap()).unwrap();
+        let rows = t.scan(basalt_model::ops::Scan::new()).unwrap().count();
+        assert_eq!(rows, 2 * GATHERED + 8);
+        assert!(!s.mini_batches.forming.lock().owed);
+    }
+
+    #[test]
     fn every_call_submitted_at_once_is_answered_and_written() {
         let dir = tempfile::tempdir().unwrap();
         let s = services(dir.path());
