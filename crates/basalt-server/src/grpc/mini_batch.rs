@@ -37,10 +37,10 @@ use super::region_check::check_region;
 use super::{table, Services};
 
 /// The most calls one task writes; more start a task of their own (invariant 2).
-pub const GATHERED: usize = 64;
+pub(crate) const GATHERED: usize = 64;
 
 /// What a call's mutation came to.
-pub type Outcome = Result<Option<RowResult>>;
+pub(crate) type Outcome = Result<Option<RowResult>>;
 
 /// The Mutate calls waiting for a task (lock order: a leaf).
 #[derive(Debug, Default)]
@@ -64,7 +64,7 @@ struct Waiting {
 /// Whether a Mutate call can join a mini-batch: a Put or a Delete. A read-modify-write
 /// (Increment, Append) answers with what it read, and goes alone.
 #[must_use]
-pub fn joins(request: &pb::MutateRequest) -> bool {
+pub(crate) fn joins(request: &pb::MutateRequest) -> bool {
     use pb::mutation::Kind;
     let kind = request.mutation.as_ref().and_then(|m| m.kind.as_ref());
     matches!(kind, Some(Kind::Put(_) | Kind::Delete(_)))
@@ -73,7 +73,7 @@ pub fn joins(request: &pb::MutateRequest) -> bool {
 impl MiniBatches {
     /// Queues `request` for the next batch and returns where its outcome will come; starts
     /// the batch's task when none is owed.
-    pub fn submit(
+    pub(crate) fn submit(
         &self,
         services: &Services,
         request: pb::MutateRequest,
@@ -166,7 +166,7 @@ fn checked(
 ///
 /// # Errors
 /// The batch's task failed before it answered.
-pub async fn outcome(
+pub(crate) async fn outcome(
     s: &Services,
     started: Instant,
     outcome: oneshot::Receiver<Outcome>,
