@@ -288,18 +288,69 @@ mod tests {
         assert_eq!(value(&s, "t", "r9").as_deref(), Some(&b"unheard"[..]));
     }
 
+    /// Queues `n` puts of table `t` straight into the forming batch (no task started for
+    /// them), with where each one's outcome will come.
+    fn queued(batches: &MiniBatches, n: usize) -> Vec<oneshot::Receiver<Outcome>> {
+        let mut forming = batches.forming.lock();
+        (0..n)
+            .map(|i| {
+                let (answer, outcome) = oneshot::channel();
+                let request = put("t", &format!("q{i:03}"), "f", "v");
+                forming.calls.push(Waiting { request, answer });
+                outcome
+            })
+            .collect()
+    }
+
+    fn runtime(workers: usize) -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(workers)
+            .enable_time()
+            .build()
+            .unwrap()
+    }
+
+    /// `f`'s output; a call still unanswered after a minute fails the test.
+    async fn answered<T>(f: impl std::future::Future<Output = T>) -> T {
+        let waited = tokio::time::timeout(std::time::Duration::from_secs(60), f);
+        waited.await.expect("a call was never answered")
+    }
+
+    fn rows_of_t(s: &Services) -> usize {
+        let t = s.conn.table(&TableName::parse("t").unwrap()).unwrap();
+        t.scan(basalt_model::ops::Scan::new()).unwrap().count()
+    }
+
+    #[test]
+    fn puts_and_deletes_join_and_read_modify_writes_go_alone() {
+        let joining = |m: Mutation| {
+            joins(&pb::MutateRequest {
+                table: "t".to_owned(),
+                mutation: Some(mutation_to_pb(&m)),
+                region: None,
+            })
+        };
+        assert!(joining(Mutation::Put(Put::new("r").add("f", "q", "v"))));
+        assert!(joining(Mutation::Delete(basalt_model::ops::Delete::new(
+            "r"
+        ))));
+        let inc = basalt_model::ops::Increment::new("r").add("f", "q", 1);
+        assert!(!joining(Mutation::Increment(inc)));
+        let app = basalt_model::ops::Append::new("r").add("f", "q", "v");
+        assert!(!joining(Mutation::Append(app)));
+        let empty = pb::MutateRequest {
+            table: "t".to_owned(),
+            mutation: None,
+            region: None,
+        };
+        assert!(!joins(&empty));
+    }
+
     #[test]
     fn a_task_takes_at_most_its_share_and_owes_the_rest_a_task() {
         let batches = MiniBatches::default();
-        {
-            let mut forming = batches.forming.lock();
-            for i in 0..(2 * GATHERED + 5) {
-                let (answer, _) = oneshot::channel();
-                let request = put("t", &format!("r{i}"), "f", "v");
-                forming.calls.push(Waiting { request, answer });
-            }
-            forming.owed = true;
-        }
+        let _outcomes = queued(&batches, 2 * GATHERED + 5);
+        batches.forming.lock().owed = true;
         let sizes: Vec<(usize, bool)> = (0..3)
             .map(|_| {
                 let (taken, more) = batches.take();
@@ -314,48 +365,26 @@ mod tests {
     fn calls_beyond_one_task_s_share_are_written_by_the_tasks_it_starts() {
         let dir = tempfile::tempdir().unwrap();
         let s = services(dir.path());
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_time()
-            .build()
-            .unwrap();
         // More calls wait than one task takes, and no task is owed yet: the submit below
         // starts one, and that task must start the next for the calls it leaves.
-        let mut outcomes = Vec::new();
-        {
-            let mut forming = s.mini_batches.forming.lock();
-            for i in 0..(2 * GATHERED + 7) {
-                let (answer, outcome) = oneshot::channel();
-                outcomes.push(outcome);
-                let request = put("t", &format!("w{i:03}"), "f", "v");
-                forming.calls.push(Waiting { request, answer });
-            }
-        }
-        rt.block_on(async {
+        let mut outcomes = queued(&s.mini_batches, 2 * GATHERED + 7);
+        runtime(1).block_on(async {
             outcomes.push(s.mini_batches.submit(&s, put("t", "last", "f", "v")));
             for o in outcomes {
-                let waited = tokio::time::timeout(std::time::Duration::from_secs(60), o);
-                let out = waited.await.expect("a call was never answered").unwrap();
+                let out = answered(o).await.unwrap();
                 assert!(out.is_ok(), "{out:?}");
             }
         });
-        let t = s.conn.table(&TableName::parse("t").unwrap()).unwrap();
-        let rows = t.scan(basalt_model::ops::Scan::new()).unwrap().count();
-        assert_eq!(rows, 2 * GATHERED + 8);
+        assert_eq!(rows_of_t(&s), 2 * GATHERED + 8);
         assert!(!s.mini_batches.forming.lock().owed);
     }
 
     #[test]
-    fn every_call_submitted_at_once_is_answered_and_written() {
+    fn every_call_submitted_at_once_is_answered_written_and_counted() {
         let dir = tempfile::tempdir().unwrap();
         let s = services(dir.path());
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_time()
-            .build()
-            .unwrap();
         let (callers, each) = (16, 40);
-        rt.block_on(async {
+        runtime(2).block_on(async {
             let tasks: Vec<_> = (0..callers)
                 .map(|c| {
                     let s = s.clone();
@@ -370,13 +399,12 @@ mod tests {
                 })
                 .collect();
             for t in tasks {
-                let waited = tokio::time::timeout(std::time::Duration::from_secs(60), t);
-                waited.await.expect("a call was never answered").unwrap();
+                answered(t).await.unwrap();
             }
         });
-        let t = s.conn.table(&TableName::parse("t").unwrap()).unwrap();
-        let rows = t.scan(basalt_model::ops::Scan::new()).unwrap().count();
-        assert_eq!(rows, callers * each);
+        assert_eq!(rows_of_t(&s), callers * each);
+        // Each call is counted as one `mutate`, as a call of its own was.
+        assert_eq!(s.metrics.requests("mutate"), (callers * each) as u64);
         assert!(!s.mini_batches.forming.lock().owed);
     }
 }
