@@ -36,7 +36,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use basalt_proto::deadline::grpc_timeout;
-use basalt_proto::transport::Coalesced;
+use basalt_proto::transport::{Coalesced, Turns};
 use basalt_proto::unary::{Pieces, Whole, MESSAGE_HEADER};
 use bytes::Bytes;
 use h2::client::SendRequest;
@@ -239,19 +239,26 @@ impl Shared {
             .await
             .map_err(|e| failed(&e))?;
         stream.set_nodelay(true).map_err(|e| failed(&e))?;
+        let turns = Turns::default();
         let (send, connection) = h2::client::Builder::new()
             .enable_push(false)
             .initial_window_size(STREAM_WINDOW)
             .initial_connection_window_size(CONNECTION_WINDOW)
-            .handshake::<_, Bytes>(Coalesced::new(stream))
+            .handshake::<_, Bytes>(Coalesced::new(stream, &turns))
             .await
             .map_err(|e| failed(&e))?;
         let id = CONNECTIONS.fetch_add(1, Ordering::Relaxed);
         let shared: Weak<Shared> = Arc::downgrade(self);
         tokio::spawn(async move {
             // Ends when the server closes the connection, when it fails, or once every
-            // clone of the channel is gone and no call is left on it.
-            let _ = connection.await;
+            // clone of the channel is gone and no call is left on it. Each poll is a turn of
+            // the connection's writes.
+            let mut connection = std::pin::pin!(connection);
+            let _ = std::future::poll_fn(|cx| {
+                turns.begin();
+                connection.as_mut().poll(cx)
+            })
+            .await;
             if let Some(shared) = shared.upgrade() {
                 shared.forget(id);
             }

@@ -8,23 +8,29 @@
 //! loopback, a wake-up of the peer: on two cores these calls were the largest cost of a
 //! point read.
 //!
-//! [`Coalesced`] copies what is written into its buffer and answers the first flush at once
-//! after waking its own task, the way `yield_now` does: the tasks already ready run first (the
-//! body of a request, the answers of other streams), their frames join the buffer, and the
-//! task's next poll writes it all. The bytes are written by that poll whatever it does first:
-//! a read, a write, a second flush or a shutdown. A task that is dropped instead loses only
-//! what a dropped connection loses anyway.
+//! [`Coalesced`] copies what is written into its buffer and answers the first flush of a turn
+//! at once after waking its own task, the way `yield_now` does: the tasks already ready run
+//! first (the body of a request, the answers of other streams), their frames join the
+//! buffer, and the bytes are written by the first read, or the first flush of a later turn.
+//! A turn is one poll of the task that drives the connection; the task counts them with the
+//! [`Turns`] it shares with its connection. Every further flush in the turn that deferred is
+//! answered at once too: an answer of many streams is many DATA frames, each of them flushed,
+//! and a flush that wrote would send the answers two frames to a system call. A task that is
+//! dropped instead loses only what a dropped connection loses anyway.
 //!
 //! # Invariants
 //! - `pending` is empty or holds bytes accepted and not yet written; `written` is the prefix
 //!   of it already written.
-//! - `deferred` is set only while `pending` is non-empty and a wake-up of the task is owed
-//!   from the flush that was answered early.
+//! - `deferred` names the turn whose flush was answered early. It is set only while `pending`
+//!   is non-empty and a wake-up of the task is owed from that flush: the task's next turn
+//!   reads or flushes, and either writes the bytes.
 //! - `pending` never holds more than [`GATHER_LIMIT`] bytes; larger writes pass through once
 //!   what was gathered before them is written.
 
 use std::io;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -35,23 +41,41 @@ pub const GATHER_LIMIT: usize = 64 << 10;
 /// A buffer kept between writes; a larger one (after a burst) is given back once written.
 const RETAINED: usize = 16 << 10;
 
+/// The turns of the task that drives a connection: it calls [`Turns::begin`] each time it is
+/// polled, before it polls the connection.
+#[derive(Clone, Debug, Default)]
+pub struct Turns(Arc<AtomicU64>);
+
+impl Turns {
+    /// A new turn of the task begins.
+    pub fn begin(&self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn now(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
 /// A connection whose writes are gathered until its task yields (see the module's notes).
 #[derive(Debug)]
 pub struct Coalesced<T> {
     inner: T,
     pending: Vec<u8>,
     written: usize,
-    deferred: bool,
+    turns: Turns,
+    deferred: Option<u64>,
 }
 
 impl<T> Coalesced<T> {
-    /// Wraps `inner`.
-    pub fn new(inner: T) -> Coalesced<T> {
+    /// Wraps `inner`, driven by a task that counts its turns with `turns`.
+    pub fn new(inner: T, turns: &Turns) -> Coalesced<T> {
         Coalesced {
             inner,
             pending: Vec::new(),
             written: 0,
-            deferred: false,
+            turns: turns.clone(),
+            deferred: None,
         }
     }
 }
@@ -68,7 +92,7 @@ impl<T: AsyncWrite + Unpin> Coalesced<T> {
             self.written += n;
         }
         self.written = 0;
-        self.deferred = false;
+        self.deferred = None;
         if self.pending.capacity() > RETAINED {
             self.pending = Vec::new();
         } else {
@@ -142,13 +166,18 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Coalesced<T> {
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let me = self.get_mut();
         if !me.pending.is_empty() {
-            if !me.deferred {
-                // Answered now; written by the task's next poll, which this wake-up owes.
-                me.deferred = true;
-                cx.waker().wake_by_ref();
-                return Poll::Ready(Ok(()));
+            let now = me.turns.now();
+            match me.deferred {
+                None => {
+                    // Answered now; written by the task's next turn, which this wake-up owes.
+                    me.deferred = Some(now);
+                    cx.waker().wake_by_ref();
+                    return Poll::Ready(Ok(()));
+                }
+                // The turn that deferred is still on: the wake-up owed covers this flush too.
+                Some(turn) if turn == now => return Poll::Ready(Ok(())),
+                Some(_) => ready!(me.poll_drain(cx))?,
             }
-            ready!(me.poll_drain(cx))?;
         }
         Pin::new(&mut me.inner).poll_flush(cx)
     }
@@ -181,14 +210,16 @@ mod tests {
         }
     }
 
-    /// A connected pair of real sockets: ours, wrapped, and the peer's.
-    async fn pair() -> (Coalesced<TcpStream>, TcpStream) {
+    /// A connected pair of real sockets: ours, wrapped (its turns counted by the returned
+    /// `Turns`), and the peer's.
+    async fn pair() -> (Coalesced<TcpStream>, TcpStream, Turns) {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let ours = TcpStream::connect(listener.local_addr().unwrap())
             .await
             .unwrap();
         let (peer, _) = listener.accept().await.unwrap();
-        (Coalesced::new(ours), peer)
+        let turns = Turns::default();
+        (Coalesced::new(ours, &turns), peer, turns)
     }
 
     /// Whether the peer has received anything yet. Nothing was sent when this is false
@@ -211,12 +242,13 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn the_first_flush_wakes_the_task_and_the_second_writes_everything() {
-        let (mut ours, mut peer) = pair().await;
+    async fn the_flushes_of_a_turn_gather_and_the_next_turn_s_flush_writes_everything() {
+        let (mut ours, mut peer, turns) = pair().await;
         let wakes = Arc::new(Wakes::default());
         let waker = std::task::Waker::from(Arc::clone(&wakes));
         let mut cx = Context::from_waker(&waker);
         let mut io = Pin::new(&mut ours);
+        turns.begin();
         assert_eq!(done(io.as_mut().poll_write(&mut cx, b"head")), 4);
         let parts = [io::IoSlice::new(b"-da"), io::IoSlice::new(b"ta")];
         assert_eq!(done(io.as_mut().poll_write_vectored(&mut cx, &parts)), 5);
@@ -226,6 +258,17 @@ mod tests {
         assert!(!received_any(&peer), "the first flush only gathers");
         assert_eq!(done(io.as_mut().poll_write(&mut cx, b"-tail")), 5);
         done(io.as_mut().poll_flush(&mut cx));
+        assert_eq!(
+            woken(),
+            1,
+            "the wake-up owed covers the turn's later flushes"
+        );
+        assert!(
+            !received_any(&peer),
+            "a later flush of the same turn only gathers"
+        );
+        turns.begin();
+        done(io.as_mut().poll_flush(&mut cx));
         assert_eq!(woken(), 1, "a real flush owes nothing");
         let mut got = [0u8; 14];
         peer.read_exact(&mut got).await.unwrap();
@@ -234,7 +277,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_read_writes_what_was_gathered_before_it_waits() {
-        let (mut ours, mut peer) = pair().await;
+        let (mut ours, mut peer, _turns) = pair().await;
         ours.write_all(b"ping").await.unwrap();
         ours.flush().await.unwrap();
         assert!(!received_any(&peer));
@@ -254,7 +297,7 @@ mod tests {
 
     #[tokio::test]
     async fn writes_past_the_limit_go_out_without_a_flush_in_order() {
-        let (mut ours, mut peer) = pair().await;
+        let (mut ours, mut peer, _turns) = pair().await;
         ours.write_all(b"small").await.unwrap();
         let big = vec![7u8; GATHER_LIMIT];
         let writing = async {
@@ -273,7 +316,7 @@ mod tests {
 
     #[tokio::test]
     async fn shutdown_writes_what_was_gathered_then_closes() {
-        let (mut ours, mut peer) = pair().await;
+        let (mut ours, mut peer, _turns) = pair().await;
         ours.write_all(b"last words").await.unwrap();
         ours.shutdown().await.unwrap();
         let mut got = Vec::new();

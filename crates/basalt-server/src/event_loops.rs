@@ -18,9 +18,7 @@
 //! side.
 //!
 //! A connection's socket is moved to its loop's reactor before its first read (the accepting
-//! task registered it with the main runtime's), and is wrapped there in
-//! [`Coalesced`](basalt_proto::transport::Coalesced), so the answers of the calls read
-//! together leave in one write.
+//! task registered it with the main runtime's).
 //!
 //! # Thread safety
 //! Each loop is a thread that owns its runtime and its worker. The connections reach it over a channel; the
@@ -30,7 +28,6 @@
 use std::io;
 use std::time::Duration;
 
-use basalt_proto::transport::Coalesced;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinSet;
 
@@ -125,7 +122,7 @@ async fn serve_loop<R: Route>(
         tokio::select! {
             conn = handed.recv() => match conn.map(Unbound::bind) {
                 Some(Ok(io)) => {
-                    let served = serve_connection(Coalesced::new(io), routes.clone(), ping, stop.clone());
+                    let served = serve_connection(io, routes.clone(), ping, stop.clone());
                     connections.spawn(served);
                 }
                 Some(Err(e)) => {

@@ -9,7 +9,7 @@
 //! read, starts each call, and polls the calls beside the connection. A call answered from
 //! memory (a point read that hits the memstore or the block cache) is answered within the
 //! poll that read it, and the answers of the calls ready together leave in one write (the
-//! connection is [`Coalesced`](basalt_proto::transport::Coalesced)).
+//! connection is [`Coalesced`], its turns counted by the task).
 //!
 //! The table calls are decoded, run and encoded by [`TableCalls`]; the admin services'
 //! generated servers (`AdminServer`, `RegionServerAdminServer`) do their own. Only the
@@ -38,6 +38,7 @@ use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
 use basalt_proto::deadline::grpc_timeout;
+use basalt_proto::transport::{Coalesced, Turns};
 use bytes::Bytes;
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use h2::server::{Connection, SendResponse};
@@ -120,7 +121,8 @@ fn unimplemented(path: &str) -> Answer {
 }
 
 /// Serves the calls of one connection until its peer closes it, it fails, its peer stops
-/// answering pings, or `stop` turns `true` and its last call has answered.
+/// answering pings, or `stop` turns `true` and its last call has answered. Its writes are
+/// [`Coalesced`]: the answers of one turn leave in one write.
 pub async fn serve_connection<T, R>(io: T, routes: R, ping: Duration, stop: watch::Receiver<bool>)
 where
     T: AsyncRead + AsyncWrite + Unpin,
@@ -131,6 +133,7 @@ where
         // A dropped sender stops the connection as `true` does.
         let _ = stop.wait_for(|s| *s).await;
     });
+    let turns = Turns::default();
     let handshake = h2::server::Builder::new()
         .max_concurrent_streams(MAX_CONCURRENT_STREAMS)
         .initial_window_size(WINDOW)
@@ -138,7 +141,7 @@ where
         .max_header_list_size(MAX_HEADER_LIST)
         .max_send_buffer_size(MAX_SEND_BUFFER)
         .max_local_error_reset_streams(Some(MAX_LOCAL_ERROR_RESETS))
-        .handshake::<_, Bytes>(io);
+        .handshake::<_, Bytes>(Coalesced::new(io, &turns));
     let mut conn = tokio::select! {
         c = handshake => match c {
             Ok(c) => c,
@@ -151,6 +154,7 @@ where
     };
     let keepalive = Keepalive::new(conn.ping_pong(), ping);
     let mut served = Served {
+        turns,
         conn,
         routes,
         calls: FuturesUnordered::new(),
@@ -165,7 +169,8 @@ where
 
 /// One connection being served, and its calls.
 struct Served<T, R> {
-    conn: Connection<T, Bytes>,
+    turns: Turns,
+    conn: Connection<Coalesced<T>, Bytes>,
     routes: R,
     calls: FuturesUnordered<Call>,
     keepalive: Keepalive,
@@ -185,6 +190,7 @@ where
     /// the calls read together are buffered together, and the next pass's first
     /// `poll_accept` (which drives the connection) hands them to the socket as one write.
     fn turn(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), String>> {
+        self.turns.begin();
         if !self.stopping && self.stop.as_mut().poll(cx).is_ready() {
             self.stopping = true;
             self.conn.graceful_shutdown();
