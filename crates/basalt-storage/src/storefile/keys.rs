@@ -183,36 +183,38 @@ struct RowProbes {
     windows: Vec<u64>,
 }
 
-/// The longest shared prefix kept inside the block's own struct.
+/// The longest shared prefix copied into the block's own struct.
 const PREFIX_INLINE: usize = 22;
 
-/// The rows' shared prefix, copied out of the body. Every search through the probes first
-/// checks that its row has the prefix; read from the block's first entry, that check missed
-/// the CPU's cache on nearly every search of a block not searched just before (5.6% of a
-/// random read at 1M rows, `BENCHMARKS.md`). Held inline, it lies beside the `OnceLock`
-/// the search has just read.
+/// The rows' shared prefix. Every search through the probes first checks that its row has
+/// the prefix; read from the block's first entry, that check missed the CPU's cache on nearly
+/// every search of a block not searched just before (5.6% of a random read at 1M rows,
+/// `BENCHMARKS.md`). A short prefix is copied beside the `OnceLock` the search has just read;
+/// a longer one stays where it lies, so the probes hold no bytes the block's weight does not
+/// count.
 #[derive(Debug)]
 enum Prefix {
     Inline { len: u8, bytes: [u8; PREFIX_INLINE] },
-    Long(Box<[u8]>),
+    InBody(std::ops::Range<usize>),
 }
 
 impl Prefix {
-    fn new(p: &[u8]) -> Prefix {
-        match u8::try_from(p.len()) {
-            Ok(len) if p.len() <= PREFIX_INLINE => {
+    /// The prefix `at` in `body`.
+    fn new(body: &[u8], at: std::ops::Range<usize>) -> Prefix {
+        match u8::try_from(at.len()) {
+            Ok(len) if at.len() <= PREFIX_INLINE => {
                 let mut bytes = [0u8; PREFIX_INLINE];
-                bytes[..p.len()].copy_from_slice(p);
+                bytes[..at.len()].copy_from_slice(&body[at]);
                 Prefix::Inline { len, bytes }
             }
-            _ => Prefix::Long(p.into()),
+            _ => Prefix::InBody(at),
         }
     }
 
-    fn as_slice(&self) -> &[u8] {
+    fn of<'a>(&'a self, body: &'a [u8]) -> &'a [u8] {
         match self {
             Prefix::Inline { len, bytes } => &bytes[..usize::from(*len)],
-            Prefix::Long(p) => p,
+            Prefix::InBody(at) => &body[at.clone()],
         }
     }
 }
@@ -397,10 +399,10 @@ impl DataBlock {
             None => None,
         };
         let at = match probes {
-            Some(p) if key.row.starts_with(p.prefix.as_slice()) => {
+            Some(p) if key.row.starts_with(p.prefix.of(&self.body)) => {
                 // A smaller window means a smaller row, a larger one a larger row; only equal
                 // windows need the whole key.
-                let w = window(&key.row, p.prefix.as_slice().len());
+                let w = window(&key.row, p.prefix.of(&self.body).len());
                 partition(self.len, |i| match p.windows[i].cmp(&w) {
                     Ordering::Less => true,
                     Ordering::Greater => false,
@@ -416,19 +418,19 @@ impl DataBlock {
     fn row_probes(&self) -> Result<RowProbes, Damage> {
         let row = |i| Ok::<_, Damage>(Self::row_range(&self.locate(i)?));
         // Rows are sorted: what the first and last share, every row between shares.
-        let prefix: &[u8] = match self.len.checked_sub(1) {
+        let prefix = match self.len.checked_sub(1) {
             Some(last) => {
                 let (first, last) = (row(0)?, row(last)?);
-                let (a, b) = (&self.body[first], &self.body[last]);
-                &a[..a.iter().zip(b).take_while(|(x, y)| x == y).count()]
+                let (a, b) = (&self.body[first.clone()], &self.body[last]);
+                first.start..first.start + a.iter().zip(b).take_while(|(x, y)| x == y).count()
             }
-            None => &[],
+            None => 0..0,
         };
         let windows = (0..self.len)
             .map(|i| Ok(window(&self.body[row(i)?], prefix.len())))
             .collect::<Result<_, Damage>>()?;
         Ok(RowProbes {
-            prefix: Prefix::new(prefix),
+            prefix: Prefix::new(&self.body, prefix),
             windows,
         })
     }
