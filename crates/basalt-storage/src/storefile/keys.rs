@@ -398,11 +398,11 @@ impl DataBlock {
             }
             None => None,
         };
-        let at = match probes {
-            Some(p) if key.row.starts_with(p.prefix.of(&self.body)) => {
+        let at = match probes.map(|p| (p, p.prefix.of(&self.body))) {
+            Some((p, prefix)) if key.row.starts_with(prefix) => {
                 // A smaller window means a smaller row, a larger one a larger row; only equal
                 // windows need the whole key.
-                let w = window(&key.row, p.prefix.of(&self.body).len());
+                let w = window(&key.row, prefix.len());
                 partition(self.len, |i| match p.windows[i].cmp(&w) {
                     Ordering::Less => true,
                     Ordering::Greater => false,
