@@ -38,6 +38,11 @@ use super::key::{self, CellBuf, Word};
 /// exactly the two links a node is counted at.
 pub const MAX_HEIGHT: usize = 20;
 
+/// Nodes a forward search passes before it searches from the top instead: each is a
+/// comparison and, likely, a cache miss, as is each level of a search from the top (whose
+/// upper levels stay cached).
+const FINGER_STEPS: usize = 8;
+
 /// No node (invariant 4).
 pub const NIL: u64 = 0;
 const HEAD: u64 = 0;
@@ -265,6 +270,30 @@ impl SkipList {
     /// The first node at or above `key`, or NIL.
     pub fn seek<W: Word>(&self, key: &[W]) -> u64 {
         self.node(self.last_below(key)).next(0)
+    }
+
+    /// The first node at or above `key`, searched forward from node `from` (a node below
+    /// `key`) along its own links, highest first; after [`FINGER_STEPS`] nodes passed it
+    /// searches down from the top instead. A node's links reach as far as the list's, so a
+    /// near key costs a few comparisons, and a far one no more than [`SkipList::seek`] and
+    /// those steps.
+    pub fn seek_from<W: Word>(&self, from: u64, key: &[W]) -> u64 {
+        let mut x = from;
+        let mut passed = 0;
+        for level in (0..self.node(from).height()).rev() {
+            loop {
+                let next = self.node(x).next(level);
+                if next == NIL || key::compare(self.node(next).key(), key) >= Ordering::Equal {
+                    break;
+                }
+                if passed == FINGER_STEPS {
+                    return self.seek(key);
+                }
+                passed += 1;
+                x = next;
+            }
+        }
+        self.node(x).next(0)
     }
 
     /// The last node below `key` (below nothing: the last node), or NIL.

@@ -35,6 +35,24 @@ pub trait CellSource: Send + std::fmt::Debug {
     /// # Errors
     /// A corrupt block.
     fn seek(&mut self, key: &Cell) -> Result<()>;
+    /// Moves forward to the first visible cell at or after `key`; a source already there
+    /// stays. Takes a few steps before it seeks (HBase's StoreScanner.trySkipToNextColumn):
+    /// a near key is a step or two away, and a step costs less than a search. A source that
+    /// can search forward from where it is cheaper than it can step overrides it.
+    ///
+    /// # Errors
+    /// A corrupt block.
+    fn skip_to(&mut self, key: &Cell) -> Result<()> {
+        let mut steps = 0;
+        while self.peek().is_some_and(|c| c < key) {
+            if steps == STEPS_BEFORE_SEEK {
+                return self.seek(key);
+            }
+            self.advance()?;
+            steps += 1;
+        }
+        Ok(())
+    }
     /// The row of the greatest visible cell below `key` (below nothing: the last cell), for
     /// reversed scans. Does not move.
     ///
@@ -246,22 +264,10 @@ impl StoreScanner {
         }
     }
 
-    /// Moves every source to its first cell at or after `key`, forward only. A source already
-    /// there stays; one a few cells short steps (within its block, no search); only a source
-    /// far behind seeks (HBase's StoreScanner.trySkipToNextColumn).
+    /// Moves every source to its first cell at or after `key`, forward only
+    /// ([`CellSource::skip_to`]).
     fn skip_to(&mut self, key: &Cell) -> Result<()> {
-        for s in &mut self.sources {
-            let mut steps = 0;
-            while s.peek().is_some_and(|c| c < key) {
-                if steps == STEPS_BEFORE_SEEK {
-                    s.seek(key)?;
-                    break;
-                }
-                s.advance()?;
-                steps += 1;
-            }
-        }
-        Ok(())
+        self.sources.iter_mut().try_for_each(|s| s.skip_to(key))
     }
 
     /// Moves every source past `row`, as [`StoreScanner::skip_to`] does (without building the
@@ -305,8 +311,8 @@ fn row_too_big(c: &Cell) -> basalt_model::Error {
 }
 
 /// Steps a source takes toward a key before it seeks instead: a step is a few comparisons, a
-/// seek a search of the index and the block (or of the skip list).
-const STEPS_BEFORE_SEEK: usize = 8;
+/// seek a search of the index and the block.
+pub(crate) const STEPS_BEFORE_SEEK: usize = 8;
 
 /// Where the scan goes after a cell.
 enum Step {
