@@ -274,9 +274,9 @@ impl SkipList {
 
     /// The first node at or above `key`, searched forward from node `from` (a node below
     /// `key`) along its own links, highest first; after [`FINGER_STEPS`] nodes passed it
-    /// searches down from the top instead. A node's links reach as far as the list's, so a
-    /// near key costs a few comparisons, and a far one no more than [`SkipList::seek`] and
-    /// those steps.
+    /// searches down from the top instead. A near key costs a few comparisons; a far one,
+    /// those steps more than [`SkipList::seek`]. Any node below `key` is a sound start:
+    /// level 0 links every node, and the higher levels only skip nodes below `key`.
     pub fn seek_from<W: Word>(&self, from: u64, key: &[W]) -> u64 {
         let mut x = from;
         let mut passed = 0;
