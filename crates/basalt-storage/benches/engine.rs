@@ -124,7 +124,7 @@ fn memstore(c: &mut Criterion) {
 fn hot_row(c: &mut Criterion) {
     let mut g = c.benchmark_group("memstore");
     g.throughput(Throughput::Elements(1));
-    for versions in [4, 200] {
+    for versions in [1, 4, 200] {
         let m = Arc::new(MemStore::new());
         let mut seq = 0;
         for i in 0..10_000u64 {
