@@ -38,11 +38,6 @@ use super::key::{self, CellBuf, Word};
 /// exactly the two links a node is counted at.
 pub const MAX_HEIGHT: usize = 20;
 
-/// Nodes a forward search passes before it searches from the top instead: each is a
-/// comparison and, likely, a cache miss, as is each level of a search from the top (whose
-/// upper levels stay cached).
-const FINGER_STEPS: usize = 8;
-
 /// No node (invariant 4).
 pub const NIL: u64 = 0;
 const HEAD: u64 = 0;
@@ -273,27 +268,33 @@ impl SkipList {
     }
 
     /// The first node at or above `key`, searched forward from node `from` (a node below
-    /// `key`) along its own links, highest first; after [`FINGER_STEPS`] nodes passed it
-    /// searches down from the top instead. A near key costs a few comparisons; a far one,
-    /// those steps more than [`SkipList::seek`]. Any node below `key` is a sound start:
+    /// `key`): it walks at the top level of the node it is on, so each taller node passed
+    /// lifts the walk, and goes down a level where the next node is not below `key`. A key
+    /// `d` nodes on costs about `2 log d` comparisons, so near keys are cheap and far ones
+    /// cost about what [`SkipList::seek`] does. Any node below `key` is a sound start:
     /// level 0 links every node, and the higher levels only skip nodes below `key`.
     pub fn seek_from<W: Word>(&self, from: u64, key: &[W]) -> u64 {
         let mut x = from;
-        let mut passed = 0;
-        for level in (0..self.node(from).height()).rev() {
-            loop {
-                let next = self.node(x).next(level);
-                if next == NIL || key::compare(self.node(next).key(), key) >= Ordering::Equal {
-                    break;
-                }
-                if passed == FINGER_STEPS {
-                    return self.seek(key);
-                }
-                passed += 1;
+        let mut level = self.node(x).height() - 1;
+        // The node found not below `key` at the level above, so as not to compare it again.
+        let mut stop = NIL;
+        loop {
+            let next = self.node(x).next(level);
+            if next != NIL
+                && next != stop
+                && key::compare(self.node(next).key(), key) == Ordering::Less
+            {
                 x = next;
+                level = self.node(x).height() - 1;
+                stop = NIL;
+                continue;
             }
+            if level == 0 {
+                return next;
+            }
+            stop = next;
+            level -= 1;
         }
-        self.node(x).next(0)
     }
 
     /// The last node below `key` (below nothing: the last node), or NIL.
