@@ -93,6 +93,23 @@ pub fn compare<W: Word>(node: &[AtomicU64], key: &[W]) -> Ordering {
     node.len().cmp(&key.len())
 }
 
+/// Whether two keys of `len` bytes each are of one column: the same row, family and
+/// qualifier, all but the last 17 bytes (timestamp, type and sequence id).
+pub fn same_column(a: &[AtomicU64], b: &[AtomicU64], len: usize) -> bool {
+    debug_assert!(len > 17, "a key holds three parts and 17 fixed bytes");
+    let column = len - 17;
+    let (whole, rest) = (column / 8, column % 8);
+    let equal = |i: usize| a[i].load(Relaxed) == b[i].load(Relaxed);
+    if !(0..whole).all(equal) {
+        return false;
+    }
+    if rest == 0 {
+        return true;
+    }
+    let mask = !(u64::MAX >> (8 * rest));
+    (a[whole].load(Relaxed) ^ b[whole].load(Relaxed)) & mask == 0
+}
+
 /// The sequence id of a key of `len` bytes: its last eight bytes.
 pub fn seq_id(key: &[AtomicU64], len: usize) -> u64 {
     !read_u64(key, len - 8)
@@ -367,6 +384,22 @@ mod tests {
             let (ka, kb) = (words(&a), words(&b));
             prop_assert_eq!(compare(&atomics(&ka), &kb), a.cmp(&b));
             prop_assert_eq!(compare(&atomics(&kb), &atomics(&ka)), b.cmp(&a));
+        }
+
+        /// Keys of one length are of one column exactly when their cells' rows, families and
+        /// qualifiers are equal, whatever their timestamps, types and sequence ids.
+        #[test]
+        fn same_column_is_row_family_and_qualifier(a in cell(), b in cell(), same in any::<bool>()) {
+            let b = if same {
+                Cell { row: a.row.clone(), family: a.family.clone(), qualifier: a.qualifier.clone(), ..b }
+            } else {
+                b
+            };
+            let (ka, kb) = (atomics(&words(&a)), atomics(&words(&b)));
+            let len = encoded_len(&a);
+            prop_assume!(len == encoded_len(&b));
+            let expected = (&a.row, &a.family, &a.qualifier) == (&b.row, &b.family, &b.qualifier);
+            prop_assert_eq!(same_column(&ka, &kb, len), expected);
         }
 
         /// Invariant 3, and the sequence id read in place.

@@ -3,9 +3,17 @@
 //! touches one node's words per step and an insert allocates nothing but arena words.
 //!
 //! ```text
-//! node  := meta | next[height] | key words | value_len | ttl? | value words
+//! node  := meta | next[height] | tail | key words | value_len | ttl? | value words
 //! meta  := height (bits 0-7) | DEAD (bit 8) | HAS_TTL (bit 9) | key bytes (bits 16-63)
 //! ```
+//!
+//! `tail` is a shortcut over a column's versions. A column written many times since the last
+//! flush (a hot row under updates) has a node for each version, newest first, and a read that
+//! wants only the newest skips the rest. The versions lie apart in the arena, so each node a
+//! search passes is a cache miss; the tail lets a forward search jump to the column's last
+//! version in one step. A new version goes in before the column's older ones and takes the
+//! tail of the node after it, so every version of a column written newest first names the
+//! column's oldest node.
 //!
 //! # Thread safety
 //! Any number of writers insert while any number of readers search and walk, all without
@@ -22,6 +30,9 @@
 //! 3. A node's words never change once published, bar its links (each only ever moved to a
 //!    node inserted between it and the node it pointed at) and its DEAD bit (only ever set).
 //! 4. The head is node 0, of [`MAX_HEIGHT`]; 0 in a link means no node.
+//! 5. A node's tail is the node itself or a node after it in the same column (row, family
+//!    and qualifier), written before the node is published. It is a hint: the column may
+//!    have gained older versions after it, so a search goes on from the tail.
 
 use std::cmp::Ordering;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::*};
@@ -46,9 +57,10 @@ const DEAD: u64 = 1 << 8;
 const HAS_TTL: u64 = 1 << 9;
 const KEY_SHIFT: u32 = 16;
 
-/// The words of a node without its links, for `cell`: meta, key, value length, TTL, value.
+/// The words of a node without its links, for `cell`: meta, tail, key, value length, TTL,
+/// value.
 pub fn body_words(cell: &Cell) -> usize {
-    1 + key::encoded_len(cell).div_ceil(8)
+    2 + key::encoded_len(cell).div_ceil(8)
         + 1
         + usize::from(cell.ttl_ms.is_some())
         + cell.value.len().div_ceil(8)
@@ -65,9 +77,11 @@ pub struct SkipList {
 impl Default for SkipList {
     fn default() -> SkipList {
         let arena = Arena::default();
-        let head = arena.alloc(1 + MAX_HEIGHT);
+        // Meta, links and a tail naming itself (invariant 5); its key is empty.
+        let head = arena.alloc(2 + MAX_HEIGHT);
         debug_assert_eq!(head, HEAD);
         arena.from(head)[0].store(MAX_HEIGHT as u64, Relaxed);
+        arena.from(head)[1 + MAX_HEIGHT].store(HEAD, Relaxed);
         SkipList {
             arena,
             height: AtomicUsize::new(1),
@@ -99,9 +113,14 @@ impl<'a> Node<'a> {
         self.words[1 + level].load(Acquire)
     }
 
+    /// The node's tail (invariant 5).
+    fn tail(&self) -> u64 {
+        self.words[1 + self.height()].load(Relaxed)
+    }
+
     /// The node's key words.
     pub fn key(&self) -> &'a [AtomicU64] {
-        let at = 1 + self.height();
+        let at = 2 + self.height();
         &self.words[at..at + self.key_len().div_ceil(8)]
     }
 
@@ -122,7 +141,7 @@ impl<'a> Node<'a> {
 
     /// The value's length, the TTL, and the index of the value's first word.
     fn value(&self) -> (usize, Option<u64>, usize) {
-        let at = 1 + self.height() + self.key_len().div_ceil(8);
+        let at = 2 + self.height() + self.key_len().div_ceil(8);
         let value_len = self.words[at].load(Relaxed) as usize;
         if self.meta() & HAS_TTL != 0 {
             (value_len, Some(self.words[at + 1].load(Relaxed)), at + 2)
@@ -178,7 +197,8 @@ impl SkipList {
             height as u64 | flags | ((key_len as u64) << KEY_SHIFT),
             Relaxed,
         );
-        let mut i = 1 + height;
+        // The tail (word `1 + height`) is written by `link`, once it knows the next node.
+        let mut i = 2 + height;
         key::encode(cell, |w| {
             words[i].store(w, Relaxed);
             i += 1;
@@ -207,6 +227,7 @@ impl SkipList {
             (x, stop) = self.find_at_level(x, level, key, stop, Ordering::Greater);
             (prev[level], next[level]) = (x, stop);
         }
+        node.words[1 + height].store(self.tail_for(at, next[0]), Relaxed);
         let replaced = (prev[0] != HEAD
             && key::compare(self.node(prev[0]).key(), key) == Ordering::Equal
             && self.node(prev[0]).kill())
@@ -228,6 +249,23 @@ impl SkipList {
             }
         }
         replaced
+    }
+
+    /// The tail of node `at`, to go in before `next` (invariant 5): `next`'s when both are
+    /// of one column, else `at` itself. A node linked in between `at` and `next` meanwhile
+    /// leaves it sound, since `next` is still after `at`.
+    fn tail_for(&self, at: u64, next: u64) -> u64 {
+        if next == NIL {
+            return at;
+        }
+        let (node, next) = (self.node(at), self.node(next));
+        if node.key_len() == next.key_len()
+            && key::same_column(node.key(), next.key(), node.key_len())
+        {
+            next.tail()
+        } else {
+            at
+        }
     }
 
     /// From node `x` (before the stop), moves along `level` until the next node compares with
@@ -272,9 +310,16 @@ impl SkipList {
     /// lifts the walk, and goes down a level where the next node is not below `key`. A key
     /// `d` nodes on costs about `2 log d` comparisons, so near keys are cheap and far ones
     /// cost about what [`SkipList::seek`] does. Any node below `key` is a sound start:
-    /// level 0 links every node, and the higher levels only skip nodes below `key`.
+    /// level 0 links every node, and the higher levels only skip nodes below `key`. So the
+    /// walk starts at `from`'s tail when that is below `key` too: past the column's older
+    /// versions in one step (invariant 5).
     pub fn seek_from<W: Word>(&self, from: u64, key: &[W]) -> u64 {
-        let mut x = from;
+        let tail = self.node(from).tail();
+        let mut x = if tail != from && key::compare(self.node(tail).key(), key) == Ordering::Less {
+            tail
+        } else {
+            from
+        };
         let mut level = self.node(x).height() - 1;
         // The node found not below `key` at the level above, so as not to compare it again.
         let mut stop = NIL;
@@ -332,4 +377,126 @@ fn random_height() -> usize {
         bits >>= 1;
     }
     height
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::seq::SliceRandom;
+    use rand::SeedableRng;
+
+    /// Every node's tail is itself or a later node of its column (invariant 5), and a search
+    /// forward from any node lands where a search from the top does, with versions written
+    /// newest first (tails reach the column's end), oldest first (each its own tail) and in
+    /// any order (tails left short by older versions written later).
+    #[test]
+    fn tails_stay_in_their_column_and_forward_searches_land_right() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(18);
+        let list = SkipList::default();
+        // Nine columns, their writes interleaved as a table's are.
+        let mut columns = Vec::new();
+        for (row, order) in ["newest-first", "oldest-first", "any-order"]
+            .iter()
+            .enumerate()
+        {
+            for q in 0..3 {
+                let mut ts: Vec<i64> = (0..60).collect();
+                match *order {
+                    "newest-first" => {}
+                    "oldest-first" => ts.reverse(),
+                    _ => ts.shuffle(&mut rng),
+                }
+                let column = ts
+                    .into_iter()
+                    .map(|t| Cell::put(format!("r{row}"), "f", format!("q{q}"), t, "v"));
+                columns.push(column.collect());
+            }
+        }
+        for (seq, cell) in (1u64..).zip(merge_round_robin(columns)) {
+            list.insert(&Cell {
+                seq_id: seq,
+                ..cell
+            });
+        }
+
+        let mut nodes = Vec::new();
+        let mut at = list.node(HEAD).next(0);
+        while at != NIL {
+            nodes.push(at);
+            at = list.node(at).next(0);
+        }
+        let column = |at: u64| {
+            let mut buf = CellBuf::default();
+            let c = list.node(at).cell(&mut buf);
+            (c.row, c.qualifier)
+        };
+        let mut reached_end = 0;
+        for (i, &at) in nodes.iter().enumerate() {
+            let tail = list.node(at).tail();
+            let j = nodes
+                .iter()
+                .position(|&n| n == tail)
+                .expect("a tail is a node of the list");
+            assert!(j >= i, "node {i}'s tail is before it");
+            assert_eq!(
+                column(tail),
+                column(at),
+                "node {i}'s tail is of another column"
+            );
+            if j > i && (j + 1 == nodes.len() || column(nodes[j + 1]) != column(at)) {
+                reached_end += 1;
+            }
+        }
+        // The columns written newest first have their tails at their ends.
+        assert!(
+            reached_end >= 3 * 59,
+            "{reached_end} tails reach their column's end"
+        );
+
+        let mut targets: Vec<Vec<u64>> = nodes.iter().map(|&n| key_words(&list, n)).collect();
+        for row in 0..4 {
+            for q in 0..4 {
+                let c = Cell::last_on_column(
+                    &format!("r{row}").into(),
+                    &"f".into(),
+                    &format!("q{q}").into(),
+                );
+                let mut words = Vec::new();
+                key::encode_into(&c, &mut words);
+                targets.push(words);
+            }
+        }
+        for (i, &from) in nodes.iter().enumerate().step_by(7) {
+            for target in &targets {
+                if key::compare(list.node(from).key(), target) != Ordering::Less {
+                    continue;
+                }
+                assert_eq!(
+                    list.seek_from(from, target),
+                    list.seek(target),
+                    "from node {i}"
+                );
+            }
+        }
+    }
+
+    fn key_words(list: &SkipList, at: u64) -> Vec<u64> {
+        list.node(at)
+            .key()
+            .iter()
+            .map(|w| w.load(Relaxed))
+            .collect()
+    }
+
+    /// One write of each column in turn, each column's in its own order.
+    fn merge_round_robin(mut columns: Vec<Vec<Cell>>) -> Vec<Cell> {
+        columns.iter_mut().for_each(|c| c.reverse());
+        let mut out = Vec::new();
+        while columns.iter().any(|c| !c.is_empty()) {
+            for c in &mut columns {
+                out.extend(c.pop());
+            }
+        }
+        out
+    }
 }
