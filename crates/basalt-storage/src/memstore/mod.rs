@@ -37,6 +37,10 @@ use crate::store::scanner::CellSource;
 use key::CellBuf;
 use skiplist::{SkipList, NIL};
 
+/// Nodes of a column [`MemStoreScanner::skip_column`] walks one by one past its tail before
+/// it searches: a column written oldest first has tails that do not reach its end.
+const COLUMN_STEPS: usize = 8;
+
 /// Links counted for each node: a node has one, then one more with chance 1/2 each time (a
 /// mean of two).
 const TOWER_WORDS_COUNTED: usize = 2;
@@ -234,6 +238,25 @@ impl CellSource for MemStoreScanner {
         Ok(())
     }
 
+    /// Leaves the column by its last version's node (the tail of the current one), comparing
+    /// node with node: no key is built unless the column's nodes run on past the steps
+    /// allowed, and only the cell it stops at is copied out.
+    fn skip_column(&mut self, column: &Cell) -> Result<()> {
+        if !self.current.as_ref().is_some_and(|c| c.same_column(column)) {
+            return Ok(());
+        }
+        self.at = match self.mem.cells.past_column(self.at, COLUMN_STEPS) {
+            Ok(next) => next,
+            Err(last) => SEARCH_KEY.with_borrow_mut(|words| {
+                let past = Cell::last_on_column(&column.row, &column.family, &column.qualifier);
+                key::encode_into(&past, words);
+                self.mem.cells.seek_from(last, words)
+            }),
+        };
+        self.settle();
+        Ok(())
+    }
+
     fn last_row_before(&mut self, key: Option<&Cell>) -> Result<Option<Bytes>> {
         let mut bound = key.map(|k| {
             let mut words = Vec::new();
@@ -423,9 +446,9 @@ mod tests {
         assert_eq!(distinct.len(), seen.len());
     }
 
-    /// A column written many times: a scanner skipping forward from any cell lands where a
-    /// search from the top does, near keys and far ones, at read points that hide some
-    /// versions.
+    /// A column written many times: a scanner skipping forward from any cell, to a key or
+    /// past its column, lands where a search from the top does, near keys and far ones, at
+    /// read points that hide some versions.
     #[test]
     fn skipping_forward_lands_where_a_search_from_the_top_does() {
         let mem = Arc::new(MemStore::new());
@@ -457,6 +480,22 @@ mod tests {
         }
         for read_point in [seq, seq / 2, 10] {
             for from in cells.iter().step_by(29) {
+                // Past the column of the cell it is at: where a search for the column's
+                // last key lands.
+                let mut skipping = mem.scanner(read_point);
+                skipping.seek(from).unwrap();
+                if let Some(at) = skipping.peek().cloned() {
+                    skipping.skip_column(&at).unwrap();
+                    let mut searched = mem.scanner(read_point);
+                    searched
+                        .seek(&Cell::last_on_column(&at.row, &at.family, &at.qualifier))
+                        .unwrap();
+                    assert_eq!(
+                        skipping.peek(),
+                        searched.peek(),
+                        "past the column of {at:?}"
+                    );
+                }
                 for target in &targets {
                     let mut skipping = mem.scanner(read_point);
                     skipping.seek(from).unwrap();

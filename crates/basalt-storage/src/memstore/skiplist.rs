@@ -118,6 +118,12 @@ impl<'a> Node<'a> {
         self.words[1 + self.height()].load(Relaxed)
     }
 
+    /// Whether both nodes are of one column (row, family and qualifier).
+    fn same_column(&self, other: &Node<'_>) -> bool {
+        self.key_len() == other.key_len()
+            && key::same_column(self.key(), other.key(), self.key_len())
+    }
+
     /// The node's key words.
     pub fn key(&self) -> &'a [AtomicU64] {
         let at = 2 + self.height();
@@ -258,14 +264,29 @@ impl SkipList {
         if next == NIL {
             return at;
         }
-        let (node, next) = (self.node(at), self.node(next));
-        if node.key_len() == next.key_len()
-            && key::same_column(node.key(), next.key(), node.key_len())
-        {
+        let next = self.node(next);
+        if self.node(at).same_column(&next) {
             next.tail()
         } else {
             at
         }
+    }
+
+    /// The first node past the column of node `at` (NIL at the list's end): from `at`'s tail
+    /// (invariant 5), one node at a time for at most `steps` nodes. `Err` names the last node
+    /// of the column reached, when those steps did not leave it (the column gained older
+    /// versions after its tails were written).
+    pub fn past_column(&self, at: u64, steps: usize) -> Result<u64, u64> {
+        let node = self.node(at);
+        let mut x = node.tail();
+        for _ in 0..=steps {
+            let next = self.node(x).next(0);
+            if next == NIL || !node.same_column(&self.node(next)) {
+                return Ok(next);
+            }
+            x = next;
+        }
+        Err(x)
     }
 
     /// From node `x` (before the stop), moves along `level` until the next node compares with
@@ -466,6 +487,28 @@ mod tests {
                 targets.push(words);
             }
         }
+        let mut searched_on = 0;
+        for (i, &at) in nodes.iter().enumerate() {
+            let mut buf = CellBuf::default();
+            let c = list.node(at).cell(&mut buf);
+            let mut past = Vec::new();
+            key::encode_into(
+                &Cell::last_on_column(&c.row, &c.family, &c.qualifier),
+                &mut past,
+            );
+            match list.past_column(at, 8) {
+                Ok(next) => assert_eq!(next, list.seek(&past), "past node {i}'s column"),
+                Err(last) => {
+                    assert_eq!(column(last), column(at), "node {i}'s walk left its column");
+                    searched_on += 1;
+                }
+            }
+        }
+        // Only the columns written in an order other than newest first need a search.
+        assert!(
+            searched_on > 0 && searched_on < nodes.len() / 2,
+            "{searched_on} searches"
+        );
         for (i, &from) in nodes.iter().enumerate().step_by(7) {
             for target in &targets {
                 if key::compare(list.node(from).key(), target) != Ordering::Less {

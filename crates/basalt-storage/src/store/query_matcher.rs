@@ -199,6 +199,11 @@ impl QueryMatcher {
         }
     }
 
+    /// A user scan that is not raw: delete markers and what they mask are never returned.
+    fn is_cooked(&self) -> bool {
+        matches!(self.mode, Mode::User { raw: false, .. })
+    }
+
     fn pre_check(&mut self, cell: &Cell) -> Option<MatchCode> {
         if !self.row.is(&cell.row) {
             return Some(MatchCode::Done);
@@ -253,6 +258,14 @@ impl QueryMatcher {
         let code = self.columns.check_versions(cell, false);
         match (&code, filter) {
             (MatchCode::Skip | MatchCode::SeekNextCol, _) => code,
+            // The last version the column may give: each older cell of it would be
+            // SeekNextCol (a put past the limit) or Skip (a marker, or a cell it masks, which
+            // a scan that is not raw never returns). So the scan leaves the column now,
+            // instead of reading its next cell only to leave it then, as HBase's
+            // ExplicitColumnTracker does for the columns a Get names.
+            (MatchCode::Include, None) if self.is_cooked() && self.columns.is_full() => {
+                MatchCode::IncludeAndSeekNextCol
+            }
             (_, None) => code,
             (_, Some(f)) => {
                 let rc = f.filter_cell(cell);
@@ -458,6 +471,12 @@ impl ColumnTracker {
                 want,
             ))),
         }
+    }
+
+    /// The column gave as many versions as are wanted: any older put of it is past the
+    /// limit.
+    fn is_full(&self) -> bool {
+        self.count >= self.max_versions
     }
 
     fn check_versions(&mut self, cell: &Cell, ignore_count: bool) -> MatchCode {

@@ -53,6 +53,29 @@ pub trait CellSource: Send + std::fmt::Debug {
         }
         Ok(())
     }
+    /// Moves past every cell of `column`'s column (its row, family and qualifier) to the
+    /// first visible cell of a later column; a source already past it stays. The source is
+    /// not before that column (`column` is a cell the scan has reached). What
+    /// `skip_to(last_on_column(..))` does, without a key to build unless the source must
+    /// seek.
+    ///
+    /// # Errors
+    /// A corrupt block.
+    fn skip_column(&mut self, column: &Cell) -> Result<()> {
+        let mut steps = 0;
+        while self.peek().is_some_and(|c| c.same_column(column)) {
+            if steps == STEPS_BEFORE_SEEK {
+                return self.seek(&Cell::last_on_column(
+                    &column.row,
+                    &column.family,
+                    &column.qualifier,
+                ));
+            }
+            self.advance()?;
+            steps += 1;
+        }
+        Ok(())
+    }
     /// The row of the greatest visible cell below `key` (below nothing: the last cell), for
     /// reversed scans. Does not move.
     ///
@@ -192,6 +215,10 @@ impl StoreScanner {
                 | MatchCode::IncludeAndSeekNextCol
                 | MatchCode::IncludeAndSeekNextRow) => {
                     let step = match code {
+                        // The cell kept names the column (a filter may transform it).
+                        MatchCode::IncludeAndSeekNextCol if filter.is_none() => {
+                            Step::PastKeptColumn
+                        }
                         MatchCode::IncludeAndSeekNextCol => Step::column_after(cell),
                         MatchCode::IncludeAndSeekNextRow => Step::NextRow,
                         _ => Step::Taken,
@@ -219,6 +246,13 @@ impl StoreScanner {
                 Step::Taken => Ok(()),
                 Step::Advance(i) => self.sources[i].advance(),
                 Step::SkipTo(key) => self.skip_to(&key),
+                Step::PastKeptColumn => match out.last() {
+                    Some(column) => self
+                        .sources
+                        .iter_mut()
+                        .try_for_each(|s| s.skip_column(column)),
+                    None => Ok(()),
+                },
                 Step::NextRow => self.skip_row(row),
             };
             self.find_top();
@@ -322,6 +356,8 @@ enum Step {
     Advance(usize),
     /// The first cell at or after this key.
     SkipTo(Cell),
+    /// The first cell past the column of the cell just kept (the last in `out`).
+    PastKeptColumn,
     /// The first cell of a later row.
     NextRow,
 }

@@ -202,3 +202,38 @@ fn compaction_modes() {
 }
 
 mod new_version_behavior;
+
+/// A scan that is not raw leaves a column at the last version it wants, since no older cell
+/// of the column could be kept; a raw scan reads on, as its markers are kept.
+#[test]
+fn the_last_wanted_version_leaves_its_column_unless_the_scan_is_raw() {
+    let codes = |mode: Mode| {
+        let mut m = QueryMatcher::new(mode, info(10), 1_000_000, u64::MAX);
+        m.set_row(&Bytes::from_static(b"r"));
+        [put("a", 5), put("a", 4), put("b", 3)]
+            .iter()
+            .map(|c| m.matches(c, None))
+            .collect::<Vec<_>>()
+    };
+    use MatchCode::{Include, IncludeAndSeekNextCol};
+    assert_eq!(
+        codes(user(2, TimeRange::all())),
+        [Include, IncludeAndSeekNextCol, Include]
+    );
+    assert_eq!(
+        codes(user(1, TimeRange::all())),
+        [
+            IncludeAndSeekNextCol,
+            MatchCode::SeekNextCol,
+            IncludeAndSeekNextCol
+        ]
+    );
+    let raw = Mode::User {
+        raw: true,
+        time_range: TimeRange::all(),
+        max_versions: 2,
+        has_filter: false,
+        explicit_columns: None,
+    };
+    assert_eq!(codes(raw), [Include, Include, Include]);
+}
