@@ -246,13 +246,11 @@ impl StoreScanner {
                 Step::Taken => Ok(()),
                 Step::Advance(i) => self.sources[i].advance(),
                 Step::SkipTo(key) => self.skip_to(&key),
-                Step::PastKeptColumn => match out.last() {
-                    Some(column) => self
-                        .sources
-                        .iter_mut()
-                        .try_for_each(|s| s.skip_column(column)),
-                    None => Ok(()),
-                },
+                Step::PastKeptColumn => {
+                    // Restores invariant (1) itself: most often nothing moves.
+                    self.past_kept_column(out)?;
+                    continue;
+                }
                 Step::NextRow => self.skip_row(row),
             };
             self.find_top();
@@ -302,6 +300,25 @@ impl StoreScanner {
     /// ([`CellSource::skip_to`]).
     fn skip_to(&mut self, key: &Cell) -> Result<()> {
         self.sources.iter_mut().try_for_each(|s| s.skip_to(key))
+    }
+
+    /// Moves every source past the column of the cell just kept (the last in `out`), and
+    /// restores invariant (1). The sources are looked at only when the next cell is of that
+    /// column: most often it is not (a column of one version), and no source moves.
+    fn past_kept_column(&mut self, out: &[Cell]) -> Result<()> {
+        self.find_top();
+        let Some(column) = out.last() else {
+            return Ok(());
+        };
+        if !top_cell(&self.sources, self.top).is_some_and(|(_, next)| next.same_column(column)) {
+            return Ok(());
+        }
+        let moved = self
+            .sources
+            .iter_mut()
+            .try_for_each(|s| s.skip_column(column));
+        self.find_top();
+        moved
     }
 
     /// Moves every source past `row`, as [`StoreScanner::skip_to`] does (without building the
