@@ -403,18 +403,17 @@ fn random_height() -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::Bytes;
     use rand::seq::SliceRandom;
     use rand::SeedableRng;
 
-    /// Every node's tail is itself or a later node of its column (invariant 5), and a search
-    /// forward from any node lands where a search from the top does, with versions written
-    /// newest first (tails reach the column's end), oldest first (each its own tail) and in
-    /// any order (tails left short by older versions written later).
-    #[test]
-    fn tails_stay_in_their_column_and_forward_searches_land_right() {
+    /// Nine columns of 60 versions, their writes interleaved as a table's are: written
+    /// newest first (tails reach the column's end), oldest first (each node its own tail) and
+    /// in any order (tails left short by older versions written later). Returns the list and
+    /// its nodes in order.
+    fn columns_written_in_every_order() -> (SkipList, Vec<u64>) {
         let mut rng = rand::rngs::StdRng::seed_from_u64(18);
         let list = SkipList::default();
-        // Nine columns, their writes interleaved as a table's are.
         let mut columns = Vec::new();
         for (row, order) in ["newest-first", "oldest-first", "any-order"]
             .iter()
@@ -439,18 +438,36 @@ mod tests {
                 ..cell
             });
         }
-
         let mut nodes = Vec::new();
         let mut at = list.node(HEAD).next(0);
         while at != NIL {
             nodes.push(at);
             at = list.node(at).next(0);
         }
-        let column = |at: u64| {
-            let mut buf = CellBuf::default();
-            let c = list.node(at).cell(&mut buf);
-            (c.row, c.qualifier)
-        };
+        (list, nodes)
+    }
+
+    /// The row and qualifier of node `at`.
+    fn column(list: &SkipList, at: u64) -> (Bytes, Bytes) {
+        let c = list.node(at).cell(&mut CellBuf::default());
+        (c.row, c.qualifier)
+    }
+
+    /// The key just past the column of node `at`.
+    fn past_column_key(list: &SkipList, at: u64) -> Vec<u64> {
+        let c = list.node(at).cell(&mut CellBuf::default());
+        let mut past = Vec::new();
+        key::encode_into(
+            &Cell::last_on_column(&c.row, &c.family, &c.qualifier),
+            &mut past,
+        );
+        past
+    }
+
+    /// Every node's tail is itself or a later node of its column (invariant 5).
+    #[test]
+    fn tails_stay_in_their_column() {
+        let (list, nodes) = columns_written_in_every_order();
         let mut reached_end = 0;
         for (i, &at) in nodes.iter().enumerate() {
             let tail = list.node(at).tail();
@@ -460,11 +477,11 @@ mod tests {
                 .expect("a tail is a node of the list");
             assert!(j >= i, "node {i}'s tail is before it");
             assert_eq!(
-                column(tail),
-                column(at),
+                column(&list, tail),
+                column(&list, at),
                 "node {i}'s tail is of another column"
             );
-            if j > i && (j + 1 == nodes.len() || column(nodes[j + 1]) != column(at)) {
+            if j > i && (j + 1 == nodes.len() || column(&list, nodes[j + 1]) != column(&list, at)) {
                 reached_end += 1;
             }
         }
@@ -473,33 +490,27 @@ mod tests {
             reached_end >= 3 * 59,
             "{reached_end} tails reach their column's end"
         );
+    }
 
-        let mut targets: Vec<Vec<u64>> = nodes.iter().map(|&n| key_words(&list, n)).collect();
-        for row in 0..4 {
-            for q in 0..4 {
-                let c = Cell::last_on_column(
-                    &format!("r{row}").into(),
-                    &"f".into(),
-                    &format!("q{q}").into(),
-                );
-                let mut words = Vec::new();
-                key::encode_into(&c, &mut words);
-                targets.push(words);
-            }
-        }
+    /// Past a node's column: where a search for the column's last key lands, or, when the
+    /// steps allowed did not leave the column, a node still in it.
+    #[test]
+    fn past_column_lands_where_a_search_does() {
+        let (list, nodes) = columns_written_in_every_order();
         let mut searched_on = 0;
         for (i, &at) in nodes.iter().enumerate() {
-            let mut buf = CellBuf::default();
-            let c = list.node(at).cell(&mut buf);
-            let mut past = Vec::new();
-            key::encode_into(
-                &Cell::last_on_column(&c.row, &c.family, &c.qualifier),
-                &mut past,
-            );
             match list.past_column(at, 8) {
-                Ok(next) => assert_eq!(next, list.seek(&past), "past node {i}'s column"),
+                Ok(next) => assert_eq!(
+                    next,
+                    list.seek(&past_column_key(&list, at)),
+                    "past node {i}'s column"
+                ),
                 Err(last) => {
-                    assert_eq!(column(last), column(at), "node {i}'s walk left its column");
+                    assert_eq!(
+                        column(&list, last),
+                        column(&list, at),
+                        "node {i}'s walk left its column"
+                    );
                     searched_on += 1;
                 }
             }
@@ -509,6 +520,15 @@ mod tests {
             searched_on > 0 && searched_on < nodes.len() / 2,
             "{searched_on} searches"
         );
+    }
+
+    /// A search forward from any node lands where a search from the top does, to any key
+    /// after it: another node's, or a column's end.
+    #[test]
+    fn forward_searches_land_where_searches_from_the_top_do() {
+        let (list, nodes) = columns_written_in_every_order();
+        let mut targets: Vec<Vec<u64>> = nodes.iter().map(|&n| key_words(&list, n)).collect();
+        targets.extend(nodes.iter().step_by(60).map(|&n| past_column_key(&list, n)));
         for (i, &from) in nodes.iter().enumerate().step_by(7) {
             for target in &targets {
                 if key::compare(list.node(from).key(), target) != Ordering::Less {
