@@ -33,7 +33,7 @@ use std::sync::Arc;
 use basalt_model::{Cell, Result};
 use bytes::Bytes;
 
-use crate::store::scanner::CellSource;
+use crate::store::scanner::{first_on_next_row, CellSource};
 use key::CellBuf;
 use skiplist::{SkipList, NIL};
 
@@ -257,6 +257,15 @@ impl CellSource for MemStoreScanner {
         Ok(())
     }
 
+    /// Searches forward to the next row's first key: stepping would copy out each cell of
+    /// the row passed (a Get of named columns leaves the rest of its row this way).
+    fn skip_row(&mut self, row: &Bytes) -> Result<()> {
+        if self.current.as_ref().is_none_or(|c| c.row != *row) {
+            return Ok(());
+        }
+        self.skip_to(&first_on_next_row(row))
+    }
+
     fn last_row_before(&mut self, key: Option<&Cell>) -> Result<Option<Bytes>> {
         let mut bound = key.map(|k| {
             let mut words = Vec::new();
@@ -447,7 +456,7 @@ mod tests {
     }
 
     /// A column written many times: a scanner skipping forward from any cell, to a key or
-    /// past its column, lands where a search from the top does, near keys and far ones, at
+    /// past its column or row, lands where a search from the top does, near keys and far ones, at
     /// read points that hide some versions.
     #[test]
     fn skipping_forward_lands_where_a_search_from_the_top_does() {
@@ -495,6 +504,10 @@ mod tests {
                         searched.peek(),
                         "past the column of {at:?}"
                     );
+                    // And past its row.
+                    skipping.skip_row(&at.row).unwrap();
+                    searched.seek(&first_on_next_row(&at.row)).unwrap();
+                    assert_eq!(skipping.peek(), searched.peek(), "past the row of {at:?}");
                 }
                 for target in &targets {
                     let mut skipping = mem.scanner(read_point);

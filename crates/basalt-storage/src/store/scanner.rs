@@ -76,6 +76,23 @@ pub trait CellSource: Send + std::fmt::Debug {
         }
         Ok(())
     }
+    /// Moves past every cell of `row` to the first visible cell of a later row; a source
+    /// already past it stays. What `skip_to(first_on_next_row(row))` does, without building
+    /// the next row's key unless the source must seek.
+    ///
+    /// # Errors
+    /// A corrupt block.
+    fn skip_row(&mut self, row: &Bytes) -> Result<()> {
+        let mut steps = 0;
+        while self.peek().is_some_and(|c| c.row == *row) {
+            if steps == STEPS_BEFORE_SEEK {
+                return self.seek(&first_on_next_row(row));
+            }
+            self.advance()?;
+            steps += 1;
+        }
+        Ok(())
+    }
     /// The row of the greatest visible cell below `key` (below nothing: the last cell), for
     /// reversed scans. Does not move.
     ///
@@ -321,21 +338,9 @@ impl StoreScanner {
         moved
     }
 
-    /// Moves every source past `row`, as [`StoreScanner::skip_to`] does (without building the
-    /// next row's key unless a source must seek).
+    /// Moves every source past `row` ([`CellSource::skip_row`]).
     fn skip_row(&mut self, row: &Bytes) -> Result<()> {
-        for s in &mut self.sources {
-            let mut steps = 0;
-            while s.peek().is_some_and(|c| c.row == *row) {
-                if steps == STEPS_BEFORE_SEEK {
-                    s.seek(&first_on_next_row(row))?;
-                    break;
-                }
-                s.advance()?;
-                steps += 1;
-            }
-        }
-        Ok(())
+        self.sources.iter_mut().try_for_each(|s| s.skip_row(row))
     }
 
     /// Feeds every cell of every row through the matcher (compaction mode) into `sink`.
