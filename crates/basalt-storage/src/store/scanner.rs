@@ -36,22 +36,13 @@ pub trait CellSource: Send + std::fmt::Debug {
     /// A corrupt block.
     fn seek(&mut self, key: &Cell) -> Result<()>;
     /// Moves forward to the first visible cell at or after `key`; a source already there
-    /// stays. Takes a few steps before it seeks (HBase's StoreScanner.trySkipToNextColumn):
-    /// a near key is a step or two away, and a step costs less than a search. A source that
-    /// can search forward from where it is cheaper than it can step overrides it.
+    /// stays. Takes a few steps before it seeks (`step_then_seek`). A source that can
+    /// search forward from where it is cheaper than it can step overrides it.
     ///
     /// # Errors
     /// A corrupt block.
     fn skip_to(&mut self, key: &Cell) -> Result<()> {
-        let mut steps = 0;
-        while self.peek().is_some_and(|c| c < key) {
-            if steps == STEPS_BEFORE_SEEK {
-                return self.seek(key);
-            }
-            self.advance()?;
-            steps += 1;
-        }
-        Ok(())
+        step_then_seek(self, |c| c < key, |s| s.seek(key))
     }
     /// Moves past every cell of `column`'s column (its row, family and qualifier) to the
     /// first visible cell of a later column; a source already past it stays. The source is
@@ -62,19 +53,17 @@ pub trait CellSource: Send + std::fmt::Debug {
     /// # Errors
     /// A corrupt block.
     fn skip_column(&mut self, column: &Cell) -> Result<()> {
-        let mut steps = 0;
-        while self.peek().is_some_and(|c| c.same_column(column)) {
-            if steps == STEPS_BEFORE_SEEK {
-                return self.seek(&Cell::last_on_column(
+        step_then_seek(
+            self,
+            |c| c.same_column(column),
+            |s| {
+                s.seek(&Cell::last_on_column(
                     &column.row,
                     &column.family,
                     &column.qualifier,
-                ));
-            }
-            self.advance()?;
-            steps += 1;
-        }
-        Ok(())
+                ))
+            },
+        )
     }
     /// Moves past every cell of `row` to the first visible cell of a later row; a source
     /// already past it stays. What `skip_to(first_on_next_row(row))` does, without building
@@ -83,15 +72,7 @@ pub trait CellSource: Send + std::fmt::Debug {
     /// # Errors
     /// A corrupt block.
     fn skip_row(&mut self, row: &Bytes) -> Result<()> {
-        let mut steps = 0;
-        while self.peek().is_some_and(|c| c.row == *row) {
-            if steps == STEPS_BEFORE_SEEK {
-                return self.seek(&first_on_next_row(row));
-            }
-            self.advance()?;
-            steps += 1;
-        }
-        Ok(())
+        step_then_seek(self, |c| c.row == *row, |s| s.seek(&first_on_next_row(row)))
     }
     /// The row of the greatest visible cell below `key` (below nothing: the last cell), for
     /// reversed scans. Does not move.
@@ -99,6 +80,26 @@ pub trait CellSource: Send + std::fmt::Debug {
     /// # Errors
     /// A corrupt block.
     fn last_row_before(&mut self, key: Option<&Cell>) -> Result<Option<Bytes>>;
+}
+
+/// The rule of the sources' default skips: while the current cell is one to pass
+/// (`passing`), a few steps, then `seek` (HBase's StoreScanner.trySkipToNextColumn). A near
+/// cell is a step or two away, and a step costs less than a search.
+fn step_then_seek<S: CellSource + ?Sized>(
+    source: &mut S,
+    passing: impl Fn(&Cell) -> bool,
+    seek: impl FnOnce(&mut S) -> Result<()>,
+) -> Result<()> {
+    for _ in 0..STEPS_BEFORE_SEEK {
+        if !source.peek().is_some_and(&passing) {
+            return Ok(());
+        }
+        source.advance()?;
+    }
+    if source.peek().is_some_and(&passing) {
+        seek(source)?;
+    }
+    Ok(())
 }
 
 /// The smallest key of the row after `row`.
