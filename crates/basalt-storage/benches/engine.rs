@@ -1,5 +1,6 @@
 //! Criterion micro-benchmarks of the engine's hot paths: block encode and check, bloom
-//! probes, memstore inserts, merging iteration and the query matcher.
+//! probes, memstore inserts, Gets from a memstore and a store file, merging iteration and
+//! the query matcher.
 //!
 //! `cargo bench -p basalt-storage --bench engine`
 #![allow(clippy::unwrap_used, missing_docs)] // benchmark code
@@ -8,12 +9,16 @@ use std::hint::black_box;
 use std::path::Path;
 use std::sync::Arc;
 
-use basalt_model::{BloomType, Cell, KeepDeletedCells, TimeRange};
+use basalt_model::{BloomType, Cell, ColumnFamilyDescriptor, KeepDeletedCells, TimeRange};
+use basalt_storage::block_cache::BlockCache;
+use basalt_storage::env::Env;
 use basalt_storage::memstore::MemStore;
 use basalt_storage::store::query_matcher::{Mode, QueryMatcher, ScanInfo};
 use basalt_storage::store::scanner::{CellSource, StoreScanner};
 use basalt_storage::storefile::block::{decode_data_block, DataBlockBuilder};
-use basalt_storage::storefile::{bloom_key, Bloom, BloomBuilder};
+use basalt_storage::storefile::{
+    bloom_key, Bloom, BloomBuilder, Caching, FileId, StoreFile, StoreFileWriter,
+};
 use bytes::Bytes;
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 
@@ -191,6 +196,67 @@ fn user_mode_naming(explicit_columns: Option<Vec<Bytes>>) -> Mode {
     }
 }
 
+/// Gets of one row of ten columns from a store file (10,000 such rows, every block cached):
+/// the whole row, then one column named (the Get then leaves the row early).
+fn store_file_row(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("1.sf");
+    let family = ColumnFamilyDescriptor::new("f");
+    let mut w = StoreFileWriter::create(&Env::default(), &path, &family, 0).unwrap();
+    let mut seq = 0;
+    for i in 0..10_000u64 {
+        for q in 0..10 {
+            seq += 1;
+            let mut c = Cell::put(
+                i.to_be_bytes().repeat(2),
+                "f",
+                format!("field{q}"),
+                1,
+                vec![b'v'; 100],
+            );
+            c.seq_id = seq;
+            w.add(&c).unwrap();
+        }
+    }
+    w.finish(true).unwrap();
+    let cache = BlockCache::new(64 << 20);
+    let id = FileId { region: 1, file: 1 };
+    let file = Arc::new(
+        StoreFile::open(
+            &Env::default(),
+            &path,
+            id,
+            &Bytes::from_static(b"f"),
+            &cache,
+        )
+        .unwrap(),
+    );
+    let row = Bytes::from(5_000u64.to_be_bytes().repeat(2));
+    let mut g = c.benchmark_group("store_file");
+    g.throughput(Throughput::Elements(1));
+    for (what, named, cells) in [
+        ("10_columns", None, 10),
+        ("column_3_of_10", Some("field3"), 1),
+    ] {
+        let mode = user_mode_naming(named.map(|q| vec![Bytes::from(q)]));
+        g.bench_function(format!("get_row_{what}"), |b| {
+            b.iter(|| {
+                let source: Vec<Box<dyn CellSource>> =
+                    vec![Box::new(file.scanner(u64::MAX, Caching::QUERY).unwrap())];
+                let matcher =
+                    QueryMatcher::new(mode.clone(), scan_info(), 1_800_000_000_000, u64::MAX);
+                let mut s = StoreScanner::new(source, matcher);
+                s.seek(&Cell::first_on_row(&row)).unwrap();
+                let mut out = Vec::new();
+                s.read_row(&row, &mut out, None).unwrap();
+                assert_eq!(out.len(), cells);
+                black_box(out.len())
+            });
+        });
+    }
+    g.finish();
+}
+
 /// Four memstores of interleaved rows, merged by a store scanner (a store with four sources).
 fn merging(c: &mut Criterion) {
     let sources: Vec<Arc<MemStore>> = (0..4u64)
@@ -251,5 +317,14 @@ fn matcher(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, blocks, blooms, memstore, hot_row, merging, matcher);
+criterion_group!(
+    benches,
+    blocks,
+    blooms,
+    memstore,
+    hot_row,
+    store_file_row,
+    merging,
+    matcher
+);
 criterion_main!(benches);
