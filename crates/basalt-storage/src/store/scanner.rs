@@ -369,7 +369,7 @@ fn row_too_big(c: &Cell) -> basalt_model::Error {
 
 /// Steps a source takes toward a key before it seeks instead: a step is a few comparisons, a
 /// seek a search of the index and the block.
-const STEPS_BEFORE_SEEK: usize = 8;
+pub(crate) const STEPS_BEFORE_SEEK: usize = 8;
 
 /// Where the scan goes after a cell.
 enum Step {

@@ -359,6 +359,15 @@ impl DataBlock {
         Ok(self.body.slice(Self::row_range(&self.locate(i)?)))
     }
 
+    /// The row and qualifier of cell `i`, read where they lie.
+    ///
+    /// # Errors
+    /// The entry is damaged.
+    pub fn column_at(&self, i: usize) -> Result<(&[u8], &[u8]), Damage> {
+        let key = self.key(&self.locate(i)?);
+        Ok((key.row(), key.qualifier()))
+    }
+
     /// The sequence id of cell `i`.
     ///
     /// # Errors

@@ -14,7 +14,7 @@ use super::{FileId, FileInfo, FORMAT_VERSION, LEGACY_FORMAT_VERSION, MAGIC, TRAI
 use crate::block_cache::{Block, BlockCache, BlockKey, Priority};
 use crate::codec::Reader;
 use crate::env::{Env, RandomAccessFile};
-use crate::store::scanner::CellSource;
+use crate::store::scanner::{first_on_next_row, CellSource, STEPS_BEFORE_SEEK};
 
 /// A decoded block index.
 pub type Index = IndexKeys;
@@ -533,6 +533,42 @@ impl StoreFileScanner {
     }
 }
 
+impl StoreFileScanner {
+    /// Passes the cells after the current one that `passing` names, reading their keys where
+    /// they lie in the loaded block, so no cell is built for them; at most
+    /// [`STEPS_BEFORE_SEEK`] of them. Then it loads the first cell not passed and answers
+    /// true; false when the cells passed reach the block's end or the steps' limit (the
+    /// caller then seeks).
+    fn pass_in_block(
+        &mut self,
+        passing: impl Fn(&DataBlock, usize) -> std::result::Result<bool, Damage>,
+    ) -> Result<bool> {
+        let Some(d) = self.data.as_deref() else {
+            return Ok(false);
+        };
+        let end = d.len().min(self.pos + 1 + STEPS_BEFORE_SEEK);
+        let mut pos = self.pos + 1;
+        let stop = loop {
+            if pos == end {
+                break None;
+            }
+            match passing(d, pos) {
+                Ok(true) => pos += 1,
+                Ok(false) => break Some(pos),
+                Err(what) => return Err(self.damaged(self.block, what)),
+            }
+        };
+        let Some(pos) = stop else {
+            return Ok(false);
+        };
+        self.current = None;
+        self.load(self.block, pos)?;
+        Ok(true)
+    }
+}
+
+/// The skips compare the keys of the cells they pass where the keys lie in the block: a cell
+/// built is three counts taken on the block's buffer and dropped again.
 impl CellSource for StoreFileScanner {
     fn peek(&self) -> Option<&Cell> {
         self.current.as_ref()
@@ -552,6 +588,44 @@ impl CellSource for StoreFileScanner {
         out.push(cell);
         self.load(self.block, self.pos + 1)?;
         Ok(true)
+    }
+
+    fn skip_to(&mut self, key: &Cell) -> Result<()> {
+        if self.current.as_ref().is_none_or(|c| c >= key) {
+            return Ok(());
+        }
+        if !self.pass_in_block(|d, i| Ok(d.cmp_at(i, key)?.is_lt()))? {
+            self.seek(key)?;
+        }
+        Ok(())
+    }
+
+    fn skip_column(&mut self, column: &Cell) -> Result<()> {
+        if !self.current.as_ref().is_some_and(|c| c.same_column(column)) {
+            return Ok(());
+        }
+        let of_column = |d: &DataBlock, i: usize| {
+            let (row, qualifier) = d.column_at(i)?;
+            Ok(row == column.row && qualifier == column.qualifier)
+        };
+        if !self.pass_in_block(of_column)? {
+            self.seek(&Cell::last_on_column(
+                &column.row,
+                &column.family,
+                &column.qualifier,
+            ))?;
+        }
+        Ok(())
+    }
+
+    fn skip_row(&mut self, row: &Bytes) -> Result<()> {
+        if self.current.as_ref().is_none_or(|c| c.row != *row) {
+            return Ok(());
+        }
+        if !self.pass_in_block(|d, i| Ok(d.column_at(i)?.0 == row))? {
+            self.seek(&first_on_next_row(row))?;
+        }
+        Ok(())
     }
 
     fn seek(&mut self, key: &Cell) -> Result<()> {

@@ -273,3 +273,86 @@ fn a_damaged_entry_is_reported_with_file_and_offset() {
     let err = s.seek(&damaged).unwrap_err();
     assert!(err.to_string().contains("malformed key"), "{err}");
 }
+
+/// Rows of one to twelve columns of one to five versions, in blocks of 1 KiB: a skip from
+/// any cell, to a key or past the cell's column or row, lands where a fresh seek does, within
+/// a block and across blocks, at read points that hide some cells.
+#[test]
+fn skips_land_where_a_seek_does() {
+    let mut cells = Vec::new();
+    let mut seq = 0;
+    for r in 0..60u64 {
+        for q in 0..1 + r % 12 {
+            for ts in 0..1 + (r + q) % 5 {
+                seq += 1;
+                let mut c = Cell::put(
+                    format!("row{r:03}"),
+                    "f",
+                    format!("q{q:02}"),
+                    ts as i64,
+                    "v",
+                );
+                c.seq_id = seq;
+                cells.push(c);
+            }
+        }
+    }
+    cells.sort();
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(
+        dir.path(),
+        &family(Compression::None, BloomType::None),
+        &cells,
+    );
+    // Blocks of 1 KiB: the cells span dozens of them.
+    let bytes = std::fs::metadata(dir.path().join("1.sf")).unwrap().len();
+    assert!(bytes > 16 << 10, "{bytes} bytes");
+    let at = |read_point: u64, from: &Cell| {
+        let mut s = file.scanner(read_point, Caching::QUERY).unwrap();
+        s.seek(from).unwrap();
+        s
+    };
+    for read_point in [seq, seq / 2] {
+        for (i, from) in cells.iter().enumerate().step_by(3) {
+            let Some(start) = at(read_point, from).peek().cloned() else {
+                continue;
+            };
+            let targets = [
+                cells[(i + 1) % cells.len()].clone(),
+                cells[(i + 7) % cells.len()].clone(),
+                cells[(i + 40) % cells.len()].clone(),
+                Cell::last_on_column(&start.row, &start.family, &start.qualifier),
+            ];
+            for target in &targets {
+                let mut skipping = at(read_point, from);
+                skipping.skip_to(target).unwrap();
+                let expected = if start >= *target {
+                    Some(start.clone())
+                } else {
+                    at(read_point, target).peek().cloned()
+                };
+                assert_eq!(
+                    skipping.peek().cloned(),
+                    expected,
+                    "from {start:?} to {target:?}"
+                );
+            }
+            let mut skipping = at(read_point, from);
+            skipping.skip_column(&start).unwrap();
+            let past = Cell::last_on_column(&start.row, &start.family, &start.qualifier);
+            assert_eq!(
+                skipping.peek(),
+                at(read_point, &past).peek(),
+                "past {start:?}'s column"
+            );
+            let mut skipping = at(read_point, from);
+            skipping.skip_row(&start.row).unwrap();
+            let next = crate::store::scanner::first_on_next_row(&start.row);
+            assert_eq!(
+                skipping.peek(),
+                at(read_point, &next).peek(),
+                "past {start:?}'s row"
+            );
+        }
+    }
+}
