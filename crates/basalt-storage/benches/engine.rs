@@ -154,20 +154,24 @@ fn hot_row(c: &mut Criterion) {
             let mode = user_mode_naming(named.map(|q| vec![Bytes::from(q)]));
             g.bench_function(name, |b| {
                 b.iter(|| {
-                    let source: Vec<Box<dyn CellSource>> = vec![Box::new(m.scanner(u64::MAX))];
-                    let matcher =
-                        QueryMatcher::new(mode.clone(), scan_info(), 1_800_000_000_000, u64::MAX);
-                    let mut s = StoreScanner::new(source, matcher);
-                    s.seek(&Cell::first_on_row(&row)).unwrap();
-                    let mut out = Vec::new();
-                    s.read_row(&row, &mut out, None).unwrap();
-                    assert_eq!(out.len(), cells);
-                    black_box(out.len())
+                    let got = get_row(Box::new(m.scanner(u64::MAX)), &mode, &row);
+                    assert_eq!(got, cells);
+                    black_box(got)
                 });
             });
         }
     }
     g.finish();
+}
+
+/// A Get of `row` from one source, as `mode` reads it; returns the cells read.
+fn get_row(source: Box<dyn CellSource>, mode: &Mode, row: &Bytes) -> usize {
+    let matcher = QueryMatcher::new(mode.clone(), scan_info(), 1_800_000_000_000, u64::MAX);
+    let mut s = StoreScanner::new(vec![source], matcher);
+    s.seek(&Cell::first_on_row(row)).unwrap();
+    let mut out = Vec::new();
+    s.read_row(row, &mut out, None).unwrap();
+    out.len()
 }
 
 fn scan_info() -> ScanInfo {
@@ -241,16 +245,10 @@ fn store_file_row(c: &mut Criterion) {
         let mode = user_mode_naming(named.map(|q| vec![Bytes::from(q)]));
         g.bench_function(format!("get_row_{what}"), |b| {
             b.iter(|| {
-                let source: Vec<Box<dyn CellSource>> =
-                    vec![Box::new(file.scanner(u64::MAX, Caching::QUERY).unwrap())];
-                let matcher =
-                    QueryMatcher::new(mode.clone(), scan_info(), 1_800_000_000_000, u64::MAX);
-                let mut s = StoreScanner::new(source, matcher);
-                s.seek(&Cell::first_on_row(&row)).unwrap();
-                let mut out = Vec::new();
-                s.read_row(&row, &mut out, None).unwrap();
-                assert_eq!(out.len(), cells);
-                black_box(out.len())
+                let source = Box::new(file.scanner(u64::MAX, Caching::QUERY).unwrap());
+                let got = get_row(source, &mode, &row);
+                assert_eq!(got, cells);
+                black_box(got)
             });
         });
     }
