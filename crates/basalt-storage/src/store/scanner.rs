@@ -233,11 +233,8 @@ impl StoreScanner {
                 | MatchCode::IncludeAndSeekNextCol
                 | MatchCode::IncludeAndSeekNextRow) => {
                     let step = match code {
-                        // The cell kept names the column (a filter may transform it).
-                        MatchCode::IncludeAndSeekNextCol if filter.is_none() => {
-                            Step::PastKeptColumn
-                        }
-                        MatchCode::IncludeAndSeekNextCol => Step::column_after(cell),
+                        // A filter's transform changes a cell's value, never its column.
+                        MatchCode::IncludeAndSeekNextCol => Step::PastKeptColumn,
                         MatchCode::IncludeAndSeekNextRow => Step::NextRow,
                         _ => Step::Taken,
                     };
