@@ -5,11 +5,11 @@
 //! a task of its own and passed each call through a router, four service layers and a body
 //! piped into h2 by that task: per call, a task spawned, a wake-up of it, and a wake-up of the
 //! connection's task for its answer. Here the connection's task does all of it, as HBase's
-//! RPC server reads calls off a connection and answers them: it accepts the streams h2 has
-//! read, starts each call, and polls the calls beside the connection. A call answered from
-//! memory (a point read that hits the memstore or the block cache) is answered within the
-//! poll that read it, and the answers of the calls ready together leave in one write (the
-//! connection is [`Coalesced`], its turns counted by the task).
+//! RPC server reads calls off a connection and answers them: it reads the frames the socket
+//! holds ([`crate::http2`]), starts each call whose request arrived, and polls the calls beside
+//! the connection. A call answered from memory (a point read that hits the memstore or the
+//! block cache) is answered within the pass that read it, and the answers of the calls ready
+//! together leave in one write.
 //!
 //! The table calls are decoded, run and encoded by [`TableCalls`]; the admin services'
 //! generated servers (`AdminServer`, `RegionServerAdminServer`) do their own. Only the
@@ -25,8 +25,8 @@
 //!   connection closes once the last call has answered.
 //!
 //! # Invariants
-//! - A call's future is polled only by its connection's task, inside that task's turn; it
-//!   owns its stream's `SendResponse`, so dropping the connection drops its calls.
+//! - A call's future is polled only by its connection's task, inside that task's turn; when
+//!   the connection ends, its calls are dropped with it.
 //! - A turn ends `Pending` only after a pass in which neither the connection nor any call made
 //!   progress (everything it polled registered this task's waker), or after it woke its own
 //!   task to let the loop's other connections run.
@@ -34,17 +34,14 @@
 use std::convert::Infallible;
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
-use std::task::{ready, Context, Poll};
+use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use basalt_proto::deadline::grpc_timeout;
-use basalt_proto::transport::{Coalesced, Turns};
-use bytes::Bytes;
 use futures_util::stream::{FuturesUnordered, StreamExt};
-use h2::server::{Connection, SendResponse};
-use h2::{Ping, PingPong, RecvStream};
 use http::{Request, Response};
-use http_body::{Body as _, Frame};
+use http_body::Body as _;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
 use tokio::time::{Instant, Sleep};
@@ -56,20 +53,22 @@ use tonic::Status;
 use crate::budget::Budgeted;
 use crate::cluster::RegionServerAdminService;
 use crate::grpc::{Services, TableCalls};
+use crate::http2::connection::{Accepted, Connection, Reading, Reply, Settings};
+use crate::http2::frame::Reason;
+use crate::http2::stream::Recv;
 use basalt_proto::pb::admin_server::AdminServer;
 use basalt_proto::pb::region_server_admin_server::RegionServerAdminServer;
 
-/// Streams served at once on one connection (hyper's default).
-const MAX_CONCURRENT_STREAMS: u32 = 200;
-/// The flow-control window of each stream and of the connection (hyper's default).
-const WINDOW: u32 = 1 << 20;
-/// The largest header list a request may send (hyper's default).
-const MAX_HEADER_LIST: u32 = 16 << 10;
-/// The most bytes of answers buffered per stream beyond the peer's window (hyper's default).
-const MAX_SEND_BUFFER: usize = 400 << 10;
-/// Streams the server may reset for errors of their own before it closes the connection
-/// (hyper's default), against a peer that provokes resets in a loop.
-const MAX_LOCAL_ERROR_RESETS: usize = 1024;
+/// What this server announces and allows (hyper's defaults for servers): streams served at
+/// once on one connection, each stream's and the connection's window, the largest header
+/// list, and the streams it may reset for the peer's errors before it closes the
+/// connection (against a peer that provokes resets in a loop).
+const SETTINGS: Settings = Settings {
+    max_concurrent_streams: 200,
+    window: 1 << 20,
+    max_header_list: 16 << 10,
+    max_error_resets: 1024,
+};
 /// Passes in one turn before a busy connection lets its loop's other connections run.
 const PASSES_PER_TURN: usize = 64;
 
@@ -121,44 +120,23 @@ fn unimplemented(path: &str) -> Answer {
 }
 
 /// Serves the calls of one connection until its peer closes it, it fails, its peer stops
-/// answering pings, or `stop` turns `true` and its last call has answered. Its writes are
-/// [`Coalesced`]: the answers of one turn leave in one write.
+/// answering pings, or `stop` turns `true` and its last call has answered.
 pub async fn serve_connection<T, R>(io: T, routes: R, ping: Duration, stop: watch::Receiver<bool>)
 where
     T: AsyncRead + AsyncWrite + Unpin,
     R: Route,
 {
-    let mut stop = Box::pin(async move {
+    let stop = Box::pin(async move {
         let mut stop = stop;
         // A dropped sender stops the connection as `true` does.
         let _ = stop.wait_for(|s| *s).await;
     });
-    let turns = Turns::default();
-    let handshake = h2::server::Builder::new()
-        .max_concurrent_streams(MAX_CONCURRENT_STREAMS)
-        .initial_window_size(WINDOW)
-        .initial_connection_window_size(WINDOW)
-        .max_header_list_size(MAX_HEADER_LIST)
-        .max_send_buffer_size(MAX_SEND_BUFFER)
-        .max_local_error_reset_streams(Some(MAX_LOCAL_ERROR_RESETS))
-        .handshake::<_, Bytes>(Coalesced::new(io, &turns));
-    let mut conn = tokio::select! {
-        c = handshake => match c {
-            Ok(c) => c,
-            Err(e) => {
-                tracing::debug!(error = %e, "a native API connection failed its HTTP/2 handshake");
-                return;
-            }
-        },
-        () = &mut stop => return,
-    };
-    let keepalive = Keepalive::new(conn.ping_pong(), ping);
     let mut served = Served {
-        turns,
-        conn,
+        conn: Connection::new(io, SETTINGS),
         routes,
+        accepted: Vec::new(),
         calls: FuturesUnordered::new(),
-        keepalive,
+        keepalive: Keepalive::new(ping),
         stop,
         stopping: false,
     };
@@ -169,9 +147,10 @@ where
 
 /// One connection being served, and its calls.
 struct Served<T, R> {
-    turns: Turns,
-    conn: Connection<Coalesced<T>, Bytes>,
+    conn: Connection<T>,
     routes: R,
+    /// Requests read and not yet started (kept to reuse its room).
+    accepted: Vec<Accepted>,
     calls: FuturesUnordered<Call>,
     keepalive: Keepalive,
     stop: Pin<Box<dyn Future<Output = ()> + Send>>,
@@ -183,35 +162,44 @@ where
     T: AsyncRead + AsyncWrite + Unpin,
     R: Route,
 {
-    /// Accepts the streams h2 has read and polls the calls until neither makes progress;
-    /// ready once the connection is done with.
+    /// Reads the requests that arrived, starts their calls, polls the calls, and writes
+    /// their answers, until a pass makes no progress; ready once the connection is done
+    /// with.
     ///
-    /// A pass accepts every stream read so far before it polls the calls, so the answers of
-    /// the calls read together are buffered together, and the next pass's first
-    /// `poll_accept` (which drives the connection) hands them to the socket as one write.
+    /// A pass reads every request the socket holds before it polls the calls, so the answers
+    /// of the calls read together are written together, in one write.
     fn turn(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), String>> {
-        self.turns.begin();
         if !self.stopping && self.stop.as_mut().poll(cx).is_ready() {
             self.stopping = true;
-            self.conn.graceful_shutdown();
+            self.conn.go_away();
         }
         for _ in 0..PASSES_PER_TURN {
-            let mut progressed = false;
-            loop {
-                match self.conn.poll_accept(cx) {
-                    Poll::Ready(Some(Ok((request, respond)))) => {
-                        self.calls.push(start(&mut self.routes, request, respond));
-                        progressed = true;
-                    }
-                    Poll::Ready(Some(Err(e))) => return Poll::Ready(Err(e.to_string())),
-                    Poll::Ready(None) => return Poll::Ready(Ok(())),
-                    Poll::Pending => break,
-                }
+            let mut progressed = match self.conn.read(cx, &mut self.accepted)? {
+                Reading::Closed => return Poll::Ready(Ok(())),
+                Reading::Progress => true,
+                Reading::Idle => false,
+            };
+            for accepted in self.accepted.drain(..) {
+                self.calls.push(start(&mut self.routes, accepted));
             }
-            while let Poll::Ready(Some(())) = self.calls.poll_next_unpin(cx) {
+            while let Poll::Ready(Some((stream, reply))) = self.calls.poll_next_unpin(cx) {
+                if let Some(reply) = reply {
+                    self.conn.answer(stream, reply);
+                }
                 progressed = true;
             }
-            self.keepalive.poll(cx)?;
+            self.conn.release();
+            self.keepalive.poll(cx, &mut self.conn)?;
+            match self.conn.poll_flush(cx) {
+                Poll::Ready(Ok(wrote)) => {
+                    progressed |= wrote;
+                    if self.conn.is_finished() && self.calls.is_empty() {
+                        return Poll::Ready(Ok(()));
+                    }
+                }
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => {}
+            }
             if !progressed {
                 return Poll::Pending;
             }
@@ -221,47 +209,34 @@ where
     }
 }
 
-/// A call: its service's answer awaited, then sent.
-type Call = Pin<Box<dyn Future<Output = ()> + Send>>;
+/// A call: its service's answer awaited and read whole; `None` when its client reset the
+/// stream first.
+type Call = Pin<Box<dyn Future<Output = (u32, Option<Reply>)> + Send>>;
 
-/// Starts the call `request` names: its service gets a body that reads the request's stream
-/// as its bytes arrive, and the call's future sends what the service answers.
-fn start<R: Route>(
-    routes: &mut R,
-    request: Request<RecvStream>,
-    respond: SendResponse<Bytes>,
-) -> Call {
+/// Starts the call `accepted` names: its service gets a body that reads the request's
+/// stream as its bytes arrive, and the call's future yields what the service answers.
+fn start<R: Route>(routes: &mut R, accepted: Accepted) -> Call {
+    let Accepted { stream, request } = accepted;
+    let recv = Arc::clone(&request.body().0);
     let deadline = grpc_timeout(request.headers()).map(|limit| (Instant::now() + limit, limit));
-    let answer = routes.call(request.map(|recv| {
-        Body::new(Incoming {
-            recv,
-            data_done: false,
-        })
-    }));
-    Box::pin(reply(answer, respond, deadline))
-}
-
-/// Waits for the call's answer and sends it; a call whose client reset its stream, or whose
-/// answer failed to send (the stream or the connection is gone), ends without one.
-async fn reply(
-    mut answer: Answer,
-    mut respond: SendResponse<Bytes>,
-    deadline: Option<(Instant, Duration)>,
-) {
-    let Some(response) = answered(&mut answer, &mut respond, deadline).await else {
-        return;
-    };
-    drop(answer);
-    if let Err(e) = send(response, &mut respond).await {
-        tracing::debug!(error = %e, "a native API answer was not sent");
-    }
+    let mut answer = routes.call(request.map(Body::new));
+    Box::pin(async move {
+        let reply = match answered(&mut answer, &recv, deadline).await {
+            Some(response) => {
+                drop(answer);
+                Some(read_whole(response).await)
+            }
+            None => None,
+        };
+        (stream, reply)
+    })
 }
 
 /// The call's answer, or `DEADLINE_EXCEEDED` once its deadline passed; `None` when its client
 /// reset its stream first.
 async fn answered(
     answer: &mut Answer,
-    respond: &mut SendResponse<Bytes>,
+    recv: &Recv,
     deadline: Option<(Instant, Duration)>,
 ) -> Option<Response<Body>> {
     let mut timer: Option<Pin<Box<Sleep>>> = None;
@@ -270,7 +245,7 @@ async fn answered(
             return Poll::Ready(Some(response));
         }
         // The call waits: a timer is set only now, so a call answered at once costs none.
-        if respond.poll_reset(cx).is_ready() {
+        if recv.poll_closed(cx).is_ready() {
             return Poll::Ready(None);
         }
         if let Some((at, limit)) = deadline {
@@ -287,139 +262,73 @@ async fn answered(
     .await
 }
 
-/// Sends an answer: its head, then its body's data and trailers as the body yields them.
-async fn send(
-    response: Response<Body>,
-    respond: &mut SendResponse<Bytes>,
-) -> Result<(), h2::Error> {
+/// An answer read whole: its head, its data and its trailers. A unary answer is one message,
+/// already in memory; one whose body fails after its head ends in a reset, as hyper ends it.
+async fn read_whole(response: Response<Body>) -> Reply {
     let (head, mut body) = response.into_parts();
-    let trailers_only = body.is_end_stream();
-    let mut stream = respond.send_response(Response::from_parts(head, ()), trailers_only)?;
-    if trailers_only {
-        return Ok(());
-    }
-    loop {
-        let frame = poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await;
+    let mut data = Vec::new();
+    let mut trailers = None;
+    while let Some(frame) = poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await {
         match frame {
-            None => return stream.send_data(Bytes::new(), true),
-            Some(Ok(frame)) => match frame.into_data() {
-                Ok(data) => {
-                    let last = body.is_end_stream();
-                    stream.send_data(data, last)?;
-                    if last {
-                        return Ok(());
-                    }
-                }
-                Err(frame) => {
-                    if let Ok(trailers) = frame.into_trailers() {
-                        return stream.send_trailers(trailers);
-                    }
-                }
+            Ok(frame) => match frame.into_data() {
+                Ok(bytes) => data.push(bytes),
+                Err(frame) => trailers = frame.into_trailers().ok(),
             },
-            Some(Err(status)) => {
-                // The answer failed after its head was sent: the stream ends as hyper ends it.
+            Err(status) => {
                 tracing::debug!(%status, "a native API answer failed while it was sent");
-                stream.send_reset(h2::Reason::INTERNAL_ERROR);
-                return Ok(());
+                return Reply::Reset(Reason::INTERNAL_ERROR);
             }
         }
     }
-}
-
-/// A request's body, read from its stream as the service asks for it; the bytes read are
-/// given back to the peer's flow-control window at once (the service holds them, counted
-/// against the request budget).
-struct Incoming {
-    recv: RecvStream,
-    data_done: bool,
-}
-
-impl http_body::Body for Incoming {
-    type Data = Bytes;
-    type Error = Status;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
-        if !self.data_done {
-            match ready!(self.recv.poll_data(cx)) {
-                Some(Ok(data)) => {
-                    // Fails only when the stream is already gone, which the next read says.
-                    let _ = self.recv.flow_control().release_capacity(data.len());
-                    return Poll::Ready(Some(Ok(Frame::data(data))));
-                }
-                Some(Err(e)) => return Poll::Ready(Some(Err(read_failed(&e)))),
-                None => self.data_done = true,
-            }
-        }
-        Poll::Ready(match ready!(self.recv.poll_trailers(cx)) {
-            Ok(Some(trailers)) => Some(Ok(Frame::trailers(trailers))),
-            Ok(None) => None,
-            Err(e) => Some(Err(read_failed(&e))),
-        })
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.recv.is_end_stream()
-    }
-}
-
-fn read_failed(e: &h2::Error) -> Status {
-    if e.reason() == Some(h2::Reason::CANCEL) {
-        Status::cancelled(format!("the client cancelled the call: {e}"))
-    } else {
-        Status::unavailable(format!("reading the request failed: {e}"))
+    Reply::Answer {
+        head,
+        data,
+        trailers,
     }
 }
 
 /// The connection's pings: one every `every`, and the connection is given up when the peer
 /// has not answered one by the time the next is due.
 struct Keepalive {
-    pings: Option<PingPong>,
     every: Duration,
     timer: Pin<Box<Sleep>>,
-    awaiting_pong: bool,
+    /// The payload of the ping awaiting its answer.
+    awaiting: Option<[u8; 8]>,
+    sent: u64,
 }
 
 impl Keepalive {
-    fn new(pings: Option<PingPong>, every: Duration) -> Keepalive {
+    fn new(every: Duration) -> Keepalive {
         Keepalive {
-            pings,
             every,
             timer: Box::pin(tokio::time::sleep(every)),
-            awaiting_pong: false,
+            awaiting: None,
+            sent: 0,
         }
     }
 
-    /// Sends a ping when one is due.
+    /// Notes the peer's answer, and sends a ping when one is due.
     ///
     /// # Errors
     /// The peer did not answer the last ping in time.
-    fn poll(&mut self, cx: &mut Context<'_>) -> Result<(), String> {
-        let Some(pings) = &mut self.pings else {
-            return Ok(());
-        };
-        if self.awaiting_pong {
-            if let Poll::Ready(pong) = pings.poll_pong(cx) {
-                self.awaiting_pong = false;
-                if pong.is_err() {
-                    // The connection is closing; its own poll says how.
-                    self.pings = None;
-                    return Ok(());
-                }
+    fn poll<T>(&mut self, cx: &mut Context<'_>, conn: &mut Connection<T>) -> Result<(), String>
+    where
+        T: AsyncRead + AsyncWrite + Unpin,
+    {
+        if let Some(pong) = conn.take_pong() {
+            if self.awaiting == Some(pong) {
+                self.awaiting = None;
                 self.timer.as_mut().reset(Instant::now() + self.every);
             }
         }
         while self.timer.as_mut().poll(cx).is_ready() {
-            if self.awaiting_pong {
+            if self.awaiting.is_some() {
                 return Err(format!("the peer answered no ping within {:?}", self.every));
             }
-            if pings.send_ping(Ping::opaque()).is_err() {
-                self.pings = None;
-                return Ok(());
-            }
-            self.awaiting_pong = true;
+            self.sent += 1;
+            let payload = self.sent.to_be_bytes();
+            conn.ping(payload);
+            self.awaiting = Some(payload);
             self.timer.as_mut().reset(Instant::now() + self.every);
         }
         Ok(())
@@ -432,6 +341,7 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
 
+    use bytes::Bytes;
     use http::HeaderMap;
     use http_body_util::BodyExt;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -1,0 +1,198 @@
+//! The connection's answers: heads, data within the peer's windows, trailers, the windows
+//! given back to the peer, and the gathered bytes written.
+
+use std::collections::VecDeque;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use super::{Connection, Reply, RETAINED, WRITE_LIMIT};
+use crate::http2::frame::{self as f, Reason};
+use crate::http2::hpack;
+use crate::http2::stream::Outgoing;
+
+impl<T: AsyncRead + AsyncWrite + Unpin> Connection<T> {
+    /// Writes the answer to stream `id`, as far as the windows let it; an answer to a stream
+    /// no longer open (its client reset it) is dropped.
+    pub fn answer(&mut self, id: u32, reply: Reply) {
+        let Some(i) = self.find(id) else {
+            return;
+        };
+        let (head, data, trailers) = match reply {
+            Reply::Reset(reason) => {
+                f::put_rst_stream(&mut self.write, id, reason);
+                self.remove(i, reason);
+                return;
+            }
+            Reply::Answer {
+                head,
+                data,
+                trailers,
+            } => (head, data, trailers),
+        };
+        let mut block = Vec::with_capacity(64);
+        hpack::put_status(&mut block, head.status.as_u16());
+        for (name, value) in &head.headers {
+            hpack::put_field(&mut block, name.as_str().as_bytes(), value.as_bytes());
+        }
+        let data: VecDeque<Bytes> = data.into_iter().filter(|d| !d.is_empty()).collect();
+        let trailers_only = data.is_empty() && trailers.is_none();
+        f::put_headers(&mut self.write, id, &block, trailers_only, self.max_frame);
+        let stream = &mut self.streams[i];
+        stream.answered = true;
+        if trailers_only {
+            self.closed_locally(i);
+            return;
+        }
+        let trailers = trailers.map(|trailers| {
+            let mut block = Vec::with_capacity(32);
+            for (name, value) in &trailers {
+                hpack::put_field(&mut block, name.as_str().as_bytes(), value.as_bytes());
+            }
+            block
+        });
+        stream.out = Some(Outgoing { data, trailers });
+        self.send(i);
+    }
+
+    /// Writes what stream `i` has left to send, as far as the windows and the write buffer
+    /// let it; queues the stream in `blocked` when they stop it.
+    pub(super) fn send(&mut self, i: usize) {
+        let Connection {
+            streams,
+            write,
+            send_window,
+            blocked,
+            max_frame,
+            ..
+        } = self;
+        let stream = &mut streams[i];
+        let Some(out) = &mut stream.out else {
+            return;
+        };
+        while let Some(front) = out.data.front_mut() {
+            let room = stream.send_window.min(*send_window).min(*max_frame as i64);
+            if room <= 0 || write.len() >= WRITE_LIMIT {
+                if !blocked.contains(&stream.id) {
+                    blocked.push_back(stream.id);
+                }
+                return;
+            }
+            let n = usize::try_from(room).unwrap_or(0).min(front.len());
+            let chunk = front.split_to(n);
+            if front.is_empty() {
+                out.data.pop_front();
+            }
+            let end = out.data.is_empty() && out.trailers.is_none();
+            f::put_head(
+                write,
+                n,
+                f::DATA,
+                if end { f::END_STREAM } else { 0 },
+                stream.id,
+            );
+            write.extend_from_slice(&chunk);
+            let n = i64::try_from(n).unwrap_or(i64::MAX);
+            stream.send_window -= n;
+            *send_window -= n;
+        }
+        if let Some(trailers) = out.trailers.take() {
+            f::put_headers(write, stream.id, &trailers, true, *max_frame);
+        }
+        stream.out = None;
+        self.closed_locally(i);
+    }
+
+    /// Sends what the blocked streams can, each in turn once.
+    pub(super) fn send_blocked(&mut self) {
+        for _ in 0..self.blocked.len() {
+            let Some(id) = self.blocked.pop_front() else {
+                break;
+            };
+            if let Some(i) = self.find(id) {
+                self.send(i);
+            }
+        }
+    }
+
+    /// Stream `i` sent its last frame: it is removed if the peer is done too, and otherwise
+    /// reset, so the peer stops sending what no one will read (RFC 9113 8.1).
+    pub(super) fn closed_locally(&mut self, i: usize) {
+        let stream = &self.streams[i];
+        if !stream.remote_closed {
+            f::put_rst_stream(&mut self.write, stream.id, Reason::NO_ERROR);
+        }
+        self.remove(i, Reason::NO_ERROR);
+    }
+
+    /// Gives back the bytes the calls took: a WINDOW_UPDATE for each window owed half of
+    /// itself.
+    pub fn release(&mut self) {
+        let half = i64::from(self.settings.window) / 2;
+        for stream in &mut self.streams {
+            let taken = i64::try_from(stream.recv.taken()).unwrap_or(i64::MAX);
+            self.unannounced += taken;
+            if stream.remote_closed {
+                continue;
+            }
+            stream.unannounced += taken;
+            if stream.unannounced >= half {
+                let increment = u32::try_from(stream.unannounced).unwrap_or(u32::MAX);
+                f::put_window_update(&mut self.write, stream.id, increment);
+                stream.recv_window += stream.unannounced;
+                stream.unannounced = 0;
+            }
+        }
+        if self.unannounced >= half {
+            let increment = u32::try_from(self.unannounced).unwrap_or(u32::MAX);
+            f::put_window_update(&mut self.write, 0, increment);
+            self.recv_window += self.unannounced;
+            self.unannounced = 0;
+        }
+    }
+
+    /// Writes what was gathered; ready with whether anything was written, once all of it is.
+    ///
+    /// # Errors
+    /// The socket failed.
+    pub fn poll_flush(&mut self, cx: &mut Context<'_>) -> Poll<Result<bool, String>> {
+        let mut wrote = false;
+        loop {
+            while self.written < self.write.len() {
+                let unwritten = &self.write[self.written..];
+                match Pin::new(&mut self.io).poll_write(cx, unwritten) {
+                    Poll::Ready(Ok(0)) => {
+                        return Poll::Ready(Err("the connection closed".to_owned()))
+                    }
+                    Poll::Ready(Ok(n)) => {
+                        self.written += n;
+                        wrote = true;
+                    }
+                    Poll::Ready(Err(e)) => {
+                        return Poll::Ready(Err(format!("writing the connection failed: {e}")))
+                    }
+                    Poll::Pending => return Poll::Pending,
+                }
+            }
+            self.written = 0;
+            if self.write.capacity() > 4 * RETAINED {
+                self.write = Vec::with_capacity(RETAINED);
+            } else {
+                self.write.clear();
+            }
+            // Streams held back by the full buffer may go on now.
+            self.send_blocked();
+            if self.write.is_empty() {
+                break;
+            }
+        }
+        if wrote {
+            if let Poll::Ready(Err(e)) = Pin::new(&mut self.io).poll_flush(cx) {
+                return Poll::Ready(Err(format!("writing the connection failed: {e}")));
+            }
+        }
+        Poll::Ready(Ok(wrote))
+    }
+}

@@ -1,0 +1,473 @@
+//! HPACK (RFC 7541): the request header blocks decoded, the answers' encoded.
+//!
+//! The decoder keeps the dynamic table the peer's encoder fills, bounded by the size this
+//! server announces (`SETTINGS_HEADER_TABLE_SIZE`, 4,096 bytes by default); a block that
+//! refers past it, or grows it past that bound, is a compression error, which ends the
+//! connection. The encoder never indexes: every field it writes is a literal without
+//! indexing (a static name's index where the table has the name), so it keeps no state, and
+//! the peer's table size never matters to it. Answers' heads are two or three short fields.
+//!
+//! # Invariants
+//! - `size` is the sum of the dynamic table's entries' sizes (name, value and 32 bytes
+//!   each), and never exceeds `max_size`, which never exceeds `limit`.
+
+use std::collections::VecDeque;
+
+use bytes::{BufMut, Bytes};
+
+use super::huffman;
+
+/// The static table (RFC 7541 appendix A), index 1 first.
+const STATIC: [(&str, &str); 61] = [
+    (":authority", ""),
+    (":method", "GET"),
+    (":method", "POST"),
+    (":path", "/"),
+    (":path", "/index.html"),
+    (":scheme", "http"),
+    (":scheme", "https"),
+    (":status", "200"),
+    (":status", "204"),
+    (":status", "206"),
+    (":status", "304"),
+    (":status", "400"),
+    (":status", "404"),
+    (":status", "500"),
+    ("accept-charset", ""),
+    ("accept-encoding", "gzip, deflate"),
+    ("accept-language", ""),
+    ("accept-ranges", ""),
+    ("accept", ""),
+    ("access-control-allow-origin", ""),
+    ("age", ""),
+    ("allow", ""),
+    ("authorization", ""),
+    ("cache-control", ""),
+    ("content-disposition", ""),
+    ("content-encoding", ""),
+    ("content-language", ""),
+    ("content-length", ""),
+    ("content-location", ""),
+    ("content-range", ""),
+    ("content-type", ""),
+    ("cookie", ""),
+    ("date", ""),
+    ("etag", ""),
+    ("expect", ""),
+    ("expires", ""),
+    ("from", ""),
+    ("host", ""),
+    ("if-match", ""),
+    ("if-modified-since", ""),
+    ("if-none-match", ""),
+    ("if-range", ""),
+    ("if-unmodified-since", ""),
+    ("last-modified", ""),
+    ("link", ""),
+    ("location", ""),
+    ("max-forwards", ""),
+    ("proxy-authenticate", ""),
+    ("proxy-authorization", ""),
+    ("range", ""),
+    ("referer", ""),
+    ("refresh", ""),
+    ("retry-after", ""),
+    ("server", ""),
+    ("set-cookie", ""),
+    ("strict-transport-security", ""),
+    ("transfer-encoding", ""),
+    ("user-agent", ""),
+    ("via", ""),
+    ("vary", ""),
+    ("www-authenticate", ""),
+];
+
+/// What an entry of the dynamic table costs beyond its name and value (RFC 7541 4.1).
+const ENTRY_OVERHEAD: usize = 32;
+
+/// One decoded header field.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Field {
+    pub name: Bytes,
+    pub value: Bytes,
+}
+
+impl Field {
+    /// What the field counts toward a header list's size (RFC 7540 6.5.2).
+    pub fn size(&self) -> usize {
+        self.name.len() + self.value.len() + ENTRY_OVERHEAD
+    }
+}
+
+/// The decoding side of one connection's header compression.
+#[derive(Debug)]
+pub struct Decoder {
+    /// The dynamic table, newest entry first.
+    table: VecDeque<Field>,
+    size: usize,
+    /// The table's size as the peer's encoder last set it.
+    max_size: usize,
+    /// The largest size the peer may set (what this side announced).
+    limit: usize,
+    /// Scratch for Huffman-coded strings.
+    scratch: Vec<u8>,
+}
+
+impl Decoder {
+    pub fn new(limit: usize) -> Decoder {
+        Decoder {
+            table: VecDeque::new(),
+            size: 0,
+            max_size: limit,
+            limit,
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Decodes the header block `block`, handing each field to `field` in order.
+    ///
+    /// # Errors
+    /// The block is malformed: an index past the tables, a truncated integer or string, a bad
+    /// Huffman string, or a table size update past the limit or after a field. The
+    /// connection must end (its table can no longer be trusted).
+    pub fn decode(&mut self, block: &Bytes, mut field: impl FnMut(Field)) -> Result<(), String> {
+        let mut at = 0;
+        let mut fields = 0_usize;
+        while at < block.len() {
+            let first = block[at];
+            if first & 0x80 != 0 {
+                let index = integer(block, &mut at, 7)?;
+                field(self.entry(index)?);
+            } else if first & 0xc0 == 0x40 {
+                let decoded = self.literal(block, &mut at, 6)?;
+                self.insert(decoded.clone());
+                field(decoded);
+            } else if first & 0xe0 == 0x20 {
+                if fields > 0 {
+                    return Err("a table size update after a header field".to_owned());
+                }
+                let size = integer(block, &mut at, 5)?;
+                if size > self.limit {
+                    return Err(format!(
+                        "a table size of {size} bytes, over the {} announced",
+                        self.limit
+                    ));
+                }
+                self.max_size = size;
+                self.evict_to(size);
+                continue;
+            } else {
+                // Without indexing (0000) or never indexed (0001): a 4-bit prefix.
+                field(self.literal(block, &mut at, 4)?);
+            }
+            fields += 1;
+        }
+        Ok(())
+    }
+
+    /// The field at `index` of the static then the dynamic table.
+    fn entry(&self, index: usize) -> Result<Field, String> {
+        match index {
+            0 => Err("a header field of index 0".to_owned()),
+            1..=61 => {
+                let (name, value) = STATIC[index - 1];
+                Ok(Field {
+                    name: Bytes::from_static(name.as_bytes()),
+                    value: Bytes::from_static(value.as_bytes()),
+                })
+            }
+            _ => self.table.get(index - 62).cloned().ok_or_else(|| {
+                format!(
+                    "a header field of index {index}, past the {} the tables hold",
+                    61 + self.table.len()
+                )
+            }),
+        }
+    }
+
+    /// A literal field whose name index has a `prefix`-bit prefix (0: a literal name).
+    fn literal(&mut self, block: &Bytes, at: &mut usize, prefix: u8) -> Result<Field, String> {
+        let index = integer(block, at, prefix)?;
+        let name = if index == 0 {
+            self.string(block, at)?
+        } else {
+            self.entry(index)?.name
+        };
+        let value = self.string(block, at)?;
+        Ok(Field { name, value })
+    }
+
+    /// A string literal: its bytes where they lie in `block`, or decoded from Huffman.
+    fn string(&mut self, block: &Bytes, at: &mut usize) -> Result<Bytes, String> {
+        let huffman = block
+            .get(*at)
+            .ok_or("a header block ends before a string")?
+            & 0x80
+            != 0;
+        let len = integer(block, at, 7)?;
+        let end = at
+            .checked_add(len)
+            .filter(|&end| end <= block.len())
+            .ok_or_else(|| format!("a string of {len} bytes runs past its header block"))?;
+        let raw = block.slice(*at..end);
+        *at = end;
+        if !huffman {
+            return Ok(raw);
+        }
+        self.scratch.clear();
+        huffman::decode(&raw, &mut self.scratch)?;
+        Ok(Bytes::copy_from_slice(&self.scratch))
+    }
+
+    /// Adds `field` to the dynamic table, evicting the oldest entries to make room; a field
+    /// larger than the whole table empties it and is not kept (RFC 7541 4.4).
+    fn insert(&mut self, field: Field) {
+        let size = field.size();
+        if size > self.max_size {
+            self.table.clear();
+            self.size = 0;
+            return;
+        }
+        self.evict_to(self.max_size - size);
+        self.size += size;
+        self.table.push_front(field);
+    }
+
+    fn evict_to(&mut self, size: usize) {
+        while self.size > size {
+            let Some(oldest) = self.table.pop_back() else {
+                break;
+            };
+            self.size -= oldest.size();
+        }
+    }
+}
+
+/// An integer of `prefix` bits (RFC 7541 5.1) at `*at`, which moves past it.
+fn integer(block: &[u8], at: &mut usize, prefix: u8) -> Result<usize, String> {
+    let truncated = || "a header block ends inside an integer".to_owned();
+    let mask = (1_usize << prefix) - 1;
+    let mut value = usize::from(*block.get(*at).ok_or_else(truncated)?) & mask;
+    *at += 1;
+    if value < mask {
+        return Ok(value);
+    }
+    let mut shift = 0_u32;
+    loop {
+        let byte = *block.get(*at).ok_or_else(truncated)?;
+        *at += 1;
+        // Four continuation bytes reach 2^28, past any size or index a peer may name.
+        if shift > 21 {
+            return Err("an integer too large for a header block".to_owned());
+        }
+        value += usize::from(byte & 0x7f) << shift;
+        shift += 7;
+        if byte & 0x80 == 0 {
+            return Ok(value);
+        }
+    }
+}
+
+/// Appends `value` as an integer of `prefix` bits after the pattern `first`.
+fn put_integer(out: &mut Vec<u8>, first: u8, prefix: u8, value: usize) {
+    let mask = (1_usize << prefix) - 1;
+    if value < mask {
+        // Below the mask, so within the prefix's bits.
+        out.put_u8(first | u8::try_from(value).unwrap_or_default());
+        return;
+    }
+    out.put_u8(first | u8::try_from(mask).unwrap_or_default());
+    let mut rest = value - mask;
+    while rest >= 0x80 {
+        out.put_u8(u8::try_from(rest & 0x7f).unwrap_or_default() | 0x80);
+        rest >>= 7;
+    }
+    out.put_u8(u8::try_from(rest).unwrap_or_default());
+}
+
+/// Appends a string literal, not Huffman-coded.
+fn put_string(out: &mut Vec<u8>, s: &[u8]) {
+    put_integer(out, 0, 7, s.len());
+    out.extend_from_slice(s);
+}
+
+/// Appends `:status`: the static table's field where it has the code, else a literal.
+pub fn put_status(out: &mut Vec<u8>, status: u16) {
+    let indexed = match status {
+        200 => 8,
+        204 => 9,
+        206 => 10,
+        304 => 11,
+        400 => 12,
+        404 => 13,
+        500 => 14,
+        _ => 0,
+    };
+    if indexed > 0 {
+        put_integer(out, 0x80, 7, indexed);
+    } else {
+        put_integer(out, 0, 4, 8);
+        put_string(out, status.to_string().as_bytes());
+    }
+}
+
+/// Appends the field `name: value` as a literal without indexing, naming the static table's
+/// entry when it has the name.
+pub fn put_field(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
+    match STATIC.iter().position(|(n, _)| n.as_bytes() == name) {
+        Some(i) => put_integer(out, 0, 4, i + 1),
+        None => {
+            out.put_u8(0);
+            put_string(out, name);
+        }
+    }
+    put_string(out, value);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hex(s: &str) -> Bytes {
+        let s: String = s.split_whitespace().collect();
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect::<Vec<u8>>()
+            .into()
+    }
+
+    fn decode(decoder: &mut Decoder, block: &Bytes) -> Result<Vec<(String, String)>, String> {
+        let mut fields = Vec::new();
+        decoder.decode(block, |f| {
+            fields.push((
+                String::from_utf8(f.name.to_vec()).unwrap(),
+                String::from_utf8(f.value.to_vec()).unwrap(),
+            ));
+        })?;
+        Ok(fields)
+    }
+
+    fn pairs(fields: &[(&str, &str)]) -> Vec<(String, String)> {
+        fields
+            .iter()
+            .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    /// RFC 7541 C.4: three requests with Huffman coding, one decoder; the dynamic table
+    /// after each holds what the RFC lists.
+    #[test]
+    fn the_rfc_request_examples_decode_with_their_table() {
+        let mut d = Decoder::new(4096);
+        let first = decode(&mut d, &hex("8286 8441 8cf1 e3c2 e5f2 3a6b a0ab 90f4 ff")).unwrap();
+        assert_eq!(
+            first,
+            pairs(&[
+                (":method", "GET"),
+                (":scheme", "http"),
+                (":path", "/"),
+                (":authority", "www.example.com"),
+            ])
+        );
+        assert_eq!(d.size, 57);
+        let second = decode(&mut d, &hex("8286 84be 5886 a8eb 1064 9cbf")).unwrap();
+        assert_eq!(
+            second,
+            pairs(&[
+                (":method", "GET"),
+                (":scheme", "http"),
+                (":path", "/"),
+                (":authority", "www.example.com"),
+                ("cache-control", "no-cache"),
+            ])
+        );
+        assert_eq!(d.size, 110);
+        let third = decode(
+            &mut d,
+            &hex("8287 85bf 4088 25a8 49e9 5ba9 7d7f 8925 a849 e95b b8e8 b4bf"),
+        )
+        .unwrap();
+        assert_eq!(
+            third,
+            pairs(&[
+                (":method", "GET"),
+                (":scheme", "https"),
+                (":path", "/index.html"),
+                (":authority", "www.example.com"),
+                ("custom-key", "custom-value"),
+            ])
+        );
+        assert_eq!(d.size, 164);
+        assert_eq!(d.table.len(), 3);
+        assert_eq!(d.table[0].name, "custom-key");
+    }
+
+    /// RFC 7541 C.5: responses in a table of 256 bytes evict their oldest entries.
+    #[test]
+    fn the_rfc_response_examples_evict_in_a_small_table() {
+        let mut d = Decoder::new(256);
+        let first = hex(
+            "4803 3330 3258 0770 7269 7661 7465 611d 4d6f 6e2c 2032 3120 4f63 7420 3230 3133
+             2032 303a 3133 3a32 3120 474d 546e 1768 7474 7073 3a2f 2f77 7777 2e65 7861 6d70
+             6c65 2e63 6f6d",
+        );
+        decode(&mut d, &first).unwrap();
+        assert_eq!(d.size, 222);
+        let second = decode(&mut d, &hex("4803 3330 37c1 c0bf")).unwrap();
+        assert_eq!(second[0], (":status".to_owned(), "307".to_owned()));
+        assert_eq!(second[3].1, "https://www.example.com");
+        assert_eq!(d.size, 222);
+        assert_eq!(d.table.len(), 4);
+    }
+
+    /// A size update within the announced limit shrinks the table; past it, after a field,
+    /// an index past the tables, and truncated integers and strings are each refused.
+    #[test]
+    fn malformed_blocks_are_refused() {
+        let mut d = Decoder::new(4096);
+        decode(&mut d, &hex("418c f1e3 c2e5 f23a 6ba0 ab90 f4ff")).unwrap();
+        assert_eq!(d.table.len(), 1);
+        decode(&mut d, &hex("20 82")).unwrap();
+        assert_eq!((d.table.len(), d.size, d.max_size), (0, 0, 0));
+        for (block, why) in [
+            ("3fe2 1f", "over the 4096 announced"),
+            ("82 20", "after a header field"),
+            ("be", "index 62, past the 61"),
+            ("80", "index 0"),
+            ("ff", "ends inside an integer"),
+            ("ff ff ff ff ff 0f", "too large"),
+            ("0f 00 85 61", "runs past"),
+            ("00", "ends before a string"),
+        ] {
+            let e = decode(&mut Decoder::new(4096), &hex(block)).unwrap_err();
+            assert!(e.contains(why), "{block}: {e}");
+        }
+    }
+
+    /// What the encoder writes, the decoder reads back: statuses in and out of the static
+    /// table, names in and out of it, and values long enough for a multi-byte length.
+    #[test]
+    fn encoded_fields_decode_to_themselves() {
+        let long = "x".repeat(300);
+        let mut out = Vec::new();
+        put_status(&mut out, 200);
+        put_status(&mut out, 503);
+        put_field(&mut out, b"content-type", b"application/grpc");
+        put_field(&mut out, b"grpc-status", b"0");
+        put_field(&mut out, b"grpc-message", long.as_bytes());
+        let mut d = Decoder::new(4096);
+        let fields = decode(&mut d, &Bytes::from(out)).unwrap();
+        assert_eq!(
+            fields,
+            pairs(&[
+                (":status", "200"),
+                (":status", "503"),
+                ("content-type", "application/grpc"),
+                ("grpc-status", "0"),
+                ("grpc-message", &long),
+            ])
+        );
+        assert!(d.table.is_empty(), "nothing the encoder writes is indexed");
+    }
+}
