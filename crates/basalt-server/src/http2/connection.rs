@@ -211,8 +211,16 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Connection<T> {
                     return Err(why);
                 }
             }
-            if self.write.len() >= WRITE_LIMIT || budget == 0 {
-                // The answers gathered go out first; the caller's flush wakes the task.
+            if self.write.len() >= WRITE_LIMIT {
+                // The answers gathered go out first: nothing more is read until the socket
+                // takes them, and the caller's flush, pending, wakes the task when it can.
+                return Ok(if progressed {
+                    Reading::Progress
+                } else {
+                    Reading::Idle
+                });
+            }
+            if budget == 0 {
                 return Ok(Reading::Progress);
             }
             self.read.reserve(READ_CHUNK);

@@ -26,17 +26,25 @@ struct Peer {
     io: DuplexStream,
     accepted: Vec<Accepted>,
     hpack: Decoder,
+    /// Bytes read of a frame not yet whole.
+    partial: Vec<u8>,
 }
 
 impl Peer {
     /// A connection whose peer sent its preface and `settings`.
     fn open(settings: &[(u16, u32)]) -> Peer {
-        let (ours, theirs) = tokio::io::duplex(8 << 20);
+        Peer::open_over(settings, 8 << 20)
+    }
+
+    /// The same, over a socket that buffers `capacity` bytes each way.
+    fn open_over(settings: &[(u16, u32)], capacity: usize) -> Peer {
+        let (ours, theirs) = tokio::io::duplex(capacity);
         let mut peer = Peer {
             conn: Connection::new(ours, SETTINGS),
             io: theirs,
             accepted: Vec::new(),
             hpack: Decoder::new(4096),
+            partial: Vec::new(),
         };
         let mut hello = f::PREFACE.to_vec();
         f::put_settings(&mut hello, settings);
@@ -69,10 +77,10 @@ impl Peer {
         assert!(matches!(self.conn.poll_flush(&mut cx), Poll::Ready(Ok(_))));
     }
 
-    /// Every frame the connection wrote since the last call.
+    /// Every whole frame the connection wrote since the last call.
     fn frames(&mut self) -> Vec<(Head, Vec<u8>)> {
         let mut cx = Context::from_waker(noop_waker_ref());
-        let mut bytes = Vec::new();
+        let mut bytes = std::mem::take(&mut self.partial);
         loop {
             let mut buf = [0_u8; 64 << 10];
             let mut read = ReadBuf::new(&mut buf);
@@ -85,14 +93,18 @@ impl Peer {
         }
         let mut frames = Vec::new();
         let mut at = 0;
-        while at < bytes.len() {
+        while at + f::HEAD_LEN <= bytes.len() {
             let head = Head::parse(&bytes[at..]);
+            if at + f::HEAD_LEN + head.len > bytes.len() {
+                break;
+            }
             frames.push((
                 head,
                 bytes[at + f::HEAD_LEN..at + f::HEAD_LEN + head.len].to_vec(),
             ));
             at += f::HEAD_LEN + head.len;
         }
+        self.partial = bytes.split_off(at);
         frames
     }
 
@@ -274,6 +286,36 @@ fn answers_wait_for_the_peers_windows() {
     update = 1_u32.to_be_bytes().to_vec();
     peer.send(&frame(f::WINDOW_UPDATE, 0, 0, &update)).unwrap();
     assert_eq!(peer.conn.send_window, 65_535 - 35 + 1);
+}
+
+/// While the socket takes no more and the answers gathered fill the write buffer, the
+/// connection reads nothing and says it is idle, so its task waits for the socket instead
+/// of spinning; once the peer reads, the rest of the answer follows.
+#[test]
+fn a_full_socket_stops_the_reading_until_it_drains() {
+    let mut peer = Peer::open_over(&[(f::SETTINGS_INITIAL_WINDOW_SIZE, 1 << 30)], 64 << 10);
+    let mut cx = Context::from_waker(noop_waker_ref());
+    let window = frame(f::WINDOW_UPDATE, 0, 0, &(1_u32 << 30).to_be_bytes());
+    peer.send(&[window, request(1, true)].concat()).unwrap();
+    let data = vec![9_u8; 1 << 20];
+    peer.conn.answer(1, answer(&data));
+    assert!(peer.conn.poll_flush(&mut cx).is_pending());
+    assert!(peer.conn.write.len() >= WRITE_LIMIT);
+    assert_eq!(
+        peer.conn.read(&mut cx, &mut peer.accepted),
+        Ok(Reading::Idle)
+    );
+    let mut received = 0;
+    while received < data.len() {
+        received += peer
+            .frames()
+            .iter()
+            .filter(|(h, _)| h.kind == f::DATA)
+            .map(|(h, _)| h.len)
+            .sum::<usize>();
+        let _ = peer.conn.poll_flush(&mut cx);
+    }
+    assert_eq!(received, data.len());
 }
 
 /// The bytes a call takes are given back: a WINDOW_UPDATE for the stream and for the
