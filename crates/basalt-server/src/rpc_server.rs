@@ -9,7 +9,8 @@
 //! holds ([`crate::http2`]), starts each call whose request arrived, and polls the calls beside
 //! the connection. A call answered from memory (a point read that hits the memstore or the
 //! block cache) is answered within the pass that read it, and the answers of the calls ready
-//! together leave in one write.
+//! together leave in one write, unless making them takes long (scans of many rows): then
+//! each leaves once it is made, so the client works on it while the next call runs.
 //!
 //! The table calls are decoded, run and encoded by [`TableCalls`]; the admin services'
 //! generated servers (`AdminServer`, `RegionServerAdminServer`) do their own. Only the
@@ -69,6 +70,10 @@ const SETTINGS: Settings = Settings {
     max_header_list: 16 << 10,
     max_error_resets: 1024,
 };
+/// How long answers wait for the calls after them before they are written anyway. A pass
+/// writes the answers of the calls it ran together, in one write; when those calls are slow
+/// (scans of many rows), the client would sit idle until the last of them is done.
+const FLUSH_AFTER: Duration = Duration::from_micros(100);
 /// Passes in one turn before a busy connection lets its loop's other connections run.
 const PASSES_PER_TURN: usize = 64;
 
@@ -167,7 +172,8 @@ where
     /// with.
     ///
     /// A pass reads every request the socket holds before it polls the calls, so the answers
-    /// of the calls read together are written together, in one write.
+    /// of the calls read together are written together, in one write; answers that waited
+    /// [`FLUSH_AFTER`] for the calls after them are written at once.
     fn turn(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), String>> {
         if !self.stopping && self.stop.as_mut().poll(cx).is_ready() {
             self.stopping = true;
@@ -182,9 +188,19 @@ where
             for accepted in self.accepted.drain(..) {
                 self.calls.push(start(&mut self.routes, accepted));
             }
+            let mut since_write = std::time::Instant::now();
             while let Poll::Ready(Some((stream, reply))) = self.calls.poll_next_unpin(cx) {
                 if let Some(reply) = reply {
                     self.conn.answer(stream, reply);
+                    // Answers that took long to make leave at once, so the client works on
+                    // them while the next calls run.
+                    let now = std::time::Instant::now();
+                    if now - since_write >= FLUSH_AFTER {
+                        if let Poll::Ready(Err(e)) = self.conn.poll_flush(cx) {
+                            return Poll::Ready(Err(e));
+                        }
+                        since_write = now;
+                    }
                 }
                 progressed = true;
             }
@@ -358,6 +374,8 @@ mod tests {
         gate: Arc<Semaphore>,
         dropped: Arc<AtomicUsize>,
         dropped_now: Arc<tokio::sync::Notify>,
+        /// `/t/Slow` calls begun.
+        slow_begun: Arc<AtomicUsize>,
     }
 
     impl Default for Test {
@@ -366,6 +384,7 @@ mod tests {
                 gate: Arc::new(Semaphore::new(0)),
                 dropped: Arc::default(),
                 dropped_now: Arc::default(),
+                slow_begun: Arc::default(),
             }
         }
     }
@@ -390,6 +409,7 @@ mod tests {
         fn call(&mut self, request: Request<Body>) -> Answer {
             let path = request.uri().path().to_owned();
             let gate = Arc::clone(&self.gate);
+            let slow_begun = Arc::clone(&self.slow_begun);
             let guard = CountsDrop {
                 answered: false,
                 dropped: Arc::clone(&self.dropped),
@@ -401,6 +421,11 @@ mod tests {
                 match path.as_str() {
                     "/t/Echo" => {}
                     "/t/Gate" => gate.acquire().await.unwrap().forget(),
+                    "/t/Slow" => {
+                        // A call that keeps the loop busy, as a long scan does.
+                        slow_begun.fetch_add(1, Ordering::SeqCst);
+                        std::thread::sleep(Duration::from_millis(2));
+                    }
                     _ => std::future::pending().await,
                 }
                 guard.answered = true;
@@ -599,6 +624,111 @@ mod tests {
     }
 
     const PING: u8 = 6;
+
+    /// A socket that notes, for each write, how many `/t/Slow` calls had begun.
+    struct Recorded {
+        io: TcpStream,
+        slow_begun: Arc<AtomicUsize>,
+        writes: Arc<std::sync::Mutex<Vec<(Vec<u8>, usize)>>>,
+    }
+
+    impl AsyncRead for Recorded {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &mut tokio::io::ReadBuf<'_>,
+        ) -> Poll<std::io::Result<()>> {
+            Pin::new(&mut self.io).poll_read(cx, buf)
+        }
+    }
+
+    impl AsyncWrite for Recorded {
+        fn poll_write(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<std::io::Result<usize>> {
+            let written = std::task::ready!(Pin::new(&mut self.io).poll_write(cx, buf))?;
+            let begun = self.slow_begun.load(Ordering::SeqCst);
+            self.writes
+                .lock()
+                .unwrap()
+                .push((buf[..written].to_vec(), begun));
+            Poll::Ready(Ok(written))
+        }
+
+        fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+            Pin::new(&mut self.io).poll_flush(cx)
+        }
+
+        fn poll_shutdown(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+        ) -> Poll<std::io::Result<()>> {
+            Pin::new(&mut self.io).poll_shutdown(cx)
+        }
+    }
+
+    /// Two slow calls read in one pass: the first one's answer is written before the second
+    /// begins, not held until the pass ends.
+    #[tokio::test]
+    async fn a_slow_calls_answer_leaves_before_the_next_call_runs() {
+        use crate::http2::frame as f;
+        let routes = Test::default();
+        let slow_begun = Arc::clone(&routes.slow_begun);
+        let writes = Arc::default();
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (_stop, stopped) = watch::channel(false);
+        let recorded = Arc::clone(&writes);
+        tokio::spawn(async move {
+            let (io, _) = listener.accept().await.unwrap();
+            let io = Recorded {
+                io,
+                slow_begun,
+                writes: recorded,
+            };
+            serve_connection(io, routes, Duration::from_secs(30), stopped).await;
+        });
+        // Both requests in one write, so the server reads them in one pass.
+        let mut bytes = f::PREFACE.to_vec();
+        f::put_settings(&mut bytes, &[]);
+        for stream in [1, 3] {
+            let mut block = Vec::new();
+            for (name, value) in [
+                (":method", "POST"),
+                (":scheme", "http"),
+                (":path", "/t/Slow"),
+            ] {
+                crate::http2::hpack::put_field(&mut block, name.as_bytes(), value.as_bytes());
+            }
+            f::put_headers(&mut bytes, stream, &block, true, f::DEFAULT_MAX_FRAME);
+        }
+        let mut io = TcpStream::connect(addr).await.unwrap();
+        io.write_all(&bytes).await.unwrap();
+        let mut ended = 0;
+        while ended < 2 {
+            let (kind, flags, _) = frame(&mut io).await.expect("a frame");
+            if kind == f::HEADERS && flags & f::END_STREAM != 0 {
+                ended += 1;
+            }
+        }
+        // Which write carried each stream's trailers, and how many slow calls had begun by
+        // then.
+        let writes = writes.lock().unwrap();
+        let mut begun_at_answer = Vec::new();
+        for (write, begun) in writes.iter() {
+            let mut at = 0;
+            while at + f::HEAD_LEN <= write.len() {
+                let head = f::Head::parse(&write[at..]);
+                if head.kind == f::HEADERS && head.has(f::END_STREAM) {
+                    begun_at_answer.push((head.stream, *begun));
+                }
+                at += f::HEAD_LEN + head.len;
+            }
+        }
+        assert_eq!(begun_at_answer, [(1, 1), (3, 2)]);
+    }
 
     /// A peer that answers the server's pings keeps its connection however long it is
     /// silent otherwise; once it stops answering, the server closes the connection.

@@ -17,7 +17,7 @@
 
 pub mod connection;
 pub mod frame;
-mod hpack;
+pub(crate) mod hpack;
 mod huffman;
 mod request;
 pub mod stream;
