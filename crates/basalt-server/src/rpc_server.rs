@@ -625,11 +625,14 @@ mod tests {
 
     const PING: u8 = 6;
 
-    /// A socket that notes, for each write, how many `/t/Slow` calls had begun.
+    /// Each write's bytes, and how many `/t/Slow` calls had begun when it was made.
+    type Writes = Arc<std::sync::Mutex<Vec<(Vec<u8>, usize)>>>;
+
+    /// A socket that notes its writes.
     struct Recorded {
         io: TcpStream,
         slow_begun: Arc<AtomicUsize>,
-        writes: Arc<std::sync::Mutex<Vec<(Vec<u8>, usize)>>>,
+        writes: Writes,
     }
 
     impl AsyncRead for Recorded {
@@ -676,7 +679,7 @@ mod tests {
         use crate::http2::frame as f;
         let routes = Test::default();
         let slow_begun = Arc::clone(&routes.slow_begun);
-        let writes = Arc::default();
+        let writes: Writes = Arc::default();
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (_stop, stopped) = watch::channel(false);
