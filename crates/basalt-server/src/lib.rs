@@ -11,7 +11,7 @@ mod event_loops;
 pub mod fuzzing;
 pub mod gateway;
 pub mod grpc;
-mod http2;
+pub mod http2;
 pub mod info;
 pub mod listener;
 pub mod metrics;

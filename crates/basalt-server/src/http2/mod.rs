@@ -17,7 +17,7 @@
 
 pub mod connection;
 pub mod frame;
-pub(crate) mod hpack;
+pub mod hpack;
 mod huffman;
 mod request;
 pub mod stream;
