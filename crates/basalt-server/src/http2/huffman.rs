@@ -21,8 +21,6 @@ const LENGTHS: [u8; 257] = [
     22, 25, 25, 24, 24, 26, 23, 26, 27, 26, 26, 27, 27, 27, 27, 27, 28, 27, 27, 27, 27, 27, 26, 30,
 ];
 
-/// The end-of-string symbol, which a string must never hold.
-const EOS: u16 = 256;
 /// The longest code.
 const LONGEST: usize = 30;
 
@@ -36,6 +34,9 @@ struct Canonical {
     start: [u16; LONGEST + 1],
     /// The symbols, by length, then by value.
     symbols: [u16; 257],
+    /// For each value of the next eight bits: the symbol whose code of eight bits or fewer
+    /// they start with, and that code's length; a length of 0 where a longer code starts.
+    short: [(u8, u8); 256],
 }
 
 const CODE: Canonical = canonical();
@@ -63,13 +64,24 @@ const fn canonical() -> Canonical {
         len += 1;
     }
     let mut symbols = [0_u16; 257];
+    let mut short = [(0_u8, 0_u8); 256];
     let mut next = start;
     let mut s = 0;
     while s < LENGTHS.len() {
         let len = LENGTHS[s] as usize;
+        let code = first[len] + (next[len] - start[len]) as u32;
         #[allow(clippy::cast_possible_truncation)]
         {
             symbols[next[len] as usize] = s as u16;
+            if len <= 8 {
+                // Every byte that starts with this code.
+                let from = (code as usize) << (8 - len);
+                let mut b = from;
+                while b < from + (1 << (8 - len)) {
+                    short[b] = (s as u8, len as u8);
+                    b += 1;
+                }
+            }
         }
         next[len] += 1;
         s += 1;
@@ -79,39 +91,79 @@ const fn canonical() -> Canonical {
         count,
         start,
         symbols,
+        short,
     }
 }
 
 /// Appends the bytes `encoded` decodes to, to `out`.
 ///
+/// The bits are read into a 64-bit window; a code of eight bits or fewer (every digit,
+/// lower-case letter and common sign) is found by one lookup of the window's first byte, a
+/// longer one by its length.
+///
 /// # Errors
 /// The bits hold EOS, or end in more than seven bits of padding, or in padding that is not
 /// EOS's first bits (all ones): RFC 7541 section 5.2 makes each a decoding error.
 pub fn decode(encoded: &[u8], out: &mut Vec<u8>) -> Result<(), &'static str> {
-    let (mut code, mut len) = (0_u32, 0_usize);
-    for &byte in encoded {
-        for bit in (0..8).rev() {
-            code = code << 1 | u32::from(byte >> bit & 1);
-            len += 1;
-            let index = code.wrapping_sub(CODE.first[len]);
-            if index < CODE.count[len] {
-                let symbol = CODE.symbols[usize::from(CODE.start[len]) + index as usize];
+    let mut input = encoded.iter();
+    // The next `bits` bits, from the top down.
+    let (mut window, mut bits) = (0_u64, 0_u32);
+    loop {
+        while bits <= 56 {
+            let Some(&byte) = input.next() else {
+                break;
+            };
+            window |= u64::from(byte) << (56 - bits);
+            bits += 8;
+        }
+        if bits == 0 {
+            return Ok(());
+        }
+        let (symbol, len) = CODE.short[(window >> 56) as usize];
+        let len = u32::from(len);
+        if len != 0 && len <= bits {
+            out.push(symbol);
+            window <<= len;
+            bits -= len;
+            continue;
+        }
+        match long_code(window, bits) {
+            Some((symbol, len)) => {
                 let Ok(byte) = u8::try_from(symbol) else {
-                    debug_assert_eq!(symbol, EOS);
                     return Err("a Huffman string holds EOS");
                 };
                 out.push(byte);
-                (code, len) = (0, 0);
-            } else if len == LONGEST {
-                // Every code of 30 bits or fewer was tried: these bits are none.
-                return Err("a Huffman string holds bits that are no code");
+                window <<= len;
+                bits -= len;
             }
+            None => return padding(window, bits),
         }
     }
-    if len > 7 {
+}
+
+/// The code of more than eight bits the window starts with, if its `bits` bits hold one.
+fn long_code(window: u64, bits: u32) -> Option<(u16, u32)> {
+    for len in 9..=bits.min(LONGEST as u32) {
+        let code = (window >> (64 - len)) as u32;
+        let index = code.wrapping_sub(CODE.first[len as usize]);
+        if index < CODE.count[len as usize] {
+            let at = usize::from(CODE.start[len as usize]) + index as usize;
+            return Some((CODE.symbols[at], len));
+        }
+    }
+    None
+}
+
+/// Checks the last `bits` bits, which hold no code, as a string's padding.
+fn padding(window: u64, bits: u32) -> Result<(), &'static str> {
+    if bits >= LONGEST as u32 {
+        // Every code of 30 bits or fewer was tried: these bits are none.
+        return Err("a Huffman string holds bits that are no code");
+    }
+    if bits > 7 {
         return Err("a Huffman string ends in more than seven bits of padding");
     }
-    if code != (1 << len) - 1 {
+    if window >> (64 - bits) != (1 << bits) - 1 {
         return Err("a Huffman string's padding is not all ones");
     }
     Ok(())
@@ -161,11 +213,8 @@ mod tests {
         }
     }
 
-    /// Every byte's code, built from the lengths alone, decodes to that byte; so the lengths
-    /// and the canonical order match: a code out of order would decode to another byte.
-    #[test]
-    fn every_byte_decodes_from_its_code() {
-        // The code of each symbol, assigned canonically as RFC 7541's table lists them.
+    /// Each symbol's code, assigned canonically as RFC 7541's table lists them.
+    fn codes() -> [u32; 257] {
         let mut order: Vec<usize> = (0..257).collect();
         order.sort_by_key(|&s| (LENGTHS[s], s));
         let mut codes = [0_u32; 257];
@@ -177,6 +226,30 @@ mod tests {
             prev = LENGTHS[s];
             codes[s] = code;
         }
+        codes
+    }
+
+    /// `bytes` Huffman-coded, padded with ones.
+    fn encode(bytes: &[u8]) -> Vec<u8> {
+        let codes = codes();
+        let mut bits: Vec<bool> = Vec::new();
+        for &b in bytes {
+            let len = LENGTHS[usize::from(b)];
+            bits.extend((0..len).rev().map(|i| codes[usize::from(b)] >> i & 1 == 1));
+        }
+        while bits.len() % 8 != 0 {
+            bits.push(true);
+        }
+        bits.chunks(8)
+            .map(|byte| byte.iter().fold(0_u8, |acc, &bit| acc << 1 | u8::from(bit)))
+            .collect()
+    }
+
+    /// Every byte's code, built from the lengths alone, decodes to that byte; so the lengths
+    /// and the canonical order match: a code out of order would decode to another byte.
+    #[test]
+    fn every_byte_decodes_from_its_code() {
+        let codes = codes();
         // Spot checks against the RFC's table: '0' is 00000, 'a' 00011, EOS thirty ones.
         assert_eq!(
             (codes[usize::from(b'0')], LENGTHS[usize::from(b'0')]),
@@ -188,15 +261,19 @@ mod tests {
         );
         assert_eq!((codes[256], LENGTHS[256]), (0x3fff_ffff, 30));
         for byte in 0..=255_u8 {
-            let len = u32::from(LENGTHS[usize::from(byte)]);
-            // The code, then all ones to the next byte's boundary.
-            let pad = (8 - len % 8) % 8;
-            let bits = u64::from(codes[usize::from(byte)]) << pad | ((1 << pad) - 1);
-            let bytes = bits.to_be_bytes();
-            let n = ((len + pad) / 8) as usize;
             let mut out = Vec::new();
-            decode(&bytes[8 - n..], &mut out).unwrap();
+            decode(&encode(&[byte]), &mut out).unwrap();
             assert_eq!(out, [byte]);
+        }
+    }
+
+    proptest::proptest! {
+        /// Any bytes, short codes and long ones mixed, decode to themselves.
+        #[test]
+        fn any_bytes_decode_to_themselves(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..200)) {
+            let mut out = Vec::new();
+            decode(&encode(&bytes), &mut out).unwrap();
+            proptest::prop_assert_eq!(out, bytes);
         }
     }
 
