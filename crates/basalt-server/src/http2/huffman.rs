@@ -237,7 +237,7 @@ mod tests {
             let len = LENGTHS[usize::from(b)];
             bits.extend((0..len).rev().map(|i| codes[usize::from(b)] >> i & 1 == 1));
         }
-        while bits.len() % 8 != 0 {
+        while !bits.len().is_multiple_of(8) {
             bits.push(true);
         }
         bits.chunks(8)
