@@ -78,7 +78,7 @@ fn decode(c: &mut Criterion) {
                 .decode(black_box(&later), |field| {
                     black_box(field);
                 })
-                .expect("decodes")
+                .expect("decodes");
         });
     });
 }
