@@ -470,6 +470,10 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Connection<T> {
             recv.push(Bytes::new(), true);
         }
         let window = i64::from(self.settings.window);
+        debug_assert!(
+            self.streams.last().is_none_or(|s| s.id < id),
+            "streams sorted by id"
+        );
         self.streams.push(Stream {
             id,
             recv: Arc::clone(&recv),

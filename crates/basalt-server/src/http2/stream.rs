@@ -22,7 +22,8 @@ use tonic::Status;
 
 use super::frame::Reason;
 
-/// A request's bytes, between the connection that reads them and the call's body.
+/// A request's bytes, between the connection that reads them and the call's body (lock
+/// order: a leaf, held only while bytes or a waker are moved).
 #[derive(Debug, Default)]
 pub struct Recv(Mutex<RecvState>);
 
