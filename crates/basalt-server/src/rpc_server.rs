@@ -32,6 +32,7 @@
 //!   progress (everything it polled registered this task's waker), or after it woke its own
 //!   task to let the loop's other connections run.
 
+use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
@@ -282,12 +283,13 @@ async fn answered(
 /// already in memory; one whose body fails after its head ends in a reset, as hyper ends it.
 async fn read_whole(response: Response<Body>) -> Reply {
     let (head, mut body) = response.into_parts();
-    let mut data = Vec::new();
+    let mut data = VecDeque::new();
     let mut trailers = None;
     while let Some(frame) = poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await {
         match frame {
             Ok(frame) => match frame.into_data() {
-                Ok(bytes) => data.push(bytes),
+                Ok(bytes) if bytes.is_empty() => {}
+                Ok(bytes) => data.push_back(bytes),
                 Err(frame) => trailers = frame.into_trailers().ok(),
             },
             Err(status) => {

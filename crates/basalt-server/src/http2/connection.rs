@@ -77,10 +77,11 @@ pub struct Accepted {
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Reply {
-    /// The head, the data, and the trailers (`None`: the data's last frame ends the stream).
+    /// The head, the data (no piece empty), and the trailers (`None`: the data's last frame
+    /// ends the stream).
     Answer {
         head: http::response::Parts,
-        data: Vec<Bytes>,
+        data: VecDeque<Bytes>,
         trailers: Option<HeaderMap>,
     },
     /// The answer failed after it began: the stream is reset.
@@ -116,6 +117,8 @@ pub struct Connection<T> {
     settings_read: bool,
     write: Vec<u8>,
     written: usize,
+    /// Where a header block is encoded before it is framed into `write`.
+    scratch: Vec<u8>,
     hpack: Decoder,
     continuing: Option<Continuing>,
     streams: Vec<Stream>,
@@ -171,6 +174,7 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Connection<T> {
             settings_read: false,
             write,
             written: 0,
+            scratch: Vec::new(),
             hpack: Decoder::new(HEADER_TABLE_SIZE),
             continuing: None,
             streams: Vec::new(),

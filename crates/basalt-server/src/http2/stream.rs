@@ -132,8 +132,8 @@ impl http_body::Body for Incoming {
 #[derive(Debug)]
 pub struct Outgoing {
     pub data: VecDeque<Bytes>,
-    /// The trailers' header block, sent once the data is.
-    pub trailers: Option<Vec<u8>>,
+    /// The trailers, sent once the data is.
+    pub trailers: Option<http::HeaderMap>,
 }
 
 /// What the connection keeps of one open stream.

@@ -1,11 +1,10 @@
 //! The connection's answers: heads, data within the peer's windows, trailers, the windows
 //! given back to the peer, and the gathered bytes written.
 
-use std::collections::VecDeque;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use bytes::Bytes;
+use http::HeaderMap;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{Connection, Reply, RETAINED, WRITE_LIMIT};
@@ -32,27 +31,21 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Connection<T> {
                 trailers,
             } => (head, data, trailers),
         };
-        let mut block = Vec::with_capacity(64);
-        hpack::put_status(&mut block, head.status.as_u16());
-        for (name, value) in &head.headers {
-            hpack::put_field(&mut block, name.as_str().as_bytes(), value.as_bytes());
-        }
-        let data: VecDeque<Bytes> = data.into_iter().filter(|d| !d.is_empty()).collect();
         let trailers_only = data.is_empty() && trailers.is_none();
-        f::put_headers(&mut self.write, id, &block, trailers_only, self.max_frame);
+        put_header_block(
+            &mut self.write,
+            &mut self.scratch,
+            (id, Some(head.status.as_u16())),
+            &head.headers,
+            trailers_only,
+            self.max_frame,
+        );
         let stream = &mut self.streams[i];
         stream.answered = true;
         if trailers_only {
             self.closed_locally(i);
             return;
         }
-        let trailers = trailers.map(|trailers| {
-            let mut block = Vec::with_capacity(32);
-            for (name, value) in &trailers {
-                hpack::put_field(&mut block, name.as_str().as_bytes(), value.as_bytes());
-            }
-            block
-        });
         stream.out = Some(Outgoing { data, trailers });
         self.send(i);
     }
@@ -63,6 +56,7 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Connection<T> {
         let Connection {
             streams,
             write,
+            scratch,
             send_window,
             blocked,
             max_frame,
@@ -99,7 +93,14 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Connection<T> {
             *send_window -= n;
         }
         if let Some(trailers) = out.trailers.take() {
-            f::put_headers(write, stream.id, &trailers, true, *max_frame);
+            put_header_block(
+                write,
+                scratch,
+                (stream.id, None),
+                &trailers,
+                true,
+                *max_frame,
+            );
         }
         stream.out = None;
         self.closed_locally(i);
@@ -195,4 +196,24 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Connection<T> {
         }
         Poll::Ready(Ok(wrote))
     }
+}
+
+/// Appends a header block for `stream`: `:status` when a head has one, then `headers`,
+/// encoded in `scratch` (kept between calls, so no answer allocates its block).
+fn put_header_block(
+    write: &mut Vec<u8>,
+    scratch: &mut Vec<u8>,
+    (stream, status): (u32, Option<u16>),
+    headers: &HeaderMap,
+    end_stream: bool,
+    max_frame: usize,
+) {
+    scratch.clear();
+    if let Some(status) = status {
+        hpack::put_status(scratch, status);
+    }
+    for (name, value) in headers {
+        hpack::put_field(scratch, name.as_str().as_bytes(), value.as_bytes());
+    }
+    f::put_headers(write, stream, scratch, end_stream, max_frame);
 }

@@ -187,7 +187,7 @@ fn answer(data: &[u8]) -> Reply {
     trailers.insert("grpc-status", HeaderValue::from_static("0"));
     Reply::Answer {
         head,
-        data: vec![Bytes::copy_from_slice(data)],
+        data: VecDeque::from([Bytes::copy_from_slice(data)]),
         trailers: Some(trailers),
     }
 }
