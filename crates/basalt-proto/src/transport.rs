@@ -1,10 +1,12 @@
 //! A connection whose writes are gathered until its task yields, so that an HTTP/2 exchange
-//! reaches the socket in one system call instead of one per frame.
+//! reaches the socket in one system call instead of one per frame. The native client's
+//! connections (over h2) use it; the server writes its own frames into one buffer a pass
+//! (`basalt-server`'s `http2`).
 //!
 //! h2 writes a DATA frame whose payload is over 256 bytes straight from the payload's buffer
-//! and flushes before it will queue the next frame, so a unary gRPC answer (HEADERS, DATA,
-//! then the trailers) costs two `writev` calls, and a request (HEADERS, then DATA from the
-//! body's own task) two more. Each is a trip through the kernel's TCP stack and, over
+//! and flushes before it will queue the next frame, so a request (HEADERS, then DATA from the
+//! body's own task) costs two `writev` calls, as a unary gRPC answer (HEADERS, DATA, then the
+//! trailers) did when the server wrote through h2. Each is a trip through the kernel's TCP stack and, over
 //! loopback, a wake-up of the peer: on two cores these calls were the largest cost of a
 //! point read.
 //!
