@@ -13,14 +13,23 @@
 //! The generated clients (`TableClient`, `AdminClient`) still encode and decode the messages
 //! and read the gRPC status; this replaces only the transport beneath them.
 //!
-//! The connection is made by the first call and shared by all of the channel's clones. When
-//! it fails or the server closes it, the calls on it fail with `Unavailable` (which the
-//! client retries) and the next call makes a new one, as tonic's lazy channel does. Each
+//! A channel holds one connection to its server, or a pool of them that takes the calls in
+//! turn, as HBase's client does with `hbase.client.ipc.pool.size` (default one) and its
+//! round-robin pool. The server serves each connection on one of its event loops, one per
+//! core, so a pool lets one client's calls reach more of a server's cores; but each
+//! connection then carries fewer calls per read and write on both sides, and on two cores
+//! shared by client and server a pool of two made YCSB C slower (`BENCHMARKS.md`).
+//!
+//! Each connection is made by the first call given to it and shared by all of the channel's
+//! clones. When it fails or the server closes it, the calls on it fail with `Unavailable`
+//! (which the client retries) and the next call given to it makes a new one, as tonic's lazy
+//! channel does. Each
 //! call also keeps its own deadline (the `grpc-timeout` its request carries, the client's
 //! operation timeout): a server that accepts a call and never answers fails the call with
 //! `DeadlineExceeded` instead of holding it.
 //!
 //! # Invariants
+//! - A channel's calls go to its connections in turn (`Channel::next`); clones share both.
 //! - `Shared::live` holds the connection calls are to use: one whose task has not ended, or
 //!   one that ended so recently that its task has not yet cleared it (a call that takes it
 //!   fails with `Unavailable`). It is cleared only by the task of the connection it holds
@@ -30,7 +39,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -56,10 +65,13 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const STREAM_WINDOW: u32 = 2 << 20;
 const CONNECTION_WINDOW: u32 = 5 << 20;
 
-/// A channel to the server at one address; clones share its connection.
+/// A channel to the server at one address; clones share its connections.
 #[derive(Clone, Debug)]
 pub(crate) struct Channel {
-    shared: Arc<Shared>,
+    /// One entry per connection of the pool, never empty.
+    pool: Arc<[Arc<Shared>]>,
+    /// The number of the next call, which picks its connection.
+    next: Arc<AtomicUsize>,
 }
 
 #[derive(Debug)]
@@ -90,12 +102,17 @@ fn unavailable(what: &str, authority: &Authority, e: impl std::fmt::Display) -> 
 }
 
 impl Channel {
-    /// A channel to `addr` (`host:port`, optionally after `http://`); connects on its first
-    /// call. Answers larger than `max_message` bytes fail their call.
+    /// A channel to `addr` (`host:port`, optionally after `http://`) over `connections`
+    /// connections (at least one), each made by the first call given to it. Answers larger
+    /// than `max_message` bytes fail their call.
     ///
     /// # Errors
     /// `addr` is not a host and port.
-    pub(crate) fn lazy(addr: &str, max_message: usize) -> basalt_model::Result<Channel> {
+    pub(crate) fn lazy(
+        addr: &str,
+        max_message: usize,
+        connections: usize,
+    ) -> basalt_model::Result<Channel> {
         let bare = addr.strip_prefix("http://").unwrap_or(addr);
         let authority: Authority = bare
             .parse()
@@ -105,30 +122,27 @@ impl Channel {
                 "bad server address {addr}: no port"
             )));
         }
+        let max_answer = max_message.saturating_add(MESSAGE_HEADER);
+        let pool = (0..connections.max(1))
+            .map(|_| {
+                Arc::new(Shared {
+                    authority: authority.clone(),
+                    max_answer,
+                    live: Mutex::new(None),
+                    connecting: tokio::sync::Mutex::new(()),
+                })
+            })
+            .collect();
         Ok(Channel {
-            shared: Arc::new(Shared {
-                authority,
-                max_answer: max_message.saturating_add(MESSAGE_HEADER),
-                live: Mutex::new(None),
-                connecting: tokio::sync::Mutex::new(()),
-            }),
+            pool,
+            next: Arc::default(),
         })
     }
 
-    /// The connection to call on, made when there is none.
-    async fn connection(&self) -> Result<Live, Status> {
-        if let Some(live) = self.shared.live() {
-            return Ok(live);
-        }
-        let _gate = self.shared.connecting.lock().await;
-        if let Some(live) = self.shared.live() {
-            return Ok(live);
-        }
-        let live = tokio::time::timeout(CONNECT_TIMEOUT, self.shared.connect())
-            .await
-            .map_err(|_| unavailable("connecting to", &self.shared.authority, "timed out"))??;
-        *self.shared.lock() = Some(live.clone());
-        Ok(live)
+    /// The connection the next call goes to.
+    fn pick(&self) -> Arc<Shared> {
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        Arc::clone(&self.pool[n % self.pool.len()])
     }
 
     /// One unary call from the generated clients: the request out, the whole answer back.
@@ -139,28 +153,48 @@ impl Channel {
         Ok(Response::from_parts(head, Body::new(answer)))
     }
 
-    /// Sends a request's head (its URI a path) and its whole framed message, and reads the
-    /// answer to its end, within the call's deadline (its `grpc-timeout`).
+    /// Sends a request's head (its URI a path) and its whole framed message on the next
+    /// connection, and reads the answer to its end, within the call's deadline (its
+    /// `grpc-timeout`).
     pub(crate) async fn round_trip(
         &self,
         head: request::Parts,
         message: Bytes,
     ) -> Result<(response::Parts, Whole), Status> {
+        let shared = self.pick();
         match grpc_timeout(&head.headers) {
-            Some(limit) => tokio::time::timeout(limit, self.exchange(head, message))
+            Some(limit) => tokio::time::timeout(limit, shared.exchange(head, message))
                 .await
                 .unwrap_or_else(|_| {
                     Err(Status::deadline_exceeded(format!(
                         "no answer from {} within {limit:?}",
-                        self.shared.authority
+                        shared.authority
                     )))
                 }),
-            None => self.exchange(head, message).await,
+            None => shared.exchange(head, message).await,
         }
+    }
+}
+
+impl Shared {
+    /// The connection to call on, made when there is none.
+    async fn connection(self: &Arc<Self>) -> Result<Live, Status> {
+        if let Some(live) = self.live() {
+            return Ok(live);
+        }
+        let _gate = self.connecting.lock().await;
+        if let Some(live) = self.live() {
+            return Ok(live);
+        }
+        let live = tokio::time::timeout(CONNECT_TIMEOUT, self.connect())
+            .await
+            .map_err(|_| unavailable("connecting to", &self.authority, "timed out"))??;
+        *self.lock() = Some(live.clone());
+        Ok(live)
     }
 
     async fn exchange(
-        &self,
+        self: &Arc<Self>,
         mut parts: request::Parts,
         message: Bytes,
     ) -> Result<(response::Parts, Whole), Status> {
@@ -168,12 +202,12 @@ impl Channel {
         let live = self.connection().await?;
         let id = live.id;
         // A failure of more than this call's stream means the connection is done with: the
-        // next call makes a new one.
+        // next call given to it makes a new one.
         let lost = |e: h2::Error| {
             if !e.is_reset() || e.is_go_away() {
-                self.shared.forget(id);
+                self.forget(id);
             }
-            unavailable("calling", &self.shared.authority, e)
+            unavailable("calling", &self.authority, e)
         };
         let mut send = live.send.ready().await.map_err(lost)?;
         let (answer, mut stream) = send
@@ -183,13 +217,13 @@ impl Channel {
             stream.send_data(message, true).map_err(lost)?;
         }
         let (head, recv) = answer.await.map_err(lost)?.into_parts();
-        let answer = read_answer(recv, self.shared.max_answer)
+        let answer = read_answer(recv, self.max_answer)
             .await
             .map_err(|e| match e {
                 Read::Stream(e) => lost(e),
                 Read::TooLarge => Status::resource_exhausted(format!(
                     "an answer from {} is larger than {} bytes",
-                    self.shared.authority, self.shared.max_answer
+                    self.authority, self.max_answer
                 )),
             })?;
         Ok((head, answer))
@@ -199,7 +233,7 @@ impl Channel {
     fn uri(&self, path: Option<&PathAndQuery>) -> Result<Uri, Status> {
         Uri::builder()
             .scheme(Scheme::HTTP)
-            .authority(self.shared.authority.clone())
+            .authority(self.authority.clone())
             .path_and_query(
                 path.cloned()
                     .unwrap_or_else(|| PathAndQuery::from_static("/")),
@@ -207,9 +241,7 @@ impl Channel {
             .build()
             .map_err(|e| Status::internal(format!("a request's URI: {e}")))
     }
-}
 
-impl Shared {
     fn lock(&self) -> std::sync::MutexGuard<'_, Option<Live>> {
         self.live
             .lock()
@@ -325,8 +357,6 @@ async fn read_answer(mut recv: RecvStream, max: usize) -> Result<Whole, Read> {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::AtomicUsize;
-
     use bytes::BytesMut;
     use http::HeaderMap;
     use http_body_util::{BodyExt, Full};
@@ -423,7 +453,7 @@ mod tests {
     #[tokio::test]
     async fn messages_larger_than_the_windows_cross_whole_both_ways() {
         let (addr, accepted) = server(Serve::Echo).await;
-        let channel = Channel::lazy(&addr, 64 << 20).unwrap();
+        let channel = Channel::lazy(&addr, 64 << 20, 1).unwrap();
         let message: Bytes = (0..(9u32 << 20)).map(|i| (i % 251) as u8).collect();
         for _ in 0..3 {
             let (back, trailers) = call(&channel, message.clone(), None).await.unwrap();
@@ -440,9 +470,22 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_pool_gives_its_calls_to_each_of_its_connections_in_turn() {
+        let (addr, accepted) = server(Serve::Echo).await;
+        let channel = Channel::lazy(&addr, 1 << 20, 3).unwrap();
+        for n in 1..=9 {
+            let message = Bytes::from(format!("call {n}"));
+            let (back, _) = call(&channel.clone(), message.clone(), None).await.unwrap();
+            assert_eq!(back, message);
+            // The first three calls each make their connection; the rest reuse them.
+            assert_eq!(accepted.load(Ordering::SeqCst), n.min(3), "after call {n}");
+        }
+    }
+
+    #[tokio::test]
     async fn a_call_the_server_never_answers_ends_at_its_deadline() {
         let (addr, _) = server(Serve::Hold).await;
-        let channel = Channel::lazy(&addr, 1 << 20).unwrap();
+        let channel = Channel::lazy(&addr, 1 << 20, 1).unwrap();
         let e = call(&channel, Bytes::from_static(b"x"), Some("200m"))
             .await
             .unwrap_err();
@@ -452,13 +495,13 @@ mod tests {
     #[tokio::test]
     async fn an_answer_over_the_limit_fails_its_call() {
         let (addr, _) = server(Serve::Bytes(5_000)).await;
-        let channel = Channel::lazy(&addr, 1_000).unwrap();
+        let channel = Channel::lazy(&addr, 1_000, 1).unwrap();
         let e = call(&channel, Bytes::from_static(b"x"), None)
             .await
             .unwrap_err();
         assert_eq!(e.code(), tonic::Code::ResourceExhausted, "{e}");
         assert!(e.message().contains("larger than 1005 bytes"), "{e}");
-        let channel = Channel::lazy(&addr, 5_000).unwrap();
+        let channel = Channel::lazy(&addr, 5_000, 1).unwrap();
         let (back, _) = call(&channel, Bytes::from_static(b"x"), None)
             .await
             .unwrap();
@@ -468,7 +511,7 @@ mod tests {
     #[tokio::test]
     async fn a_connection_the_server_closed_is_made_again() {
         let (addr, accepted) = server(Serve::EchoThenClose).await;
-        let channel = Channel::lazy(&addr, 1 << 20).unwrap();
+        let channel = Channel::lazy(&addr, 1 << 20, 1).unwrap();
         for n in 1..=3 {
             // A call that takes the closed connection before its task noticed the close
             // fails as unavailable (the client retries such calls); the next makes a new one.
@@ -491,7 +534,7 @@ mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap().to_string();
         drop(listener);
-        let channel = Channel::lazy(&addr, 1 << 20).unwrap();
+        let channel = Channel::lazy(&addr, 1 << 20, 1).unwrap();
         let e = call(&channel, Bytes::from_static(b"x"), None)
             .await
             .unwrap_err();
@@ -501,10 +544,10 @@ mod tests {
 
     #[test]
     fn addresses_need_a_host_and_a_port() {
-        assert!(Channel::lazy("127.0.0.1:16020", 1).is_ok());
-        assert!(Channel::lazy("http://[::1]:16020", 1).is_ok());
+        assert!(Channel::lazy("127.0.0.1:16020", 1, 1).is_ok());
+        assert!(Channel::lazy("http://[::1]:16020", 1, 2).is_ok());
         for bad in ["127.0.0.1", "no spaces:1", ""] {
-            let e = Channel::lazy(bad, 1).unwrap_err();
+            let e = Channel::lazy(bad, 1, 1).unwrap_err();
             assert!(e.to_string().contains("bad server address"), "{bad:?}: {e}");
         }
     }

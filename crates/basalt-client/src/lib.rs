@@ -88,7 +88,15 @@ pub struct ClientConfig {
     pub scanner_max_result_bytes: u64,
     /// `hbase.client.write.buffer` of a [`BufferedMutator`] (2 MiB).
     pub write_buffer_bytes: usize,
+    /// `hbase.client.ipc.pool.size`: the connections to each server, which take the calls
+    /// in turn (at least one; one by default). The server serves each connection on one of
+    /// its event loops, one per core: more connections spread one client's calls over more
+    /// of a server's cores, and gather fewer calls into each read and write.
+    pub connections_per_server: usize,
 }
+
+/// HBase's `hbase.client.ipc.pool.size`: one connection to each server.
+pub const DEFAULT_CONNECTIONS_PER_SERVER: usize = 1;
 
 /// HBase's `hbase.client.scanner.max.result.size`: 2 MiB.
 pub const DEFAULT_SCANNER_MAX_RESULT_BYTES: u64 = 2 << 20;
@@ -101,6 +109,7 @@ impl Default for ClientConfig {
             retries: 15,
             scanner_max_result_bytes: DEFAULT_SCANNER_MAX_RESULT_BYTES,
             write_buffer_bytes: 2 << 20,
+            connections_per_server: DEFAULT_CONNECTIONS_PER_SERVER,
         }
     }
 }
@@ -130,7 +139,9 @@ impl Connection {
     /// As [`Connection::connect`].
     pub async fn connect_with(seeds: &str, config: ClientConfig) -> Result<Connection> {
         Ok(Connection {
-            servers: Arc::new(servers::Servers::connect(seeds).await?),
+            servers: Arc::new(
+                servers::Servers::connect(seeds, config.connections_per_server).await?,
+            ),
             config,
             locations: Arc::default(),
         })

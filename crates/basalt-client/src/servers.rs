@@ -25,24 +25,22 @@ pub(crate) struct Servers {
     channels: Mutex<HashMap<String, Channel>>,
     /// The active master's name, and its channel.
     master: Mutex<Option<(String, Channel)>>,
+    /// The connections of each channel.
+    connections: usize,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// A channel to `addr`, connected by its first call.
-fn channel_to(addr: &str) -> Result<Channel> {
-    Channel::lazy(addr, crate::MAX_MESSAGE_BYTES)
-}
-
 impl Servers {
     /// Reaches the first seed of `seeds` (`host:port[,host:port...]`) that answers, and
-    /// learns from it who it is and who the master is.
+    /// learns from it who it is and who the master is. Each server is reached over
+    /// `connections` connections.
     ///
     /// # Errors
     /// No seed could be reached, or none answered.
-    pub(crate) async fn connect(seeds: &str) -> Result<Servers> {
+    pub(crate) async fn connect(seeds: &str, connections: usize) -> Result<Servers> {
         let seeds: Vec<String> = seeds
             .split(',')
             .map(str::trim)
@@ -56,6 +54,7 @@ impl Servers {
             seeds,
             channels: Mutex::new(HashMap::new()),
             master: Mutex::new(None),
+            connections,
         };
         servers.find_master().await?;
         Ok(servers)
@@ -75,7 +74,7 @@ impl Servers {
     }
 
     async fn ask_seed(&self, seed: &str) -> Result<()> {
-        let channel = channel_to(seed)?;
+        let channel = self.channel_to(seed)?;
         let status = AdminClient::new(channel.clone())
             .get_cluster_status(pb::Empty {})
             .await
@@ -94,6 +93,11 @@ impl Servers {
         };
         *lock(&self.master) = Some((status.master, master));
         Ok(())
+    }
+
+    /// A channel to `addr`, each of its connections made by the first call given to it.
+    fn channel_to(&self, addr: &str) -> Result<Channel> {
+        Channel::lazy(addr, crate::MAX_MESSAGE_BYTES, self.connections)
     }
 
     /// The active master's channel, looked up again through the seeds when it was lost.
@@ -130,7 +134,7 @@ impl Servers {
         if let Some(c) = channels.get(name) {
             return Ok(c.clone());
         }
-        let c = channel_to(&server_address(name)?)?;
+        let c = self.channel_to(&server_address(name)?)?;
         channels.insert(name.to_owned(), c.clone());
         Ok(c)
     }

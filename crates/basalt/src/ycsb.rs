@@ -13,7 +13,7 @@ mod workload;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use basalt_client::{Connection, Table};
+use basalt_client::{ClientConfig, Connection, Table};
 use basalt_model::ops::{Get, Mutation, Put, Scan};
 use basalt_model::{ColumnFamilyDescriptor, TableDescriptor, TableName};
 use rand::rngs::StdRng;
@@ -58,9 +58,14 @@ pub struct YcsbArgs {
     #[arg(long, default_value_t = 100_000)]
     operations: u64,
     /// Client threads (`threadcount`), each making one call at a time. Native: tasks of
-    /// one connection; Thrift: threads with a connection each.
+    /// one client, its calls spread over `--connections`; Thrift: threads with a connection
+    /// each.
     #[arg(long, default_value_t = 8)]
     threads: u64,
+    /// Native: connections to the server, which take the calls in turn
+    /// (`hbase.client.ipc.pool.size`).
+    #[arg(long, default_value_t = basalt_client::DEFAULT_CONNECTIONS_PER_SERVER)]
+    connections: usize,
     /// Native: OS threads of the client's runtime. One keeps a call's tasks on one thread
     /// (a task hopping between threads costs a wake-up of the other); more spread the
     /// client threads over cores.
@@ -196,7 +201,11 @@ fn run_native(args: &YcsbArgs) -> anyhow::Result<Vec<Measured>> {
         .enable_all()
         .build()?;
     rt.block_on(async {
-        let conn = Connection::connect(&args.server)
+        let config = ClientConfig {
+            connections_per_server: args.connections,
+            ..ClientConfig::default()
+        };
+        let conn = Connection::connect_with(&args.server, config)
             .await
             .with_context(|| format!("connecting to {}", args.server))?;
         if !args.no_load {
