@@ -23,10 +23,9 @@
 //! Each connection is made by the first call given to it and shared by all of the channel's
 //! clones. When it fails or the server closes it, the calls on it fail with `Unavailable`
 //! (which the client retries) and the next call given to it makes a new one, as tonic's lazy
-//! channel does. Each
-//! call also keeps its own deadline (the `grpc-timeout` its request carries, the client's
-//! operation timeout): a server that accepts a call and never answers fails the call with
-//! `DeadlineExceeded` instead of holding it.
+//! channel does. Each call also keeps its own deadline (the `grpc-timeout` its request
+//! carries, the client's operation timeout): a server that accepts a call and never answers
+//! fails the call with `DeadlineExceeded` instead of holding it.
 //!
 //! # Invariants
 //! - A channel's calls go to its connections in turn (`Channel::next`); clones share both.
@@ -140,9 +139,12 @@ impl Channel {
     }
 
     /// The connection the next call goes to.
-    fn pick(&self) -> Arc<Shared> {
+    fn pick(&self) -> &Arc<Shared> {
+        if let [only] = &self.pool[..] {
+            return only;
+        }
         let n = self.next.fetch_add(1, Ordering::Relaxed);
-        Arc::clone(&self.pool[n % self.pool.len()])
+        &self.pool[n % self.pool.len()]
     }
 
     /// One unary call from the generated clients: the request out, the whole answer back.
