@@ -136,8 +136,13 @@ impl Connection {
     /// Connects with `config`.
     ///
     /// # Errors
-    /// As [`Connection::connect`].
+    /// As [`Connection::connect`]; `IllegalArgument` for a pool of no connections.
     pub async fn connect_with(seeds: &str, config: ClientConfig) -> Result<Connection> {
+        if config.connections_per_server == 0 {
+            return Err(basalt_model::Error::illegal(
+                "connections_per_server (hbase.client.ipc.pool.size) must be at least 1",
+            ));
+        }
         Ok(Connection {
             servers: Arc::new(
                 servers::Servers::connect(seeds, config.connections_per_server).await?,
@@ -178,5 +183,24 @@ impl Connection {
     #[must_use]
     pub fn config(&self) -> &ClientConfig {
         &self.config
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_pool_of_no_connections_is_refused_before_connecting() {
+        let config = ClientConfig {
+            connections_per_server: 0,
+            ..ClientConfig::default()
+        };
+        // No server listens on port 1: only the check can answer before a connection fails.
+        let e = Connection::connect_with("127.0.0.1:1", config)
+            .await
+            .expect_err("a pool of no connections");
+        assert!(matches!(e, basalt_model::Error::IllegalArgument(_)), "{e}");
+        assert!(e.to_string().contains("connections_per_server"), "{e}");
     }
 }
