@@ -21,20 +21,26 @@
 //! 3. A cell kept holds no buffer of the cell given to [`MemStore::insert`]: its bytes are
 //!    copied into the arena, so the memory a memstore holds is what `size_bytes` counts, give
 //!    or take the difference between each node's tower and the two words counted for it, the
-//!    unused end of each arena chunk and the nodes of removed edits.
+//!    unused end of each arena chunk and the nodes of removed edits. The row filter
+//!    ([`row_filter`]) is not counted: about ten bits a row, against the tens of bytes a cell
+//!    takes.
+//! 4. Every row of a cell inserted is in the row filter before the cell is in the skip list,
+//!    so a reader that can see the cell sees its row in the filter (row_filter.rs, invariant 1).
 
 mod arena;
 mod key;
+pub mod row_filter;
 mod skiplist;
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use basalt_model::{Cell, Result};
 use bytes::Bytes;
 
 use crate::store::scanner::{first_on_next_row, CellSource};
 use key::CellBuf;
+use row_filter::RowFilter;
 use skiplist::{SkipList, NIL};
 
 /// Nodes of a column [`MemStoreScanner::skip_column`] walks one by one past its tail before
@@ -51,23 +57,48 @@ fn counted(body_words: usize) -> usize {
 }
 
 /// One memstore segment.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct MemStore {
     cells: SkipList,
     size_bytes: AtomicUsize,
     len: AtomicUsize,
     min_seq_id: AtomicU64,
+    /// The rows held (invariant 4), made by the first insert: a memstore never written holds
+    /// no filter.
+    rows: OnceLock<RowFilter>,
+    /// The rows its filter is made for.
+    rows_expected: usize,
+}
+
+impl Default for MemStore {
+    fn default() -> MemStore {
+        MemStore::new()
+    }
 }
 
 impl MemStore {
-    /// An empty memstore.
+    /// An empty memstore, for a store with no history of writes.
     #[must_use]
     pub fn new() -> MemStore {
+        MemStore::for_rows(0)
+    }
+
+    /// An empty memstore taking the place of `previous`: its row filter is made for the rows
+    /// `previous` held and a quarter more, since a store's writes tend to go on as they went.
+    #[must_use]
+    pub fn after(previous: &MemStore) -> MemStore {
+        let rows = previous.rows.get().map_or(0, RowFilter::rows);
+        MemStore::for_rows(rows.saturating_add(rows / 4))
+    }
+
+    fn for_rows(rows_expected: usize) -> MemStore {
         MemStore {
             cells: SkipList::default(),
             size_bytes: AtomicUsize::new(0),
             len: AtomicUsize::new(0),
             min_seq_id: AtomicU64::new(u64::MAX),
+            rows: OnceLock::new(),
+            rows_expected,
         }
     }
 
@@ -83,6 +114,9 @@ impl MemStore {
     pub fn insert(&self, cell: &Cell) -> isize {
         let n = MemStore::entry_bytes(cell);
         self.min_seq_id.fetch_min(cell.seq_id, Ordering::Relaxed);
+        self.rows
+            .get_or_init(|| RowFilter::for_rows(self.rows_expected))
+            .add(row_filter::row_hash(&cell.row));
         let replaced = self.cells.insert(cell);
         self.len.fetch_add(1, Ordering::Relaxed);
         self.size_bytes.fetch_add(n, Ordering::Relaxed);
@@ -135,6 +169,13 @@ impl MemStore {
     #[must_use]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// False when the memstore holds no cell of the row of hash `row`
+    /// ([`row_filter::row_hash`]); true when it may.
+    #[must_use]
+    pub fn may_hold_row(&self, row: u64) -> bool {
+        self.rows.get().is_none_or(|f| f.may_hold(row))
     }
 
     /// Lowest sequence id held; `u64::MAX` when empty. The WAL must keep every edit from here.
@@ -527,5 +568,28 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn the_row_filter_holds_every_row_inserted_and_sizes_the_next_memstore() {
+        let m = MemStore::new();
+        let held = |m: &MemStore, row: &str| m.may_hold_row(row_filter::row_hash(row.as_bytes()));
+        // Before the first insert there is no filter, and every row may be held.
+        assert!(held(&m, "r0"));
+        for i in 0..1000 {
+            m.insert(&put(&format!("r{i}"), 1, 2 * i + 1, "old"));
+            m.insert(&put(&format!("r{i}"), 2, 2 * i + 2, "new"));
+        }
+        assert!((0..1000).all(|i| held(&m, &format!("r{i}"))));
+        let others = (1000..11_000)
+            .filter(|i| held(&m, &format!("r{i}")))
+            .count();
+        assert!(others < 100, "{others} of 10,000 rows not inserted held");
+        // Rows, not cells, size the next filter.
+        let rows = m.rows.get().map(RowFilter::rows);
+        assert!(rows.is_some_and(|n| (990..=1000).contains(&n)), "{rows:?}");
+        let next = MemStore::after(&m);
+        assert_eq!(next.rows_expected, rows.unwrap_or(0) * 5 / 4);
+        assert!(next.rows.get().is_none());
     }
 }

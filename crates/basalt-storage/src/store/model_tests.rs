@@ -3,7 +3,7 @@
 //! of the whole store, raw and not, with time ranges and version limits, for families with
 //! and without NEW_VERSION_BEHAVIOR.
 
-use basalt_model::ops::{Delete, Put, Scan};
+use basalt_model::ops::{Delete, Get, Put, Scan};
 use basalt_model::{Cell, ColumnFamilyDescriptor, KeepDeletedCells, TimeRange};
 use basalt_testkit::oracle::Oracle;
 use bytes::Bytes;
@@ -29,6 +29,10 @@ enum StoreOp {
         versions: u32,
         tr: TimeRange,
     },
+    /// A Get of one row, which leaves out the memstores and files that rule its row out.
+    Get {
+        row: Bytes,
+    },
 }
 
 fn store_op() -> impl Strategy<Value = StoreOp> {
@@ -47,7 +51,32 @@ fn store_op() -> impl Strategy<Value = StoreOp> {
         2 => Just(StoreOp::Flush),
         1 => any::<bool>().prop_map(|major| StoreOp::Compact { major }),
         3 => (any::<bool>(), 1u32..4, 0i64..7, 1i64..8).prop_map(|(raw, versions, a, n)| StoreOp::Read { raw, versions, tr: TimeRange::new(a, a + n).unwrap() }),
+        3 => (0u8..5).prop_map(|r| StoreOp::Get { row: Bytes::from(format!("r{r}")) }),
     ]
+}
+
+/// The newest version of each column of `row`, read as a Get reads it.
+fn get_row(store: &Store, row: &Bytes) -> Vec<Cell> {
+    let mode = Mode::User {
+        raw: false,
+        time_range: TimeRange::all(),
+        max_versions: 1,
+        has_filter: false,
+        explicit_columns: None,
+    };
+    let hint = ReadHint {
+        get: Some((&row[..], None)),
+        time_range: TimeRange::all(),
+        cache_blocks: true,
+        cache_only: false,
+    };
+    let mut s = store.scanner(mode, u64::MAX, NOW, 0, &hint).unwrap();
+    s.seek(&Cell::first_on_row(row)).unwrap();
+    let mut out = Vec::new();
+    if s.peek_row() == Some(row) {
+        s.read_row(row, &mut out, None).unwrap();
+    }
+    out
 }
 
 fn read_store(store: &Store, raw: bool, versions: u32, tr: TimeRange) -> Vec<Cell> {
@@ -149,12 +178,70 @@ proptest! {
                     let got: Vec<_> = read_store(&store, *raw, *versions, *tr).iter().map(key).collect();
                     prop_assert_eq!(got, want, "{:?}", op);
                 }
+                StoreOp::Get { row } => {
+                    let want: Vec<_> = oracle.get(&Get::new(row.clone()), NOW).cells.iter().map(key).collect();
+                    let got: Vec<_> = get_row(&store, row).iter().map(key).collect();
+                    prop_assert_eq!(got, want, "{:?}", op);
+                }
             }
         }
         // every physical cell, raw
         let want: Vec<_> = oracle.scan(&Scan::new().raw().all_versions(), NOW).iter().flat_map(|r| r.cells.iter().map(key)).collect();
         let got: Vec<_> = read_store(&store, true, u32::MAX, TimeRange::all()).iter().map(key).collect();
         prop_assert_eq!(got, want);
+    }
+}
+
+#[test]
+fn a_get_leaves_out_the_memstores_and_files_that_rule_its_row_out() {
+    let family = ColumnFamilyDescriptor::new("f");
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = BlockCache::new(1 << 20);
+    let store = Store::open(
+        &Env::default(),
+        tmp.path(),
+        &whole_table(),
+        family,
+        &[],
+        &cache,
+    )
+    .unwrap();
+    let put = |row: &str, seq: u64| Cell {
+        seq_id: seq,
+        ..Cell::put(row.to_owned(), "f", "q", 1, "v")
+    };
+    store.insert(&put("in-file", 1));
+    let snap = store.take_snapshot().unwrap();
+    store.finish_flush(store.write_flush(&snap, 1, NOW, 0, u64::MAX).unwrap());
+    store.insert(&put("in-memstore", 2));
+    let sources = |row: &str| {
+        let hint = ReadHint {
+            get: Some((row.as_bytes(), None)),
+            time_range: TimeRange::all(),
+            cache_blocks: true,
+            cache_only: false,
+        };
+        let mode = Mode::User {
+            raw: false,
+            time_range: TimeRange::all(),
+            max_versions: 1,
+            has_filter: false,
+            explicit_columns: None,
+        };
+        store
+            .scanner(mode, u64::MAX, NOW, 0, &hint)
+            .unwrap()
+            .sources()
+    };
+    assert_eq!(sources("in-memstore"), 1);
+    assert_eq!(sources("in-file"), 1);
+    assert_eq!(sources("in-neither"), 0);
+    for row in ["in-memstore", "in-file"] {
+        let got = get_row(&store, &Bytes::from(row));
+        assert_eq!(
+            got.iter().map(|c| &c.row[..]).collect::<Vec<_>>(),
+            [row.as_bytes()]
+        );
     }
 }
 

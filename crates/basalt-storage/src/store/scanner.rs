@@ -136,6 +136,12 @@ impl StoreScanner {
         }
     }
 
+    /// The sources merged.
+    #[cfg(test)]
+    pub(crate) fn sources(&self) -> usize {
+        self.sources.len()
+    }
+
     /// The first cell of all sources (invariant 1).
     fn min(&self) -> Option<&Cell> {
         self.check_top();

@@ -1,7 +1,7 @@
 //! Store files: immutable sorted runs of one store's cells (docs/formats/storefile.md).
 
 pub mod block;
-mod bloom;
+pub(crate) mod bloom;
 pub(crate) mod family;
 mod keys;
 mod reader;
