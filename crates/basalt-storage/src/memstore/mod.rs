@@ -22,10 +22,12 @@
 //!    copied into the arena, so the memory a memstore holds is what `size_bytes` counts, give
 //!    or take the difference between each node's tower and the two words counted for it, the
 //!    unused end of each arena chunk and the nodes of removed edits. The row filter
-//!    ([`row_filter`]) is not counted: about ten bits a row, against the tens of bytes a cell
+//!    ([`row_filter`]) is not counted: about twelve bits a row, against the tens of bytes a cell
 //!    takes.
-//! 4. Every row of a cell inserted is in the row filter before the cell is in the skip list,
-//!    so a reader that can see the cell sees its row in the filter (row_filter.rs, invariant 1).
+//! 4. Every row of a cell inserted is in the row filter before [`MemStore::insert`] returns,
+//!    and so before a read point passes the cell's write (region/mvcc.rs): a reader that may
+//!    see the cell sees its row in the filter (row_filter.rs, invariant 1). No read is made
+//!    at a read point above the writes made visible.
 
 mod arena;
 mod key;
@@ -86,7 +88,7 @@ impl MemStore {
     /// An empty memstore taking the place of `previous`: its row filter is made for as many
     /// rows as `previous` held cells, and a quarter more, since a store's writes tend to go
     /// on as they went. Cells bound the rows from above: the filter is never made too small
-    /// for the same writes again, and at ten bits a cell it is a percent or two of the
+    /// for the same writes again, and at twelve bits a cell it is a percent or two of the
     /// memory the cells take.
     #[must_use]
     pub fn after(previous: &MemStore) -> MemStore {
@@ -117,10 +119,12 @@ impl MemStore {
     pub fn insert(&self, cell: &Cell) -> isize {
         let n = MemStore::entry_bytes(cell);
         self.min_seq_id.fetch_min(cell.seq_id, Ordering::Relaxed);
-        self.rows
+        let adding = self
+            .rows
             .get_or_init(|| RowFilter::for_rows(self.rows_expected))
-            .add(row_filter::row_hash(&cell.row));
+            .start_add(row_filter::row_hash(&cell.row));
         let replaced = self.cells.insert(cell);
+        adding.finish();
         self.len.fetch_add(1, Ordering::Relaxed);
         self.size_bytes.fetch_add(n, Ordering::Relaxed);
         let freed = replaced.map_or(0, |at| self.forget(at));

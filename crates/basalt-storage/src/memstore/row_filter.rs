@@ -3,11 +3,14 @@
 //! A Get of a row that a memstore does not hold would still search its skip list from the
 //! top, and the first touch of each node on the way is a cache miss. While writes spread over
 //! many rows, most Gets ask for rows that only the store files hold. The filter rules such a
-//! memstore out after one cache line.
+//! memstore out after one word.
 //!
-//! It is a blocked bloom filter with the store files' probes (storefile/bloom.rs: ten bits a
-//! row, the seven bits of a row in one 64-byte line), kept in atomic words so that writers add
-//! rows without a lock while readers probe. Its size is fixed when it is made
+//! It is a bloom filter blocked to one 64-bit word a row: the high half of the row's hash
+//! picks the word, its low half the five bits in it. Twelve bits a row keep false positives
+//! near 1%, as the store files' ten bits a row in 512-bit lines do, and an add is one load and
+//! at most one atomic `or`: the filter is on every insert's path, and a row's bits spread over
+//! a line's words cost an insert up to seven atomic writes. The words are atomic so that
+//! writers add rows without a lock while readers probe. Its size is fixed when it is made
 //! ([`RowFilter::for_rows`]); a memstore that outgrows it only answers "maybe" more often.
 //!
 //! # Invariants
@@ -19,32 +22,47 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use xxhash_rust::xxh3::xxh3_64;
 
-use crate::storefile::bloom::{blocked_probes, BITS_PER_KEY, LINE_BITS};
-
 /// Rows a filter has room for at least: a few kilobytes, for a store with no history.
 pub const MIN_ROWS: usize = 4096;
 
-/// Rows a filter has room for at most: 20 MiB of bits.
+/// Rows a filter has room for at most: 24 MiB of bits.
 pub const MAX_ROWS: usize = 1 << 24;
 
-/// Words in a line.
-const LINE_WORDS: usize = (LINE_BITS / 64) as usize;
+/// Bits of filter a row.
+const BITS_PER_ROW: u64 = 12;
 
-/// One cache line of bits.
-#[repr(align(64))]
-#[derive(Debug, Default)]
-struct Line([AtomicU64; LINE_WORDS]);
+/// Bits a row sets in its word.
+const PROBES: u32 = 5;
 
-/// The hash a filter keeps of a row: the store files' row bloom hashes rows the same way.
+/// The hash a filter keeps of a row.
 #[must_use]
 pub fn row_hash(row: &[u8]) -> u64 {
     xxh3_64(row)
 }
 
+/// An add begun by [`RowFilter::start_add`]; the row is in the filter once `finish` returns.
+#[derive(Debug)]
+pub struct Adding<'a> {
+    word: &'a AtomicU64,
+    mask: u64,
+    /// The word when the add began. Bits are never cleared, so bits set then are set now.
+    seen: u64,
+}
+
+impl Adding<'_> {
+    /// Sets the row's bits. A row whose bits were all set (the next cell of a row just added)
+    /// takes no atomic write.
+    pub fn finish(self) {
+        if self.seen & self.mask != self.mask {
+            self.word.fetch_or(self.mask, Ordering::Relaxed);
+        }
+    }
+}
+
 /// A fixed-size filter of rows.
 #[derive(Debug)]
 pub struct RowFilter {
-    lines: Box<[Line]>,
+    words: Box<[AtomicU64]>,
 }
 
 impl RowFilter {
@@ -53,50 +71,46 @@ impl RowFilter {
     #[must_use]
     pub fn for_rows(rows: usize) -> RowFilter {
         let rows = rows.clamp(MIN_ROWS, MAX_ROWS) as u64;
-        let lines = (rows * BITS_PER_KEY).div_ceil(LINE_BITS);
+        let words = (rows * BITS_PER_ROW).div_ceil(64);
         RowFilter {
-            lines: (0..lines).map(|_| Line::default()).collect(),
+            words: (0..words).map(|_| AtomicU64::new(0)).collect(),
         }
     }
 
-    /// The line of row hash `h` and the bits of it in each of the line's words.
-    fn probes(&self, h: u64) -> (&Line, [u64; LINE_WORDS]) {
-        let lines = self.lines.len() as u64;
-        let mut masks = [0u64; LINE_WORDS];
-        let mut line = 0;
-        for bit in blocked_probes(h, lines) {
-            line = bit / LINE_BITS;
-            let b = bit % LINE_BITS;
-            masks[(b / 64) as usize] |= 1 << (b % 64);
-        }
-        (&self.lines[line as usize], masks)
+    /// The word of row hash `h` (multiply-shift of the high half, no division) and its bits
+    /// there (six bits of the low half each).
+    fn probe(&self, h: u64) -> (&AtomicU64, u64) {
+        let word = ((h >> 32) * self.words.len() as u64) >> 32;
+        let mask = (0..PROBES).fold(0u64, |m, i| m | 1 << ((h >> (6 * i)) & 63));
+        (&self.words[word as usize], mask)
     }
 
-    /// Adds the row of hash `h`. A row whose bits are all set (the next cell of a row just
-    /// added) takes no atomic write.
+    /// Adds the row of hash `h`.
     pub fn add(&self, h: u64) {
-        let (line, masks) = self.probes(h);
-        for (word, mask) in line.0.iter().zip(masks) {
-            if word.load(Ordering::Relaxed) & mask != mask {
-                word.fetch_or(mask, Ordering::Relaxed);
-            }
-        }
+        self.start_add(h).finish();
+    }
+
+    /// Starts adding the row of hash `h`: reads its word now, so that the read's cache miss
+    /// overlaps the work the caller does before [`Adding::finish`] (a memstore's insert: its
+    /// search of the skip list).
+    #[must_use]
+    pub fn start_add(&self, h: u64) -> Adding<'_> {
+        let (word, mask) = self.probe(h);
+        let seen = word.load(Ordering::Relaxed);
+        Adding { word, mask, seen }
     }
 
     /// False when the row of hash `h` was never added (invariant 1); true when it may have been.
     #[must_use]
     pub fn may_hold(&self, h: u64) -> bool {
-        let (line, masks) = self.probes(h);
-        line.0
-            .iter()
-            .zip(masks)
-            .all(|(word, mask)| word.load(Ordering::Relaxed) & mask == mask)
+        let (word, mask) = self.probe(h);
+        word.load(Ordering::Relaxed) & mask == mask
     }
 
     /// Bytes of bits held.
     #[must_use]
     pub fn size_bytes(&self) -> usize {
-        std::mem::size_of_val::<[Line]>(&self.lines)
+        std::mem::size_of_val::<[AtomicU64]>(&self.words)
     }
 }
 
@@ -116,19 +130,17 @@ mod tests {
         let false_positives = hashes(1_000_000, 100_000)
             .filter(|&h| f.may_hold(h))
             .count();
-        // Ten bits a row in 512-bit lines: about 1%, bounded here at twice that.
+        // Twelve bits a row, five in one word: about 1%, bounded here at twice that.
         assert!(false_positives < 2_000, "{false_positives} false positives");
     }
 
     #[test]
     fn its_size_follows_the_rows_asked_for_within_its_bounds() {
-        let line = std::mem::size_of::<Line>();
-        assert_eq!(line, 64);
-        assert_eq!(RowFilter::for_rows(0).size_bytes(), 4096 * 10 / 512 * line);
-        assert_eq!(RowFilter::for_rows(51_200).size_bytes(), 1000 * line);
+        assert_eq!(RowFilter::for_rows(0).size_bytes(), 4096 * 12 / 8);
+        assert_eq!(RowFilter::for_rows(100_000).size_bytes(), 150_000);
         assert_eq!(
             RowFilter::for_rows(usize::MAX).size_bytes(),
-            (1 << 24) * 10 / 512 * line
+            (1 << 24) * 12 / 8
         );
     }
 

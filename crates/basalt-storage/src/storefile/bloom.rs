@@ -5,7 +5,7 @@ use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 
 use crate::codec::Reader;
 
-pub(crate) const BITS_PER_KEY: u64 = 10;
+const BITS_PER_KEY: u64 = 10;
 const HASH_COUNT: u32 = 7;
 
 /// Kind codes on disk: never renumber. 1 and 2 spread a key's probes over the whole filter
@@ -18,7 +18,7 @@ fn kind_code(t: BloomType) -> u8 {
 }
 
 /// Bits in a line of a blocked filter: one cache line.
-pub(crate) const LINE_BITS: u64 = 512;
+const LINE_BITS: u64 = 512;
 
 /// The bloom key of a row and, for ROWCOL, a qualifier.
 pub fn bloom_key(kind: BloomType, row: &[u8], qualifier: &[u8]) -> Vec<u8> {
@@ -86,7 +86,7 @@ impl BloomBuilder {
 
 /// The bits of key hash `h` in a blocked filter of `lines` lines: the line from the high half
 /// of the hash (multiply-shift, no division), the bits in it by double hashing of the low half.
-pub(crate) fn blocked_probes(h: u64, lines: u64) -> impl Iterator<Item = u64> {
+fn blocked_probes(h: u64, lines: u64) -> impl Iterator<Item = u64> {
     let line = ((u128::from(h >> 32) * u128::from(lines)) >> 32) as u64;
     let base = line * LINE_BITS;
     let h1 = h & 0xffff_ffff;

@@ -1,7 +1,7 @@
 //! Store files: immutable sorted runs of one store's cells (docs/formats/storefile.md).
 
 pub mod block;
-pub(crate) mod bloom;
+mod bloom;
 pub(crate) mod family;
 mod keys;
 mod reader;
