@@ -84,6 +84,9 @@ pub struct Report {
     pub p999_us: f64,
     /// Entries read (scans) or found (gets), where that says more than `ops`.
     pub entries: u64,
+    /// Puts made beside the reads (readwhilewriting's writer): the load the reads ran
+    /// against, which a faster writer makes heavier.
+    pub writes: u64,
 }
 
 impl Report {
@@ -113,6 +116,10 @@ impl std::fmt::Display for Report {
         }
         if self.entries != self.ops {
             write!(f, "; {} entries", self.entries)?;
+        }
+        if self.writes > 0 {
+            let per_sec = self.writes as f64 / self.elapsed.as_secs_f64().max(1e-9);
+            write!(f, "; {per_sec:.0} writes/s beside")?;
         }
         Ok(())
     }
@@ -146,6 +153,7 @@ fn report(workload: Workload, elapsed: Duration, mut lat: Vec<u64>, entries: u64
         p99_us: pct(0.99),
         p999_us: pct(0.999),
         entries,
+        writes: 0,
     }
 }
 
@@ -292,7 +300,7 @@ fn read_while_writing(
     engine.settle()?;
     let engine: &dyn Engine = engine;
     let done = std::sync::atomic::AtomicBool::new(false);
-    let (elapsed, lat, found) = std::thread::scope(|s| -> anyhow::Result<_> {
+    let (elapsed, lat, found, writes) = std::thread::scope(|s| -> anyhow::Result<_> {
         let writer = s.spawn(|| -> anyhow::Result<u64> {
             let mut rng = StdRng::seed_from_u64(7);
             let mut written = 0;
@@ -315,13 +323,16 @@ fn read_while_writing(
         })();
         let elapsed = start.elapsed();
         done.store(true, std::sync::atomic::Ordering::Relaxed);
-        writer
+        let written = writer
             .join()
             .map_err(|_| anyhow::anyhow!("the writer panicked"))??;
         result?;
-        Ok((elapsed, lat.0, found))
+        Ok((elapsed, lat.0, found, written))
     })?;
-    Ok(report(Workload::Readwhilewriting, elapsed, lat, found))
+    Ok(Report {
+        writes,
+        ..report(Workload::Readwhilewriting, elapsed, lat, found)
+    })
 }
 
 #[cfg(test)]
