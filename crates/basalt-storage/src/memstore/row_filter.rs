@@ -14,8 +14,8 @@
 //! ([`RowFilter::for_rows`]); a memstore that outgrows it only answers "maybe" more often.
 //!
 //! # Invariants
-//! 1. No false negatives: after `add(h)` returns, `may_hold(h)` is true in any thread the add
-//!    happens before. A Get reads at a read point published after its writes' cells were in
+//! 1. No false negatives: once an add of `h` has finished (`add`, or `Adding::finish`),
+//!    `may_hold(h)` is true in any thread the add happens before. A Get reads at a read point published after its writes' cells were in
 //!    the memstore (region/mvcc.rs), so it sees their bits.
 
 use std::sync::atomic::{AtomicU64, Ordering};
