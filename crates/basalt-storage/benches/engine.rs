@@ -120,8 +120,8 @@ fn memstore(c: &mut Criterion) {
             BatchSize::LargeInput,
         );
     });
-    // The same into a memstore that follows one of a million cells, so its row filter has
-    // room for 1.25M rows (1.5 MiB, made before the timing): what the filter costs an insert
+    // The same into a memstore that follows one of a million cells, so its row bloom filter
+    // has room for 1.25M rows (1.8 MiB, made before the timing): what the filter costs an insert
     // once it is larger than the caches nearest the core.
     let previous = MemStore::new();
     (0..1_000_000u64).for_each(|i| {

@@ -21,17 +21,17 @@
 //! 3. A cell kept holds no buffer of the cell given to [`MemStore::insert`]: its bytes are
 //!    copied into the arena, so the memory a memstore holds is what `size_bytes` counts, give
 //!    or take the difference between each node's tower and the two words counted for it, the
-//!    unused end of each arena chunk and the nodes of removed edits. The row filter
-//!    ([`row_filter`]) is not counted: about twelve bits a row, against the tens of bytes a cell
-//!    takes.
-//! 4. Every row of a cell inserted is in the row filter before [`MemStore::insert`] returns,
-//!    and so before a read point passes the cell's write (region/mvcc.rs): a reader that may
-//!    see the cell sees its row in the filter (row_filter.rs, invariant 1). No read is made
-//!    at a read point above the writes made visible.
+//!    unused end of each arena chunk and the nodes of removed edits. The row bloom filter
+//!    ([`row_bloom`]) is not counted: about twelve bits a row, against the tens of bytes a
+//!    cell takes.
+//! 4. Every row of a cell inserted is in the row bloom filter before [`MemStore::insert`]
+//!    returns, and so before a read point passes the cell's write (region/mvcc.rs): a Get
+//!    that may see the cell sees its row in the filter (row_bloom.rs, invariant 1). Gets read
+//!    at the read point; a flush reads its snapshot whole, and a snapshot takes no inserts.
 
 mod arena;
 mod key;
-pub mod row_filter;
+pub mod row_bloom;
 mod skiplist;
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -42,7 +42,7 @@ use bytes::Bytes;
 
 use crate::store::scanner::{first_on_next_row, CellSource};
 use key::CellBuf;
-use row_filter::RowFilter;
+use row_bloom::RowBloom;
 use skiplist::{SkipList, NIL};
 
 /// Nodes of a column [`MemStoreScanner::skip_column`] walks one by one past its tail before
@@ -67,7 +67,7 @@ pub struct MemStore {
     min_seq_id: AtomicU64,
     /// The rows held (invariant 4), made by the first insert: a memstore never written holds
     /// no filter.
-    rows: OnceLock<RowFilter>,
+    rows: OnceLock<RowBloom>,
     /// The rows its filter is made for.
     rows_expected: usize,
 }
@@ -85,9 +85,9 @@ impl MemStore {
         MemStore::for_rows(0)
     }
 
-    /// An empty memstore taking the place of `previous`: its row filter is made for as many
-    /// rows as `previous` held cells, and a quarter more, since a store's writes tend to go
-    /// on as they went. Cells bound the rows from above: the filter is never made too small
+    /// An empty memstore taking the place of `previous`: its row bloom filter is made for as
+    /// many rows as `previous` held cells, and a quarter more, since a store's writes tend to
+    /// go on as they went. Cells bound the rows from above: the filter is never made too small
     /// for the same writes again, and at twelve bits a cell it is a percent or two of the
     /// memory the cells take.
     #[must_use]
@@ -121,8 +121,8 @@ impl MemStore {
         self.min_seq_id.fetch_min(cell.seq_id, Ordering::Relaxed);
         let adding = self
             .rows
-            .get_or_init(|| RowFilter::for_rows(self.rows_expected))
-            .start_add(row_filter::row_hash(&cell.row));
+            .get_or_init(|| RowBloom::for_rows(self.rows_expected))
+            .start_add(row_bloom::row_hash(&cell.row));
         let replaced = self.cells.insert(cell);
         adding.finish();
         self.len.fetch_add(1, Ordering::Relaxed);
@@ -179,7 +179,7 @@ impl MemStore {
     }
 
     /// False when the memstore holds no cell of the row of hash `row`
-    /// ([`row_filter::row_hash`]); true when it may.
+    /// ([`row_bloom::row_hash`]); true when it may.
     #[must_use]
     pub fn may_hold_row(&self, row: u64) -> bool {
         self.rows.get().is_none_or(|f| f.may_hold(row))
@@ -578,9 +578,9 @@ mod tests {
     }
 
     #[test]
-    fn the_row_filter_holds_every_row_inserted_and_its_cells_size_the_next_one() {
+    fn the_row_bloom_filter_holds_every_row_inserted_and_its_cells_size_the_next_one() {
         let m = MemStore::new();
-        let held = |m: &MemStore, row: &str| m.may_hold_row(row_filter::row_hash(row.as_bytes()));
+        let held = |m: &MemStore, row: &str| m.may_hold_row(row_bloom::row_hash(row.as_bytes()));
         // Before the first insert there is no filter, and every row may be held.
         assert!(held(&m, "r0"));
         for i in 0..1000 {

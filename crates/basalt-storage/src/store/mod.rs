@@ -25,7 +25,7 @@ use parking_lot::{Mutex, MutexGuard, RwLock};
 use crate::block_cache::{BlockCache, Priority};
 use crate::compaction::Throttle;
 use crate::env::Env;
-use crate::memstore::{row_filter, MemStore};
+use crate::memstore::{row_bloom, MemStore};
 use crate::region::RegionInfo;
 use crate::storefile::{Caching, FileId, StoreFile, StoreFileWriter};
 use half::RowRangeSource;
@@ -240,8 +240,8 @@ impl Store {
         // A memstore empty now holds nothing visible at `read_point`, now or later: a write
         // is in its memstore before the read point passes it (region/mvcc.rs). Leaving it
         // out spares a Get its seek and a scan a source to look at for every cell. For the
-        // same reason a Get leaves out a memstore whose row filter rules its row out.
-        let row = hint.get.map(|(row, _)| row_filter::row_hash(row));
+        // same reason a Get leaves out a memstore whose row bloom filter rules its row out.
+        let row = hint.get.map(|(row, _)| row_bloom::row_hash(row));
         let memstores = std::iter::once(&st.active).chain(st.snapshot.as_ref());
         for m in memstores.filter(|m| !m.is_empty() && row.is_none_or(|h| m.may_hold_row(h))) {
             sources.push(Box::new(m.scanner(read_point)));

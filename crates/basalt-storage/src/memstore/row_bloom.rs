@@ -6,17 +6,19 @@
 //! memstore out after one word.
 //!
 //! It is a bloom filter blocked to one 64-bit word a row: the high half of the row's hash
-//! picks the word, its low half the five bits in it. Twelve bits a row keep false positives
-//! near 1%, as the store files' ten bits a row in 512-bit lines do, and an add is one load and
-//! at most one atomic `or`: the filter is on every insert's path, and a row's bits spread over
-//! a line's words cost an insert up to seven atomic writes. The words are atomic so that
-//! writers add rows without a lock while readers probe. Its size is fixed when it is made
-//! ([`RowFilter::for_rows`]); a memstore that outgrows it only answers "maybe" more often.
+//! picks the word, its low half the bits in it (five probes, which may coincide). Twelve bits
+//! a row keep false positives near 1%, as the store files' ten bits a row in 512-bit lines
+//! do, and an add is one load and at most one atomic `or`: the filter is on every insert's
+//! path, and a row's bits spread over a line's words cost an insert up to seven atomic
+//! writes. The words are atomic so that writers add rows without a lock while readers probe.
+//! Its size is fixed when it is made ([`RowBloom::for_rows`]); a memstore that outgrows it
+//! only answers "maybe" more often.
 //!
 //! # Invariants
 //! 1. No false negatives: once an add of `h` has finished (`add`, or `Adding::finish`),
-//!    `may_hold(h)` is true in any thread the add happens before. A Get reads at a read point published after its writes' cells were in
-//!    the memstore (region/mvcc.rs), so it sees their bits.
+//!    `may_hold(h)` is true in any thread the add happens before. A Get reads at a read point
+//!    published after its writes' cells were in the memstore (region/mvcc.rs), so it sees
+//!    their bits.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -40,7 +42,7 @@ pub fn row_hash(row: &[u8]) -> u64 {
     xxh3_64(row)
 }
 
-/// An add begun by [`RowFilter::start_add`]; the row is in the filter once `finish` returns.
+/// An add begun by [`RowBloom::start_add`]; the row is in the filter once `finish` returns.
 #[derive(Debug)]
 pub struct Adding<'a> {
     word: &'a AtomicU64,
@@ -61,18 +63,18 @@ impl Adding<'_> {
 
 /// A fixed-size filter of rows.
 #[derive(Debug)]
-pub struct RowFilter {
+pub struct RowBloom {
     words: Box<[AtomicU64]>,
 }
 
-impl RowFilter {
+impl RowBloom {
     /// A filter with room for `rows` rows at about a 1% false-positive rate, within
     /// [`MIN_ROWS`] and [`MAX_ROWS`].
     #[must_use]
-    pub fn for_rows(rows: usize) -> RowFilter {
+    pub fn for_rows(rows: usize) -> RowBloom {
         let rows = rows.clamp(MIN_ROWS, MAX_ROWS) as u64;
         let words = (rows * BITS_PER_ROW).div_ceil(64);
-        RowFilter {
+        RowBloom {
             words: (0..words).map(|_| AtomicU64::new(0)).collect(),
         }
     }
@@ -100,7 +102,8 @@ impl RowFilter {
         Adding { word, mask, seen }
     }
 
-    /// False when the row of hash `h` was never added (invariant 1); true when it may have been.
+    /// False when the row of hash `h` was never added (invariant 1); true when it may have
+    /// been.
     #[must_use]
     pub fn may_hold(&self, h: u64) -> bool {
         let (word, mask) = self.probe(h);
@@ -124,7 +127,7 @@ mod tests {
 
     #[test]
     fn every_row_added_is_held_and_few_others_are() {
-        let f = RowFilter::for_rows(50_000);
+        let f = RowBloom::for_rows(50_000);
         hashes(0, 50_000).for_each(|h| f.add(h));
         assert!(hashes(0, 50_000).all(|h| f.may_hold(h)));
         let false_positives = hashes(1_000_000, 100_000)
@@ -136,17 +139,17 @@ mod tests {
 
     #[test]
     fn its_size_follows_the_rows_asked_for_within_its_bounds() {
-        assert_eq!(RowFilter::for_rows(0).size_bytes(), 4096 * 12 / 8);
-        assert_eq!(RowFilter::for_rows(100_000).size_bytes(), 150_000);
+        assert_eq!(RowBloom::for_rows(0).size_bytes(), 4096 * 12 / 8);
+        assert_eq!(RowBloom::for_rows(100_000).size_bytes(), 150_000);
         assert_eq!(
-            RowFilter::for_rows(usize::MAX).size_bytes(),
+            RowBloom::for_rows(usize::MAX).size_bytes(),
             (1 << 24) * 12 / 8
         );
     }
 
     #[test]
     fn rows_added_by_writers_at_once_are_all_held() {
-        let f = RowFilter::for_rows(40_000);
+        let f = RowBloom::for_rows(40_000);
         std::thread::scope(|s| {
             for t in 0..4 {
                 let f = &f;
