@@ -148,6 +148,20 @@ mod tests {
     }
 
     #[test]
+    fn an_add_that_finishes_last_keeps_the_bits_of_one_that_finished_first() {
+        // Two rows of one word (the high half of the hash picks it), their adds interleaved
+        // as two writers' may be: both read the word before either sets its bits. An add
+        // that stored what it read with its own bits would clear the other's.
+        let f = RowBloom::for_rows(0);
+        let (first, second) = (1u64, 2u64 | 2 << 6);
+        let a = f.start_add(first);
+        let b = f.start_add(second);
+        b.finish();
+        a.finish();
+        assert!(f.may_hold(first) && f.may_hold(second));
+    }
+
+    #[test]
     fn rows_added_by_writers_at_once_are_all_held() {
         let f = RowBloom::for_rows(40_000);
         std::thread::scope(|s| {
