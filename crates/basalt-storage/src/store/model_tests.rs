@@ -55,8 +55,9 @@ fn store_op() -> impl Strategy<Value = StoreOp> {
     ]
 }
 
-/// The newest version of each column of `row`, read as a Get reads it.
-fn get_row(store: &Store, row: &Bytes) -> Vec<Cell> {
+/// A scanner of the newest version of each column of `row`, opened as a Get opens it: the
+/// memstores and files that rule the row out are left out.
+fn get_scanner(store: &Store, row: &[u8]) -> super::StoreScanner {
     let mode = Mode::User {
         raw: false,
         time_range: TimeRange::all(),
@@ -65,12 +66,17 @@ fn get_row(store: &Store, row: &Bytes) -> Vec<Cell> {
         explicit_columns: None,
     };
     let hint = ReadHint {
-        get: Some((&row[..], None)),
+        get: Some((row, None)),
         time_range: TimeRange::all(),
         cache_blocks: true,
         cache_only: false,
     };
-    let mut s = store.scanner(mode, u64::MAX, NOW, 0, &hint).unwrap();
+    store.scanner(mode, u64::MAX, NOW, 0, &hint).unwrap()
+}
+
+/// The newest version of each column of `row`, read as a Get reads it.
+fn get_row(store: &Store, row: &Bytes) -> Vec<Cell> {
+    let mut s = get_scanner(store, row);
     s.seek(&Cell::first_on_row(row)).unwrap();
     let mut out = Vec::new();
     if s.peek_row() == Some(row) {
@@ -214,25 +220,7 @@ fn a_get_leaves_out_the_memstores_and_files_that_rule_its_row_out() {
     let snap = store.take_snapshot().unwrap();
     store.finish_flush(store.write_flush(&snap, 1, NOW, 0, u64::MAX).unwrap());
     store.insert(&put("in-memstore", 2));
-    let sources = |row: &str| {
-        let hint = ReadHint {
-            get: Some((row.as_bytes(), None)),
-            time_range: TimeRange::all(),
-            cache_blocks: true,
-            cache_only: false,
-        };
-        let mode = Mode::User {
-            raw: false,
-            time_range: TimeRange::all(),
-            max_versions: 1,
-            has_filter: false,
-            explicit_columns: None,
-        };
-        store
-            .scanner(mode, u64::MAX, NOW, 0, &hint)
-            .unwrap()
-            .sources()
-    };
+    let sources = |row: &str| get_scanner(&store, row.as_bytes()).sources();
     assert_eq!(sources("in-memstore"), 1);
     assert_eq!(sources("in-file"), 1);
     assert_eq!(sources("in-neither"), 0);
