@@ -7,6 +7,7 @@ pub mod codec;
 pub mod convert;
 pub mod deadline;
 pub mod fuzzing;
+pub mod http2;
 pub mod rows;
 pub mod schema;
 pub mod status;

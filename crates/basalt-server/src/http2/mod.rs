@@ -16,8 +16,8 @@
 //! dynamic table on its own answers (its heads are two or three short fields).
 
 pub mod connection;
-pub mod frame;
-pub mod hpack;
-mod huffman;
 mod request;
 pub mod stream;
+
+/// The frames and header compression, shared with the native API's client.
+pub use basalt_proto::http2::{frame, hpack};

@@ -1,15 +1,28 @@
-//! HPACK (RFC 7541): the request header blocks decoded, the answers' encoded.
+//! HPACK (RFC 7541): header blocks decoded, and encoded for answers and for requests.
 //!
 //! The decoder keeps the dynamic table the peer's encoder fills, bounded by the size this
-//! server announces (`SETTINGS_HEADER_TABLE_SIZE`, 4,096 bytes by default); a block that
+//! side announces (`SETTINGS_HEADER_TABLE_SIZE`, 4,096 bytes by default); a block that
 //! refers past it, or grows it past that bound, is a compression error, which ends the
-//! connection. The encoder never indexes: every field it writes is a literal without
-//! indexing (a static name's index where the table has the name), so it keeps no state, and
-//! the peer's table size never matters to it. Answers' heads are two or three short fields.
+//! connection.
+//!
+//! The server's answers are written by [`put_status`] and [`put_field`], which never
+//! index: every field is a literal without indexing (a static name's index where the table
+//! has the name), so they keep no state, and the peer's table size never matters to them.
+//! Answers' heads are two or three short fields.
+//!
+//! The client's requests are written by an [`Encoder`]: the fields every call of a
+//! connection repeats (its authority, content type, method paths) go into the peer's
+//! dynamic table the first time and are named by one byte after that; what changes from
+//! call to call (a deadline) is a plain literal. Nothing is Huffman-coded: the peer reads
+//! each string where it lies.
 //!
 //! # Invariants
-//! - `size` is the sum of the dynamic table's entries' sizes (name, value and 32 bytes
-//!   each), and never exceeds `max_size`, which never exceeds `limit`.
+//! - `Decoder::size` is the sum of the dynamic table's entries' sizes (name, value and 32
+//!   bytes each), and never exceeds `max_size`, which never exceeds `limit`.
+//! - `Encoder::added` is, oldest first, exactly the dynamic table the peer's decoder holds
+//!   once it has read every block written: the encoder adds only while the table has room
+//!   (so the decoder never evicts on its own), and evicts as the decoder does when the
+//!   peer's limit shrinks.
 
 use std::collections::VecDeque;
 
@@ -324,6 +337,98 @@ pub fn put_field(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
     put_string(out, value);
 }
 
+/// The encoding side of a client's requests on one connection (see the module's notes).
+#[derive(Debug)]
+pub struct Encoder {
+    /// The fields added to the peer's dynamic table, oldest first.
+    added: Vec<Field>,
+    /// The sum of `added`'s sizes.
+    size: usize,
+    /// The largest table the peer's decoder allows (its `SETTINGS_HEADER_TABLE_SIZE`).
+    max_size: usize,
+    /// A table size update owed at the start of the next block: the peer's limit shrank.
+    resized: bool,
+}
+
+impl Default for Encoder {
+    fn default() -> Encoder {
+        Encoder {
+            added: Vec::new(),
+            size: 0,
+            max_size: DEFAULT_TABLE_SIZE,
+            resized: false,
+        }
+    }
+}
+
+/// The dynamic table's size before the peer's settings say otherwise (RFC 9113 6.5.2).
+pub const DEFAULT_TABLE_SIZE: usize = 4096;
+
+impl Encoder {
+    /// Takes the peer's `SETTINGS_HEADER_TABLE_SIZE`. A smaller table than the one in use
+    /// evicts the oldest entries here as the peer's decoder will on the update that the
+    /// next block starts with.
+    pub fn set_max_size(&mut self, max_size: usize) {
+        if max_size < self.max_size {
+            self.resized = true;
+            while self.size > max_size {
+                let oldest = self.added.remove(0);
+                self.size -= oldest.size();
+            }
+        }
+        self.max_size = max_size;
+    }
+
+    /// Starts a header block: writes the table size update the peer is owed, if any.
+    pub fn begin(&mut self, out: &mut Vec<u8>) {
+        if std::mem::take(&mut self.resized) {
+            put_integer(out, 0x20, 5, self.max_size);
+        }
+    }
+
+    /// Appends `name: value`. A field that `repeats` on later blocks is named by its index
+    /// once it is in the dynamic table, and added to it, while it has room, the first time.
+    pub fn field(&mut self, out: &mut Vec<u8>, name: &[u8], value: &[u8], repeats: bool) {
+        if let Some(i) = STATIC.iter().position(|&(n, v)| {
+            !v.is_empty() && n.as_bytes() == name && v.as_bytes() == value
+        }) {
+            put_integer(out, 0x80, 7, i + 1);
+            return;
+        }
+        if !repeats {
+            put_field(out, name, value);
+            return;
+        }
+        if let Some(i) = self
+            .added
+            .iter()
+            .rposition(|f| f.name == name && f.value == value)
+        {
+            // The newest entry is index 62; each added after this one moves it by one.
+            put_integer(out, 0x80, 7, 62 + self.added.len() - 1 - i);
+            return;
+        }
+        let size = name.len() + value.len() + ENTRY_OVERHEAD;
+        if self.size + size > self.max_size {
+            put_field(out, name, value);
+            return;
+        }
+        match STATIC.iter().position(|(n, _)| n.as_bytes() == name) {
+            Some(i) => put_integer(out, 0x40, 6, i + 1),
+            None => {
+                out.put_u8(0x40);
+                put_string(out, name);
+            }
+        }
+        put_string(out, value);
+        self.size += size;
+        self.added.push(Field {
+            name: Bytes::copy_from_slice(name),
+            value: Bytes::copy_from_slice(value),
+        });
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -469,5 +574,93 @@ mod tests {
             ])
         );
         assert!(d.table.is_empty(), "nothing the encoder writes is indexed");
+    }
+
+    /// One request's fields through the encoder: the repeated ones, the static table's
+    /// whole fields, and a changing one.
+    fn request(e: &mut Encoder, path: &str, timeout: &str) -> Bytes {
+        let mut out = Vec::new();
+        e.begin(&mut out);
+        e.field(&mut out, b":method", b"POST", true);
+        e.field(&mut out, b":scheme", b"http", true);
+        e.field(&mut out, b":path", path.as_bytes(), true);
+        e.field(&mut out, b":authority", b"db-1.example:16020", true);
+        e.field(&mut out, b"content-type", b"application/grpc", true);
+        e.field(&mut out, b"te", b"trailers", true);
+        e.field(&mut out, b"grpc-timeout", timeout.as_bytes(), false);
+        Bytes::from(out)
+    }
+
+    fn request_pairs(path: &str, timeout: &str) -> Vec<(String, String)> {
+        pairs(&[
+            (":method", "POST"),
+            (":scheme", "http"),
+            (":path", path),
+            (":authority", "db-1.example:16020"),
+            ("content-type", "application/grpc"),
+            ("te", "trailers"),
+            ("grpc-timeout", timeout),
+        ])
+    }
+
+    /// Requests encoded on one connection decode to their fields through one decoder, the
+    /// way a server reads them; once their repeated fields are in the table, a request's
+    /// head is one byte a repeated field, and the table the decoder holds is the one the
+    /// encoder counted.
+    #[test]
+    fn requests_decode_to_their_fields_and_repeats_take_one_byte() {
+        let mut e = Encoder::default();
+        let mut d = Decoder::new(4096);
+        let first = request(&mut e, "/basalt.v1.Table/Get", "30000m");
+        assert_eq!(
+            decode(&mut d, &first).unwrap(),
+            request_pairs("/basalt.v1.Table/Get", "30000m")
+        );
+        let second = request(&mut e, "/basalt.v1.Table/Mutate", "29999m");
+        assert_eq!(
+            decode(&mut d, &second).unwrap(),
+            request_pairs("/basalt.v1.Table/Mutate", "29999m")
+        );
+        let third = request(&mut e, "/basalt.v1.Table/Get", "5S");
+        assert_eq!(
+            decode(&mut d, &third).unwrap(),
+            request_pairs("/basalt.v1.Table/Get", "5S")
+        );
+        // Six one-byte fields, and the deadline's literal: name index, length, "5S".
+        let deadline_literal = 1 + 1 + "grpc-timeout".len() + 1 + 2;
+        assert_eq!(third.len(), 6 + deadline_literal);
+        assert_eq!(d.size, e.size);
+        assert_eq!(d.table.len(), e.added.len());
+        assert_eq!(d.table[0], *e.added.last().unwrap(), "newest first in the decoder");
+    }
+
+    /// A table with no room for a field leaves it a literal, and a peer that shrinks its
+    /// table gets the size update first in the next block, with the same entries evicted
+    /// on both sides.
+    #[test]
+    fn a_full_or_shrunk_table_keeps_both_sides_in_step() {
+        let mut e = Encoder::default();
+        let mut d = Decoder::new(4096);
+        for n in 0..100 {
+            let path = format!("/basalt.v1.Table/Method{n:03}");
+            let block = request(&mut e, &path, "1S");
+            assert_eq!(decode(&mut d, &block).unwrap(), request_pairs(&path, "1S"));
+            assert!(e.size <= 4096 && e.size == d.size);
+        }
+        e.set_max_size(200);
+        let block = request(&mut e, "/basalt.v1.Table/Get", "1S");
+        assert_eq!(block[0] & 0xe0, 0x20, "the block starts with a size update");
+        assert_eq!(
+            decode(&mut d, &block).unwrap(),
+            request_pairs("/basalt.v1.Table/Get", "1S")
+        );
+        assert_eq!((d.size, d.table.len()), (e.size, e.added.len()));
+        assert!(d.size <= 200);
+        let again = request(&mut e, "/basalt.v1.Table/Get", "1S");
+        assert_ne!(again[0] & 0xe0, 0x20, "the update is written once");
+        assert_eq!(
+            decode(&mut d, &again).unwrap(),
+            request_pairs("/basalt.v1.Table/Get", "1S")
+        );
     }
 }

@@ -1,6 +1,6 @@
 //! HTTP/2's frames (RFC 9113 section 4 and 6): the nine-byte head every frame starts with,
-//! the kinds and flags this server reads, the error codes, and the writers of the frames it
-//! sends.
+//! the kinds, flags and settings the native API's two sides use, the error codes, and the
+//! writers of the frames they send.
 
 use bytes::BufMut;
 
@@ -40,6 +40,7 @@ pub const PADDED: u8 = 0x8;
 pub const PRIORITY_FLAG: u8 = 0x20;
 
 /// The settings this server reads (RFC 9113 6.5.2).
+pub const SETTINGS_HEADER_TABLE_SIZE: u16 = 1;
 pub const SETTINGS_ENABLE_PUSH: u16 = 2;
 pub const SETTINGS_MAX_CONCURRENT_STREAMS: u16 = 3;
 pub const SETTINGS_INITIAL_WINDOW_SIZE: u16 = 4;
