@@ -6,9 +6,9 @@
 //! hyper's client dispatch (a task per request body, and one more hop for the answer). On two
 //! cores shared with the server every hop is a wake-up of another task, and the client spent
 //! as much CPU on a point read as the server did (`BENCHMARKS.md`). This channel does less:
-//! the call's own task hands the request's headers and its whole message to h2 at once,
-//! waits on h2's stream for the answer, and reads it to its end, trailers included, before
-//! the generated client decodes it.
+//! the call's own task hands the request's head and its whole message to the connection
+//! ([`crate::http2`]) at once, and waits for the whole answer, trailers included, before the
+//! caller decodes it.
 //!
 //! The generated clients (`TableClient`, `AdminClient`) still encode and decode the messages
 //! and read the gRPC status; this replaces only the transport beneath them.
@@ -31,8 +31,9 @@
 //! - A channel's calls go to its connections in turn (`Channel::next`); clones share both.
 //! - `Shared::live` holds the connection calls are to use: one whose task has not ended, or
 //!   one that ended so recently that its task has not yet cleared it (a call that takes it
-//!   fails with `Unavailable`). It is cleared only by the task of the connection it holds
-//!   (matched by `id`) or by a call that found that connection closed.
+//!   fails with `Unavailable`). It is cleared by the task of the connection it holds
+//!   (matched by `id`), by a call that found that connection lost, or by the next call
+//!   when the connection takes no more calls (the server is going away).
 //! - At most one connection is being made at a time (`Shared::connecting`), so callers
 //!   waiting together share the one that is made.
 
@@ -44,25 +45,22 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use basalt_proto::deadline::grpc_timeout;
-use basalt_proto::transport::{Coalesced, Turns};
+use basalt_proto::http2::hpack::Field;
 use basalt_proto::unary::{Pieces, Whole, MESSAGE_HEADER};
 use bytes::Bytes;
-use h2::client::SendRequest;
-use h2::RecvStream;
-use http::uri::{Authority, PathAndQuery, Scheme};
-use http::{request, response, Request, Response, Uri};
+use http::header::{HeaderName, HeaderValue};
+use http::uri::{Authority, PathAndQuery};
+use http::{request, response, HeaderMap, Request, Response, StatusCode};
 use http_body::Body as _;
 use tokio::net::TcpStream;
 use tonic::body::Body;
 use tonic::codegen::Service;
 use tonic::Status;
 
+use crate::http2::{self, Failure};
+
 /// How long making a connection may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// The window of each stream and of the connection, as hyper's client opens them: an answer
-/// of a few MiB (a scanner's batch) is not held back waiting for window updates.
-const STREAM_WINDOW: u32 = 2 << 20;
-const CONNECTION_WINDOW: u32 = 5 << 20;
 
 /// A channel to the server at one address; clones share its connections.
 #[derive(Clone, Debug)]
@@ -88,7 +86,7 @@ struct Shared {
 
 #[derive(Clone, Debug)]
 struct Live {
-    send: SendRequest<Bytes>,
+    connection: http2::Connection,
     /// Which connection this is, so that an ended connection's task clears only itself.
     id: u64,
 }
@@ -197,51 +195,44 @@ impl Shared {
 
     async fn exchange(
         self: &Arc<Self>,
-        mut parts: request::Parts,
+        parts: request::Parts,
         message: Bytes,
     ) -> Result<(response::Parts, Whole), Status> {
-        parts.uri = self.uri(parts.uri.path_and_query())?;
         let live = self.connection().await?;
-        let id = live.id;
-        // A failure of more than this call's stream means the connection is done with: the
-        // next call given to it makes a new one.
-        let lost = |e: h2::Error| {
-            if !e.is_reset() || e.is_go_away() {
-                self.forget(id);
-            }
-            unavailable("calling", &self.authority, e)
+        let path = parts.uri.path_and_query().map_or("/", PathAndQuery::as_str);
+        let fields: Vec<(&[u8], &[u8], bool)> = parts
+            .headers
+            .iter()
+            .map(|(name, value)| {
+                // A deadline changes call by call; the rest repeat on every call.
+                let repeats = name != "grpc-timeout";
+                (name.as_str().as_bytes(), value.as_bytes(), repeats)
+            })
+            .collect();
+        let request = http2::Request {
+            path: path.as_bytes(),
+            authority: self.authority.as_str().as_bytes(),
+            fields: &fields,
+            message,
+            max_answer: self.max_answer,
         };
-        let mut send = live.send.ready().await.map_err(lost)?;
-        let (answer, mut stream) = send
-            .send_request(Request::from_parts(parts, ()), message.is_empty())
-            .map_err(lost)?;
-        if !message.is_empty() {
-            stream.send_data(message, true).map_err(lost)?;
-        }
-        let (head, recv) = answer.await.map_err(lost)?.into_parts();
-        let answer = read_answer(recv, self.max_answer)
-            .await
-            .map_err(|e| match e {
-                Read::Stream(e) => lost(e),
-                Read::TooLarge => Status::resource_exhausted(format!(
-                    "an answer from {} is larger than {} bytes",
-                    self.authority, self.max_answer
-                )),
-            })?;
-        Ok((head, answer))
-    }
-
-    /// The request's absolute URI: h2 names the scheme and authority in every request.
-    fn uri(&self, path: Option<&PathAndQuery>) -> Result<Uri, Status> {
-        Uri::builder()
-            .scheme(Scheme::HTTP)
-            .authority(self.authority.clone())
-            .path_and_query(
-                path.cloned()
-                    .unwrap_or_else(|| PathAndQuery::from_static("/")),
-            )
-            .build()
-            .map_err(|e| Status::internal(format!("a request's URI: {e}")))
+        let answer = live.connection.call(request).await.map_err(|e| match e {
+            Failure::Lost(why) => {
+                // The connection is done with: the next call given to it makes a new one.
+                self.forget(live.id);
+                unavailable("calling", &self.authority, why)
+            }
+            Failure::Reset(reason) => unavailable(
+                "calling",
+                &self.authority,
+                format!("the server reset the call ({reason:?})"),
+            ),
+            Failure::TooLarge => Status::resource_exhausted(format!(
+                "an answer from {} is larger than {} bytes",
+                self.authority, self.max_answer
+            )),
+        })?;
+        parts_of(answer)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Option<Live>> {
@@ -250,8 +241,14 @@ impl Shared {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// The live connection, if it still takes calls; one that no longer does (it ended,
+    /// or the server is going away) is forgotten, so that the caller makes a new one.
     fn live(&self) -> Option<Live> {
-        self.lock().clone()
+        let mut live = self.lock();
+        if live.as_ref().is_some_and(|l| !l.connection.open_to_calls()) {
+            *live = None;
+        }
+        live.clone()
     }
 
     /// Clears the live connection if it is still connection `id`.
@@ -262,8 +259,8 @@ impl Shared {
         }
     }
 
-    /// Makes a connection (Nagle's algorithm off, writes gathered until its task yields)
-    /// and starts its task on the current runtime.
+    /// Makes a connection (Nagle's algorithm off) and starts its task on the current
+    /// runtime.
     async fn connect(self: &Arc<Self>) -> Result<Live, Status> {
         let failed = |e: &dyn std::fmt::Display| unavailable("connecting to", &self.authority, e);
         let host = self.authority.host();
@@ -273,31 +270,14 @@ impl Shared {
             .await
             .map_err(|e| failed(&e))?;
         stream.set_nodelay(true).map_err(|e| failed(&e))?;
-        let turns = Turns::default();
-        let (send, connection) = h2::client::Builder::new()
-            .enable_push(false)
-            .initial_window_size(STREAM_WINDOW)
-            .initial_connection_window_size(CONNECTION_WINDOW)
-            .handshake::<_, Bytes>(Coalesced::new(stream, &turns))
-            .await
-            .map_err(|e| failed(&e))?;
         let id = CONNECTIONS.fetch_add(1, Ordering::Relaxed);
         let shared: Weak<Shared> = Arc::downgrade(self);
-        tokio::spawn(async move {
-            // Ends when the server closes the connection, when it fails, or once every
-            // clone of the channel is gone and no call is left on it. Each poll is a turn of
-            // the connection's writes.
-            let mut connection = std::pin::pin!(connection);
-            let _ = std::future::poll_fn(|cx| {
-                turns.begin();
-                connection.as_mut().poll(cx)
-            })
-            .await;
+        let connection = http2::Connection::start(stream, move || {
             if let Some(shared) = shared.upgrade() {
                 shared.forget(id);
             }
         });
-        Ok(Live { send, id })
+        Ok(Live { connection, id })
     }
 }
 
@@ -328,39 +308,53 @@ async fn whole_message(mut body: Body) -> Result<Bytes, Status> {
     Ok(whole.finish())
 }
 
-/// Why an answer could not be read.
-enum Read {
-    Stream(h2::Error),
-    TooLarge,
-}
-
-/// Reads an answer to its end: its data (in one piece, its gRPC frame included) and its
-/// trailers.
-async fn read_answer(mut recv: RecvStream, max: usize) -> Result<Whole, Read> {
-    let mut data = Pieces::default();
-    while let Some(piece) = recv.data().await {
-        let piece = piece.map_err(Read::Stream)?;
-        // The window is given back as data arrives; the answer's size is bounded here.
-        recv.flow_control()
-            .release_capacity(piece.len())
-            .map_err(Read::Stream)?;
-        data.push(piece);
-        if data.len() > max {
-            return Err(Read::TooLarge);
+/// An answer as the generated clients read it: its head's status and fields, and a body
+/// of its data and trailers.
+fn parts_of(answer: http2::Answer) -> Result<(response::Parts, Whole), Status> {
+    let mut head = Response::new(()).into_parts().0;
+    for field in answer.head {
+        if field.name == ":status" {
+            head.status = std::str::from_utf8(&field.value)
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .and_then(|code| StatusCode::from_u16(code).ok())
+                .ok_or_else(|| Status::internal("an answer with a malformed :status"))?;
+        } else if !field.name.starts_with(b":") {
+            append(&mut head.headers, field)?;
         }
     }
-    let trailers = recv.trailers().await.map_err(Read::Stream)?;
-    let data = data.finish();
-    Ok(Whole {
-        data: (!data.is_empty()).then_some(data),
-        trailers,
-    })
+    let trailers = match answer.trailers {
+        Some(fields) => {
+            let mut trailers = HeaderMap::new();
+            for field in fields {
+                append(&mut trailers, field)?;
+            }
+            Some(trailers)
+        }
+        None => None,
+    };
+    Ok((
+        head,
+        Whole {
+            data: (!answer.data.is_empty()).then_some(answer.data),
+            trailers,
+        },
+    ))
+}
+
+fn append(headers: &mut HeaderMap, field: Field) -> Result<(), Status> {
+    let malformed = || Status::internal("an answer with a malformed header field");
+    let name = HeaderName::from_bytes(&field.name).map_err(|_| malformed())?;
+    let value = HeaderValue::from_maybe_shared(field.value).map_err(|_| malformed())?;
+    headers.append(name, value);
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use bytes::BytesMut;
-    use http::HeaderMap;
+    use h2::RecvStream;
+    use http::Uri;
     use http_body_util::{BodyExt, Full};
     use tokio::net::TcpListener;
 

@@ -53,6 +53,7 @@ macro_rules! rpc {
 mod admin;
 pub mod blocking;
 mod channel;
+mod http2;
 mod mutator;
 mod retry;
 mod rpc;

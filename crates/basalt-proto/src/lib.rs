@@ -11,7 +11,6 @@ pub mod http2;
 pub mod rows;
 pub mod schema;
 pub mod status;
-pub mod transport;
 pub mod unary;
 
 /// The generated code of `proto/basalt/v1/basalt.proto`.

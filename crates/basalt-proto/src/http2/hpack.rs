@@ -389,9 +389,10 @@ impl Encoder {
     /// Appends `name: value`. A field that `repeats` on later blocks is named by its index
     /// once it is in the dynamic table, and added to it, while it has room, the first time.
     pub fn field(&mut self, out: &mut Vec<u8>, name: &[u8], value: &[u8], repeats: bool) {
-        if let Some(i) = STATIC.iter().position(|&(n, v)| {
-            !v.is_empty() && n.as_bytes() == name && v.as_bytes() == value
-        }) {
+        if let Some(i) = STATIC
+            .iter()
+            .position(|&(n, v)| !v.is_empty() && n.as_bytes() == name && v.as_bytes() == value)
+        {
             put_integer(out, 0x80, 7, i + 1);
             return;
         }
@@ -631,7 +632,11 @@ mod tests {
         assert_eq!(third.len(), 6 + deadline_literal);
         assert_eq!(d.size, e.size);
         assert_eq!(d.table.len(), e.added.len());
-        assert_eq!(d.table[0], *e.added.last().unwrap(), "newest first in the decoder");
+        assert_eq!(
+            d.table[0],
+            *e.added.last().unwrap(),
+            "newest first in the decoder"
+        );
     }
 
     /// A table with no room for a field leaves it a literal, and a peer that shrinks its
