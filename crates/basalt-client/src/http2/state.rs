@@ -403,7 +403,8 @@ impl State {
             );
             self.recv_window = CONNECTION_WINDOW;
         }
-        let data = unpadded(head, payload)?;
+        let data = f::unpadded(head, payload)
+            .ok_or_else(|| fault_of(Reason::PROTOCOL_ERROR, "DATA padded past its end"))?;
         let Some(s) = self.streams.get_mut(&head.stream) else {
             // A stream this side reset or took the answer of: its late frames are dropped.
             return Ok(());
@@ -613,28 +614,6 @@ fn four_bytes(payload: &[u8], kind: &str) -> Result<u32, ConnectionError> {
         .get(..4)
         .map(|b| u32::from_be_bytes(b.try_into().unwrap_or_default()))
         .ok_or_else(|| fault_of(Reason::FRAME_SIZE_ERROR, format!("a short {kind} frame")))
-}
-
-/// A DATA frame's data, its padding (if any) taken off.
-fn unpadded(head: Head, mut payload: Bytes) -> Result<Bytes, ConnectionError> {
-    if !head.has(f::PADDED) {
-        return Ok(payload);
-    }
-    let pad = usize::from(*payload.first().ok_or_else(|| {
-        fault_of(
-            Reason::FRAME_SIZE_ERROR,
-            "a padded frame without its pad length",
-        )
-    })?);
-    if pad >= payload.len() {
-        return Err(fault_of(
-            Reason::PROTOCOL_ERROR,
-            "padding past a frame's end",
-        ));
-    }
-    payload.advance(1);
-    payload.truncate(payload.len() - pad);
-    Ok(payload)
 }
 
 /// A window size or increment, within 2^31-1 by construction.

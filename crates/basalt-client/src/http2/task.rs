@@ -19,7 +19,7 @@ use std::io::ErrorKind;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use basalt_proto::http2::frame::{self as f, Head, Reason};
+use basalt_proto::http2::frame::{self as f, Continuing, Head, Reason};
 use basalt_proto::http2::hpack::{self, Field};
 use bytes::{Buf, Bytes, BytesMut};
 use tokio::net::TcpStream;
@@ -38,14 +38,6 @@ const RETAINED: usize = 64 << 10;
 const MAX_HEADER_BLOCK: usize = 1 << 20;
 /// The dynamic table this side's decoder allows (HTTP/2's default; it announces no other).
 const HEADER_TABLE_SIZE: usize = 4096;
-
-/// A header block begun and not yet ended.
-#[derive(Debug)]
-struct Continuing {
-    stream: u32,
-    end_stream: bool,
-    block: BytesMut,
-}
 
 /// One connection's reading and writing (see the module's notes).
 #[derive(Debug)]
@@ -237,36 +229,22 @@ fn frames(
 /// A HEADERS frame: its block decoded now, or gathered until its CONTINUATIONs end it.
 fn headers(
     head: Head,
-    mut payload: Bytes,
+    payload: Bytes,
     decoder: &mut hpack::Decoder,
     continuing: &mut Option<Continuing>,
     state: &mut State,
 ) -> Result<(), ConnectionError> {
-    let malformed = || fault_of(Reason::PROTOCOL_ERROR, "a malformed HEADERS frame");
-    let mut pad = 0;
-    if head.has(f::PADDED) {
-        pad = usize::from(*payload.first().ok_or_else(malformed)?);
-        payload.advance(1);
-    }
-    if head.has(f::PRIORITY_FLAG) {
-        if payload.len() < 5 {
-            return Err(malformed());
-        }
-        payload.advance(5);
-    }
-    if pad > payload.len() {
-        return Err(malformed());
-    }
-    payload.truncate(payload.len() - pad);
-    let end_stream = head.has(f::END_STREAM);
+    let fragment = f::header_fragment(head, payload).map_err(|(r, why)| fault_of(r, why))?;
     if head.has(f::END_HEADERS) {
-        return decoded(head.stream, &payload, end_stream, decoder, state);
+        return decoded(
+            head.stream,
+            &fragment,
+            head.has(f::END_STREAM),
+            decoder,
+            state,
+        );
     }
-    *continuing = Some(Continuing {
-        stream: head.stream,
-        end_stream,
-        block: BytesMut::from(&payload[..]),
-    });
+    *continuing = Some(Continuing::begin(head, &fragment));
     Ok(())
 }
 

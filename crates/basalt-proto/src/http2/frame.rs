@@ -2,7 +2,7 @@
 //! the kinds, flags and settings the native API's two sides use, the error codes, and the
 //! writers of the frames they send.
 
-use bytes::BufMut;
+use bytes::{Buf, BufMut, Bytes, BytesMut};
 
 /// What a client sends before its first frame.
 pub const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -163,6 +163,57 @@ pub fn put_headers(
     }
 }
 
+/// A DATA or HEADERS frame's payload without its padding; `None` when the padding claims
+/// more than the frame holds.
+pub fn unpadded(head: Head, mut payload: Bytes) -> Option<Bytes> {
+    if !head.has(PADDED) {
+        return Some(payload);
+    }
+    let pad = usize::from(*payload.first()?);
+    payload.advance(1);
+    let len = payload.len().checked_sub(pad)?;
+    payload.truncate(len);
+    Some(payload)
+}
+
+/// A HEADERS frame's fragment of its header block: its padding and priority taken off. A
+/// frame padded past its end, or too short for its priority, fails with the connection error
+/// RFC 9113 6.2 names.
+pub fn header_fragment(head: Head, payload: Bytes) -> Result<Bytes, (Reason, &'static str)> {
+    let mut fragment =
+        unpadded(head, payload).ok_or((Reason::PROTOCOL_ERROR, "HEADERS padded past its end"))?;
+    if head.has(PRIORITY_FLAG) {
+        if fragment.len() < 5 {
+            return Err((
+                Reason::FRAME_SIZE_ERROR,
+                "HEADERS too short for its priority",
+            ));
+        }
+        fragment.advance(5);
+    }
+    Ok(fragment)
+}
+
+/// A header block begun by a HEADERS frame without END_HEADERS, gathered from its
+/// CONTINUATION frames until one ends it.
+#[derive(Debug)]
+pub struct Continuing {
+    pub stream: u32,
+    pub end_stream: bool,
+    pub block: BytesMut,
+}
+
+impl Continuing {
+    /// The block begun by the HEADERS frame `head` with `fragment`.
+    pub fn begin(head: Head, fragment: &[u8]) -> Continuing {
+        Continuing {
+            stream: head.stream,
+            end_stream: head.has(END_STREAM),
+            block: BytesMut::from(fragment),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -216,5 +267,35 @@ mod tests {
         let mut empty = Vec::new();
         put_headers(&mut empty, 3, &[], false, 100);
         assert_eq!(Head::parse(&empty).flags, END_HEADERS);
+    }
+
+    fn head(flags: u8) -> Head {
+        Head {
+            len: 0,
+            kind: HEADERS,
+            flags,
+            stream: 1,
+        }
+    }
+
+    /// Padding comes off both ends (its length first, the padding last), a priority off the
+    /// front; padding past the frame's end and a priority cut short are refused.
+    #[test]
+    fn padding_and_priority_come_off_a_header_fragment() {
+        let padded = Bytes::from_static(b"\x02block!!");
+        assert_eq!(
+            &unpadded(head(PADDED), padded.clone()).unwrap()[..],
+            b"block"
+        );
+        assert_eq!(unpadded(head(0), padded.clone()).unwrap(), padded);
+        assert!(unpadded(head(PADDED), Bytes::from_static(b"\x05ab")).is_none());
+        assert!(unpadded(head(PADDED), Bytes::new()).is_none());
+        let both = Bytes::from_static(b"\x01\0\0\0\x03\x10block!");
+        let fragment = header_fragment(head(PADDED | PRIORITY_FLAG), both).unwrap();
+        assert_eq!(&fragment[..], b"block");
+        let short = header_fragment(head(PRIORITY_FLAG), Bytes::from_static(b"\0\0"));
+        assert_eq!(short.unwrap_err().0, Reason::FRAME_SIZE_ERROR);
+        let past = header_fragment(head(PADDED), Bytes::from_static(b"\x09ab"));
+        assert_eq!(past.unwrap_err().0, Reason::PROTOCOL_ERROR);
     }
 }

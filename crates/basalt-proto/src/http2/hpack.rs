@@ -327,10 +327,16 @@ pub fn put_status(out: &mut Vec<u8>, status: u16) {
 /// Appends the field `name: value` as a literal without indexing, naming the static table's
 /// entry when it has the name.
 pub fn put_field(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
+    put_literal(out, 0, 4, name, value);
+}
+
+/// Appends a literal field after the pattern `first`, its name index in `prefix` bits:
+/// the static table's entry when it has the name, else the name as a string.
+fn put_literal(out: &mut Vec<u8>, first: u8, prefix: u8, name: &[u8], value: &[u8]) {
     match STATIC.iter().position(|(n, _)| n.as_bytes() == name) {
-        Some(i) => put_integer(out, 0, 4, i + 1),
+        Some(i) => put_integer(out, first, prefix, i + 1),
         None => {
-            out.put_u8(0);
+            out.put_u8(first);
             put_string(out, name);
         }
     }
@@ -414,14 +420,8 @@ impl Encoder {
             put_field(out, name, value);
             return;
         }
-        match STATIC.iter().position(|(n, _)| n.as_bytes() == name) {
-            Some(i) => put_integer(out, 0x40, 6, i + 1),
-            None => {
-                out.put_u8(0x40);
-                put_string(out, name);
-            }
-        }
-        put_string(out, value);
+        // A literal with incremental indexing: the decoder adds it to its table.
+        put_literal(out, 0x40, 6, name, value);
         self.size += size;
         self.added.push(Field {
             name: Bytes::copy_from_slice(name),

@@ -30,7 +30,7 @@ mod send;
 #[cfg(test)]
 mod tests;
 
-use super::frame::{self as f, Head, Reason};
+use super::frame::{self as f, Continuing, Head, Reason};
 use super::hpack::{self, Decoder};
 use super::request::{self, Refused};
 use super::stream::{Incoming, Recv, Stream};
@@ -97,14 +97,6 @@ pub enum Reading {
     Idle,
     /// The peer closed the connection.
     Closed,
-}
-
-/// A header block gathered across frames.
-#[derive(Debug)]
-struct Continuing {
-    stream: u32,
-    end_stream: bool,
-    block: BytesMut,
 }
 
 /// One connection (see the module's notes).
@@ -330,7 +322,7 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Connection<T> {
             self.unannounced += len;
             return Ok(());
         };
-        let Some(data) = unpadded(head, payload) else {
+        let Some(data) = f::unpadded(head, payload) else {
             return Err(self.fail(Reason::PROTOCOL_ERROR, "DATA padded past its end"));
         };
         let stream = &mut self.streams[i];
@@ -364,27 +356,15 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Connection<T> {
         accepted: &mut Vec<Accepted>,
     ) -> Result<(), String> {
         self.on_a_stream(head)?;
-        let Some(mut fragment) = unpadded(head, payload) else {
-            return Err(self.fail(Reason::PROTOCOL_ERROR, "HEADERS padded past its end"));
+        let fragment = match f::header_fragment(head, payload) {
+            Ok(fragment) => fragment,
+            Err((reason, why)) => return Err(self.fail(reason, why)),
         };
-        if head.has(f::PRIORITY_FLAG) {
-            if fragment.len() < 5 {
-                return Err(self.fail(
-                    Reason::FRAME_SIZE_ERROR,
-                    "HEADERS too short for its priority",
-                ));
-            }
-            fragment.advance(5);
-        }
-        let end_stream = head.has(f::END_STREAM);
         if head.has(f::END_HEADERS) {
+            let end_stream = head.has(f::END_STREAM);
             return self.header_block(head.stream, end_stream, &fragment, accepted);
         }
-        self.continuing = Some(Continuing {
-            stream: head.stream,
-            end_stream,
-            block: BytesMut::from(&fragment[..]),
-        });
+        self.continuing = Some(Continuing::begin(head, &fragment));
         Ok(())
     }
 
@@ -525,17 +505,4 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Connection<T> {
     fn find(&self, id: u32) -> Option<usize> {
         self.streams.binary_search_by_key(&id, |s| s.id).ok()
     }
-}
-
-/// A DATA or HEADERS frame's payload without its padding; `None` when the padding claims
-/// more than the frame holds.
-fn unpadded(head: Head, mut payload: Bytes) -> Option<Bytes> {
-    if !head.has(f::PADDED) {
-        return Some(payload);
-    }
-    let pad = usize::from(*payload.first()?);
-    payload.advance(1);
-    let len = payload.len().checked_sub(pad)?;
-    payload.truncate(len);
-    Some(payload)
 }
