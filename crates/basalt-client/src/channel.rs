@@ -50,7 +50,7 @@ use basalt_proto::unary::{Pieces, Whole, MESSAGE_HEADER};
 use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue};
 use http::uri::{Authority, PathAndQuery};
-use http::{request, response, HeaderMap, Request, Response, StatusCode};
+use http::{response, HeaderMap, Request, Response, StatusCode};
 use http_body::Body as _;
 use tokio::net::TcpStream;
 use tonic::body::Body;
@@ -145,25 +145,41 @@ impl Channel {
         &self.pool[n % self.pool.len()]
     }
 
-    /// One unary call from the generated clients: the request out, the whole answer back.
+    /// One unary call from the generated clients (the admin calls): the request out, the
+    /// whole answer back.
     async fn unary(self, req: Request<Body>) -> Result<Response<Body>, Status> {
         let (parts, body) = req.into_parts();
         let message = whole_message(body).await?;
-        let (head, answer) = self.round_trip(parts, message).await?;
-        Ok(Response::from_parts(head, Body::new(answer)))
+        let path = parts.uri.path_and_query().map_or("/", PathAndQuery::as_str);
+        let fields: Vec<(&[u8], &[u8], bool)> = parts
+            .headers
+            .iter()
+            .map(|(name, value)| {
+                // A deadline changes call by call; the rest repeat on every call.
+                let repeats = name != "grpc-timeout";
+                (name.as_str().as_bytes(), value.as_bytes(), repeats)
+            })
+            .collect();
+        let deadline = grpc_timeout(&parts.headers);
+        let answer = self.round_trip(path, &fields, deadline, message).await?;
+        let (head, body) = parts_of(answer)?;
+        Ok(Response::from_parts(head, Body::new(body)))
     }
 
-    /// Sends a request's head (its URI a path) and its whole framed message on the next
-    /// connection, and reads the answer to its end, within the call's deadline (its
-    /// `grpc-timeout`).
+    /// Sends a request (its path, its header fields besides the method, scheme, path and
+    /// authority, and its whole framed message) on the next connection, and reads the answer
+    /// to its end, within `deadline`: the one its `grpc-timeout` field gives the server.
     pub(crate) async fn round_trip(
         &self,
-        head: request::Parts,
+        path: &str,
+        fields: &[(&[u8], &[u8], bool)],
+        deadline: Option<Duration>,
         message: Bytes,
-    ) -> Result<(response::Parts, Whole), Status> {
+    ) -> Result<http2::Answer, Status> {
         let shared = self.pick();
-        match grpc_timeout(&head.headers) {
-            Some(limit) => tokio::time::timeout(limit, shared.exchange(head, message))
+        let exchange = shared.exchange(path, fields, message);
+        match deadline {
+            Some(limit) => tokio::time::timeout(limit, exchange)
                 .await
                 .unwrap_or_else(|_| {
                     Err(Status::deadline_exceeded(format!(
@@ -171,7 +187,7 @@ impl Channel {
                         shared.authority
                     )))
                 }),
-            None => shared.exchange(head, message).await,
+            None => exchange.await,
         }
     }
 }
@@ -195,28 +211,19 @@ impl Shared {
 
     async fn exchange(
         self: &Arc<Self>,
-        parts: request::Parts,
+        path: &str,
+        fields: &[(&[u8], &[u8], bool)],
         message: Bytes,
-    ) -> Result<(response::Parts, Whole), Status> {
+    ) -> Result<http2::Answer, Status> {
         let live = self.connection().await?;
-        let path = parts.uri.path_and_query().map_or("/", PathAndQuery::as_str);
-        let fields: Vec<(&[u8], &[u8], bool)> = parts
-            .headers
-            .iter()
-            .map(|(name, value)| {
-                // A deadline changes call by call; the rest repeat on every call.
-                let repeats = name != "grpc-timeout";
-                (name.as_str().as_bytes(), value.as_bytes(), repeats)
-            })
-            .collect();
         let request = http2::Request {
             path: path.as_bytes(),
             authority: self.authority.as_str().as_bytes(),
-            fields: &fields,
+            fields,
             message,
             max_answer: self.max_answer,
         };
-        let answer = live.connection.call(request).await.map_err(|e| match e {
+        live.connection.call(request).await.map_err(|e| match e {
             Failure::Lost(why) => {
                 // The connection is done with: the next call given to it makes a new one.
                 self.forget(live.id);
@@ -231,8 +238,7 @@ impl Shared {
                 "an answer from {} is larger than {} bytes",
                 self.authority, self.max_answer
             )),
-        })?;
-        parts_of(answer)
+        })
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Option<Live>> {
@@ -312,27 +318,9 @@ async fn whole_message(mut body: Body) -> Result<Bytes, Status> {
 /// of its data and trailers.
 fn parts_of(answer: http2::Answer) -> Result<(response::Parts, Whole), Status> {
     let mut head = Response::new(()).into_parts().0;
-    for field in answer.head {
-        if field.name == ":status" {
-            head.status = std::str::from_utf8(&field.value)
-                .ok()
-                .and_then(|s| s.parse().ok())
-                .and_then(|code| StatusCode::from_u16(code).ok())
-                .ok_or_else(|| Status::internal("an answer with a malformed :status"))?;
-        } else if !field.name.starts_with(b":") {
-            append(&mut head.headers, field)?;
-        }
-    }
-    let trailers = match answer.trailers {
-        Some(fields) => {
-            let mut trailers = HeaderMap::new();
-            for field in fields {
-                append(&mut trailers, field)?;
-            }
-            Some(trailers)
-        }
-        None => None,
-    };
+    head.status = http_status(&answer.head)?;
+    head.headers = header_map(&answer.head)?;
+    let trailers = answer.trailers.as_deref().map(header_map).transpose()?;
     Ok((
         head,
         Whole {
@@ -342,12 +330,28 @@ fn parts_of(answer: http2::Answer) -> Result<(response::Parts, Whole), Status> {
     ))
 }
 
-fn append(headers: &mut HeaderMap, field: Field) -> Result<(), Status> {
+/// The HTTP status an answer's head names (200 when it names none).
+pub(crate) fn http_status(head: &[Field]) -> Result<StatusCode, Status> {
+    let Some(status) = head.iter().find(|f| f.name == ":status") else {
+        return Ok(StatusCode::OK);
+    };
+    std::str::from_utf8(&status.value)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .and_then(|code| StatusCode::from_u16(code).ok())
+        .ok_or_else(|| Status::internal("an answer with a malformed :status"))
+}
+
+/// Header fields as a map, the pseudo-fields (`:status`) left out.
+pub(crate) fn header_map(fields: &[Field]) -> Result<HeaderMap, Status> {
     let malformed = || Status::internal("an answer with a malformed header field");
-    let name = HeaderName::from_bytes(&field.name).map_err(|_| malformed())?;
-    let value = HeaderValue::from_maybe_shared(field.value).map_err(|_| malformed())?;
-    headers.append(name, value);
-    Ok(())
+    let mut headers = HeaderMap::with_capacity(fields.len());
+    for field in fields.iter().filter(|f| !f.name.starts_with(b":")) {
+        let name = HeaderName::from_bytes(&field.name).map_err(|_| malformed())?;
+        let value = HeaderValue::from_maybe_shared(field.value.clone()).map_err(|_| malformed())?;
+        headers.append(name, value);
+    }
+    Ok(headers)
 }
 
 #[cfg(test)]

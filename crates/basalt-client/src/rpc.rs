@@ -14,19 +14,25 @@
 //!
 //! The wire is gRPC's, exactly as the generated client sends it: `POST` of the method's path,
 //! `content-type: application/grpc`, `te: trailers`, the call's `grpc-timeout`, and one
-//! uncompressed length-prefixed message.
+//! uncompressed length-prefixed message. The answer's status is read from its header fields
+//! as they were decoded; they become a header map only when the call failed, for the status
+//! and its metadata (where the server names HBase's exception).
 
+use std::time::Duration;
+
+use basalt_proto::deadline::TimeoutValue;
+use basalt_proto::http2::hpack::Field;
 use basalt_proto::pb;
 use basalt_proto::rows::{OpenedScanner, RowMessage, ScannedRows};
-use basalt_proto::unary::{frame, unframe, Whole};
-use http::header::{CONTENT_TYPE, TE, USER_AGENT};
-use http::{response, HeaderMap, HeaderValue, Method, StatusCode, Uri};
+use basalt_proto::unary::{frame, unframe};
+use http::StatusCode;
 use prost::Message;
-use tonic::{Code, IntoRequest, Request, Response, Status};
+use tonic::{Code, Status};
 
-use crate::channel::Channel;
+use crate::channel::{header_map, http_status, Channel};
+use crate::http2::Answer;
 
-const GRPC_STATUS: &str = "grpc-status";
+const GRPC_STATUS: &[u8] = b"grpc-status";
 const GRPC_STATUS_DETAILS: &str = "grpc-status-details-bin";
 
 /// The table calls to one server.
@@ -35,16 +41,18 @@ pub(crate) struct TableRpc {
     channel: Channel,
 }
 
-/// One method: its name here, its path on the wire, its request and answer.
+/// One method: its name here, its path on the wire, its request and answer. A call with a
+/// `deadline` fails when no answer came within it, and tells the server so.
 macro_rules! unary {
     ($($name:ident: $path:literal, $req:ty => $resp:ty;)*) => {
         impl TableRpc {
             $(
                 pub(crate) async fn $name(
                     &mut self,
-                    request: impl IntoRequest<$req>,
-                ) -> Result<Response<$resp>, Status> {
-                    self.call(Uri::from_static($path), request.into_request()).await
+                    request: $req,
+                    deadline: Option<Duration>,
+                ) -> Result<$resp, Status> {
+                    self.call($path, &request, deadline).await
                 }
             )*
         }
@@ -70,51 +78,70 @@ impl TableRpc {
     /// One call of the method at `path`.
     async fn call<Req: Message, Resp: Message + Default>(
         &self,
-        path: Uri,
-        request: Request<Req>,
-    ) -> Result<Response<Resp>, Status> {
-        let (metadata, _, message) = request.into_parts();
-        let framed = frame(&message, crate::MAX_MESSAGE_BYTES)?;
-        let mut head = http::Request::new(()).into_parts().0;
-        head.method = Method::POST;
-        head.uri = path;
-        head.headers = metadata.into_headers();
-        let headers = &mut head.headers;
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/grpc"));
-        headers.insert(TE, HeaderValue::from_static("trailers"));
-        headers.insert(USER_AGENT, HeaderValue::from_static("basalt-client"));
-        let (head, answer) = self.channel.round_trip(head, framed).await?;
-        answer_of(&head, answer).map(Response::new)
+        path: &str,
+        request: &Req,
+        deadline: Option<Duration>,
+    ) -> Result<Resp, Status> {
+        let framed = frame(request, crate::MAX_MESSAGE_BYTES)?;
+        let timeout = deadline.map(TimeoutValue::of);
+        let fields: [(&[u8], &[u8], bool); 4] = [
+            (b"content-type", b"application/grpc", true),
+            (b"te", b"trailers", true),
+            (b"user-agent", b"basalt-client", true),
+            (
+                b"grpc-timeout",
+                timeout.as_ref().map_or(&[][..], TimeoutValue::as_bytes),
+                false,
+            ),
+        ];
+        let fields = if timeout.is_some() {
+            &fields[..]
+        } else {
+            &fields[..3]
+        };
+        let answer = self
+            .channel
+            .round_trip(path, fields, deadline, framed)
+            .await?;
+        answer_of(answer)
     }
+}
+
+/// The value of the field `name`, if the fields have it.
+fn find<'a>(fields: &'a [Field], name: &[u8]) -> Option<&'a [u8]> {
+    fields.iter().find(|f| f.name == name).map(|f| &f.value[..])
 }
 
 /// The answer's message, or the status it failed with.
-fn answer_of<Resp: Message + Default>(
-    head: &response::Parts,
-    answer: Whole,
-) -> Result<Resp, Status> {
+fn answer_of<Resp: Message + Default>(answer: Answer) -> Result<Resp, Status> {
     // A call that failed before it had a message answers with its status in the head alone.
-    let carrier = match &answer.trailers {
-        Some(t) if t.contains_key(GRPC_STATUS) => t,
-        _ => &head.headers,
+    let carrier: &[Field] = match &answer.trailers {
+        Some(t) if find(t, GRPC_STATUS).is_some() => t,
+        _ => &answer.head,
     };
-    match carrier.get(GRPC_STATUS) {
-        Some(code) if code == "0" => {}
+    match find(carrier, GRPC_STATUS) {
+        Some(b"0") => {}
         Some(_) => return Err(failure(carrier)),
-        None if head.status != StatusCode::OK => return Err(from_http(head.status)),
-        None => return Err(Status::internal("an answer without a gRPC status")),
+        None => {
+            let status = http_status(&answer.head)?;
+            if status != StatusCode::OK {
+                return Err(from_http(status));
+            }
+            return Err(Status::internal("an answer without a gRPC status"));
+        }
     }
-    let data = answer.data.unwrap_or_default();
     let message =
-        unframe(&data).map_err(|e| Status::internal(format!("a malformed answer: {e}")))?;
+        unframe(&answer.data).map_err(|e| Status::internal(format!("a malformed answer: {e}")))?;
     Resp::decode(message).map_err(|e| Status::internal(format!("a malformed answer: {e}")))
 }
 
-/// The status a failed call's headers carry, with the rest of them as its metadata (where
+/// The status a failed call's fields carry, with the rest of them as its metadata (where
 /// the server names HBase's exception). Binary status details are left out: the client
 /// reads none, and tonic panics on ones that are not base64.
-fn failure(headers: &HeaderMap) -> Status {
-    let mut headers = headers.clone();
+fn failure(fields: &[Field]) -> Status {
+    let Ok(mut headers) = header_map(fields) else {
+        return Status::internal("a failed answer with malformed header fields");
+    };
     headers.remove(GRPC_STATUS_DETAILS);
     Status::from_header_map(&headers)
         .unwrap_or_else(|| Status::internal("an answer without a gRPC status"))
@@ -143,93 +170,82 @@ mod tests {
 
     use super::*;
 
-    fn head(status: StatusCode, headers: &[(&'static str, &'static str)]) -> response::Parts {
-        let mut r = http::Response::new(());
-        *r.status_mut() = status;
-        for (k, v) in headers {
-            r.headers_mut().insert(*k, HeaderValue::from_static(v));
-        }
-        r.into_parts().0
+    fn fields(pairs: &[(&'static str, &'static str)]) -> Vec<Field> {
+        pairs
+            .iter()
+            .map(|(n, v)| Field {
+                name: Bytes::from_static(n.as_bytes()),
+                value: Bytes::from_static(v.as_bytes()),
+            })
+            .collect()
     }
 
-    fn trailers(headers: &[(&'static str, &'static str)]) -> Option<HeaderMap> {
-        let mut t = HeaderMap::new();
-        for (k, v) in headers {
-            t.insert(*k, HeaderValue::from_static(v));
+    fn head(status: &'static str, headers: &[(&'static str, &'static str)]) -> Vec<Field> {
+        let mut head = fields(&[(":status", status)]);
+        head.extend(fields(headers));
+        head
+    }
+
+    fn answer(head: Vec<Field>, data: Bytes, trailers: &[(&'static str, &'static str)]) -> Answer {
+        Answer {
+            head,
+            data,
+            trailers: (!trailers.is_empty()).then(|| fields(trailers)),
         }
-        Some(t)
     }
 
     /// A failure's status is read from the trailers, or from the head of an answer that is
     /// trailers only; an HTTP error without one maps as gRPC says.
     #[test]
     fn statuses_are_read_where_the_server_put_them() {
-        let ok = head(StatusCode::OK, &[]);
-        let failed = Whole {
-            data: None,
-            trailers: trailers(&[("grpc-status", "5"), ("grpc-message", "no%20such%20table")]),
-        };
-        let e = answer_of::<pb::Empty>(&ok, failed).unwrap_err();
+        let failed = answer(
+            head("200", &[]),
+            Bytes::new(),
+            &[("grpc-status", "5"), ("grpc-message", "no%20such%20table")],
+        );
+        let e = answer_of::<pb::Empty>(failed).unwrap_err();
         assert_eq!(e.code(), Code::NotFound);
         assert_eq!(e.message(), "no such table");
-        let only = head(StatusCode::OK, &[("grpc-status", "12")]);
-        let none = || Whole {
-            data: None,
-            trailers: None,
-        };
+        let only = answer(head("200", &[("grpc-status", "12")]), Bytes::new(), &[]);
         assert_eq!(
-            answer_of::<pb::Empty>(&only, none()).unwrap_err().code(),
+            answer_of::<pb::Empty>(only).unwrap_err().code(),
             Code::Unimplemented
         );
-        let proxy = head(StatusCode::SERVICE_UNAVAILABLE, &[]);
+        let proxy = answer(head("503", &[]), Bytes::new(), &[]);
         assert_eq!(
-            answer_of::<pb::Empty>(&proxy, none()).unwrap_err().code(),
+            answer_of::<pb::Empty>(proxy).unwrap_err().code(),
             Code::Unavailable
         );
-        let hostile = Whole {
-            data: None,
-            trailers: trailers(&[("grpc-status", "13"), ("grpc-status-details-bin", "!!")]),
-        };
+        let hostile = answer(
+            head("200", &[]),
+            Bytes::new(),
+            &[("grpc-status", "13"), ("grpc-status-details-bin", "!!")],
+        );
         assert_eq!(
-            answer_of::<pb::Empty>(&ok, hostile).unwrap_err().code(),
+            answer_of::<pb::Empty>(hostile).unwrap_err().code(),
             Code::Internal
         );
-        let bare = head(StatusCode::OK, &[]);
+        let bare = answer(head("200", &[]), Bytes::new(), &[]);
         assert_eq!(
-            answer_of::<pb::Empty>(&bare, none()).unwrap_err().code(),
+            answer_of::<pb::Empty>(bare).unwrap_err().code(),
             Code::Internal
         );
+        let garbled = answer(head("2x0", &[]), Bytes::new(), &[]);
+        let e = answer_of::<pb::Empty>(garbled).unwrap_err();
+        assert!(e.message().contains("malformed :status"), "{e}");
     }
 
     /// An answer whose frame or message is malformed is refused as the server's fault.
     #[test]
     fn malformed_answers_are_refused() {
-        let ok = head(StatusCode::OK, &[]);
-        let answer = |data: &'static [u8]| Whole {
-            data: Some(Bytes::from_static(data)),
-            trailers: trailers(&[("grpc-status", "0")]),
-        };
-        let e = answer_of::<pb::Empty>(&ok, answer(&[1, 0, 0, 0, 0])).unwrap_err();
+        let ok = |data: Bytes| answer(head("200", &[]), data, &[("grpc-status", "0")]);
+        let e = answer_of::<pb::Empty>(ok(Bytes::from_static(&[1, 0, 0, 0, 0]))).unwrap_err();
         assert_eq!(e.code(), Code::Internal);
         assert!(e.message().contains("compressed"), "{e}");
         let framed = frame(&pb::ScannerId { id: 7 }, 100).unwrap();
-        assert_eq!(
-            answer_of::<pb::ScannerId>(
-                &ok,
-                Whole {
-                    data: Some(framed),
-                    ..answer(&[])
-                }
-            )
-            .unwrap()
-            .id,
-            7
-        );
-        let garbage = Whole {
-            data: Some(Bytes::from_static(&[0, 0, 0, 0, 2, 0xff, 0xff])),
-            trailers: trailers(&[("grpc-status", "0")]),
-        };
-        let e = answer_of::<pb::Result>(&head(StatusCode::OK, &[]), garbage).unwrap_err();
+        assert_eq!(answer_of::<pb::ScannerId>(ok(framed)).unwrap().id, 7);
+        let garbage = Bytes::from_static(&[0, 0, 0, 0, 2, 0xff, 0xff]);
+        let e = answer_of::<pb::Result>(ok(garbage)).unwrap_err();
         assert!(e.message().contains("malformed answer"), "{e}");
     }
 }

@@ -174,10 +174,9 @@ impl ResultScanner {
             first_result_bytes: self.max_result_bytes(),
         };
         let opened = client
-            .open_scanner(req)
+            .open_scanner(req, None)
             .await
-            .map_err(|s| from_status(&s))?
-            .into_inner();
+            .map_err(|s| from_status(&s))?;
         let run = Run {
             client,
             id: opened.id,
@@ -197,9 +196,8 @@ impl ResultScanner {
             scanner: run.id,
             max_result_bytes: self.max_result_bytes(),
         };
-        match run.client.next(req).await {
+        match run.client.next(req, None).await {
             Ok(r) => {
-                let r = r.into_inner();
                 self.take(run, r.results, r.done);
                 Ok(())
             }
@@ -255,7 +253,10 @@ impl ResultScanner {
     async fn close_run(&mut self) {
         if let Some(mut run) = self.run.take() {
             // A scanner left open expires with its lease.
-            let _ = run.client.close_scanner(pb::ScannerId { id: run.id }).await;
+            let _ = run
+                .client
+                .close_scanner(pb::ScannerId { id: run.id }, None)
+                .await;
         }
     }
 

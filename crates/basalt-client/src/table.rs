@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
+use std::time::Duration;
 
 use crate::rpc::TableRpc;
 use basalt_model::ops::{
@@ -143,11 +144,9 @@ impl Table {
         Ok(TableRpc::new(self.servers.channel(server)?))
     }
 
-    /// A request with the operation timeout.
-    fn request<M>(&self, msg: M) -> tonic::Request<M> {
-        let mut req = tonic::Request::new(msg);
-        req.set_timeout(self.config.operation_timeout);
-        req
+    /// A call's deadline: the operation timeout.
+    fn deadline(&self) -> Option<Duration> {
+        Some(self.config.operation_timeout)
     }
 
     /// A single-row call sent to the server of the row's region, naming the region, with
@@ -198,12 +197,12 @@ impl Table {
         let msg = get_to_pb(&get);
         let r = self
             .located(&get.row, Idempotence::Idempotent, |mut c, region| {
-                let req = self.request(pb::GetRequest {
+                let req = pb::GetRequest {
                     table: self.name.to_string(),
                     get: Some(msg.clone()),
                     region,
-                });
-                async move { c.get(req).await.map(tonic::Response::into_inner) }
+                };
+                async move { c.get(req, self.deadline()).await }
             })
             .await?;
         Ok(r.0)
@@ -215,12 +214,12 @@ impl Table {
         let msg = mutation_to_pb(&m);
         let r = self
             .located(m.row(), idempotence(&m), |mut c, region| {
-                let req = self.request(pb::MutateRequest {
+                let req = pb::MutateRequest {
                     table: self.name.to_string(),
                     mutation: Some(msg.clone()),
                     region,
-                });
-                async move { c.mutate(req).await.map(tonic::Response::into_inner) }
+                };
+                async move { c.mutate(req, self.deadline()).await }
             })
             .await?;
         r.result.map(result_from_pb).transpose()
@@ -249,12 +248,12 @@ impl Table {
         rm.validate()?;
         let msg = row_mutations_to_pb(&rm);
         self.located(&rm.row, Idempotence::NotIdempotent, |mut c, region| {
-            let req = self.request(pb::MutateRowRequest {
+            let req = pb::MutateRowRequest {
                 table: self.name.to_string(),
                 mutations: Some(msg.clone()),
                 region,
-            });
-            async move { c.mutate_row(req).await.map(tonic::Response::into_inner) }
+            };
+            async move { c.mutate_row(req, self.deadline()).await }
         })
         .await
         .map(drop)
@@ -266,15 +265,11 @@ impl Table {
         let msg = check_and_mutate_to_pb(&self.name.to_string(), &cam);
         let r = self
             .located(&cam.row, Idempotence::NotIdempotent, |mut c, region| {
-                let req = self.request(pb::CheckAndMutateRequest {
+                let req = pb::CheckAndMutateRequest {
                     region,
                     ..msg.clone()
-                });
-                async move {
-                    c.check_and_mutate(req)
-                        .await
-                        .map(tonic::Response::into_inner)
-                }
+                };
+                async move { c.check_and_mutate(req, self.deadline()).await }
             })
             .await?;
         Ok(r.value)
@@ -344,9 +339,8 @@ impl Table {
         };
         let call = async {
             let mut c = self.client(server)?;
-            c.batch(self.request(req))
+            c.batch(req, self.deadline())
                 .await
-                .map(tonic::Response::into_inner)
                 .map_err(|s| from_status(&s))
         };
         match call.await {
