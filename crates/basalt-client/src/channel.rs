@@ -221,7 +221,6 @@ impl Shared {
             authority: self.authority.as_str().as_bytes(),
             fields,
             message,
-            max_answer: self.max_answer,
         };
         live.connection.call(request).await.map_err(|e| match e {
             Failure::Lost(why) => {
@@ -278,7 +277,7 @@ impl Shared {
         stream.set_nodelay(true).map_err(|e| failed(&e))?;
         let id = CONNECTIONS.fetch_add(1, Ordering::Relaxed);
         let shared: Weak<Shared> = Arc::downgrade(self);
-        let connection = http2::Connection::start(stream, move || {
+        let connection = http2::Connection::start(stream, self.max_answer, move || {
             if let Some(shared) = shared.upgrade() {
                 shared.forget(id);
             }

@@ -78,10 +78,15 @@ impl Drop for Handle {
 
 impl Connection {
     /// Starts HTTP/2 over `io` (connected, Nagle's algorithm off), its task on the current
-    /// runtime; `ended` runs when the task ends.
-    pub(crate) fn start(io: TcpStream, ended: impl FnOnce() + Send + 'static) -> Connection {
+    /// runtime; `ended` runs when the task ends. Answers larger than `max_answer` bytes
+    /// (their gRPC framing included) fail their calls.
+    pub(crate) fn start(
+        io: TcpStream,
+        max_answer: usize,
+        ended: impl FnOnce() + Send + 'static,
+    ) -> Connection {
         let shared = Arc::new(Shared {
-            state: Mutex::new(State::new()),
+            state: Mutex::new(State::new(max_answer)),
         });
         tokio::spawn(task::Driver::new(io, Arc::clone(&shared)).run(ended));
         Connection {

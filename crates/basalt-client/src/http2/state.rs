@@ -59,8 +59,6 @@ pub(crate) struct Request<'a> {
     pub(crate) authority: &'a [u8],
     pub(crate) fields: &'a [(&'a [u8], &'a [u8], bool)],
     pub(crate) message: Bytes,
-    /// The largest answer taken.
-    pub(crate) max_answer: usize,
 }
 
 #[derive(Debug)]
@@ -74,7 +72,6 @@ struct Stream {
     unsent: Bytes,
     /// What is left of the window this side gave the stream.
     recv_window: i64,
-    max_answer: usize,
 }
 
 /// The server's settings this side follows.
@@ -110,6 +107,8 @@ pub(super) struct State {
     recv_window: i64,
     encoder: hpack::Encoder,
     block: Vec<u8>,
+    /// The largest answer a call takes, its gRPC framing included.
+    max_answer: usize,
     pub(super) ended: Option<String>,
     going_away: bool,
     /// Every handle of the connection is gone: no call can come any more.
@@ -117,8 +116,9 @@ pub(super) struct State {
 }
 
 impl State {
-    /// A connection's state, its first frames (this side's settings and window) queued.
-    pub(super) fn new() -> State {
+    /// A connection's state, its first frames (this side's settings and window) queued;
+    /// answers larger than `max_answer` bytes fail their calls.
+    pub(super) fn new(max_answer: usize) -> State {
         let mut out = Vec::with_capacity(1024);
         out.extend_from_slice(f::PREFACE);
         f::put_settings(
@@ -150,6 +150,7 @@ impl State {
             recv_window: CONNECTION_WINDOW,
             encoder: hpack::Encoder::default(),
             block: Vec::new(),
+            max_answer,
             ended: None,
             going_away: false,
             unused: false,
@@ -195,7 +196,6 @@ impl State {
                 send_window: self.peer.initial_window,
                 unsent: message,
                 recv_window: STREAM_WINDOW,
-                max_answer: request.max_answer,
             },
         );
         self.send(id);
@@ -424,7 +424,7 @@ impl State {
             return Ok(());
         }
         s.data.push(data);
-        if s.data.len() > s.max_answer {
+        if s.data.len() > self.max_answer {
             f::put_rst_stream(&mut self.out, head.stream, Reason::CANCEL);
             self.finish(head.stream, Err(Failure::TooLarge));
             return Ok(());

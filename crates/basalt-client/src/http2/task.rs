@@ -275,13 +275,12 @@ mod tests {
 
     /// A state with stream 1 open, and the frames it queued taken.
     fn opened() -> State {
-        let mut state = State::new();
+        let mut state = State::new(1 << 10);
         let mut request = Request {
             path: b"/basalt.v1.Table/Get",
             authority: b"localhost:16020",
             fields: &[],
             message: Bytes::from_static(b"x"),
-            max_answer: 1 << 10,
         };
         let opened = state.poll_open(&mut Context::from_waker(Waker::noop()), &mut request);
         assert!(matches!(opened, Poll::Ready(Ok(1))));

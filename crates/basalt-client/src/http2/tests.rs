@@ -38,7 +38,7 @@ fn cx() -> Context<'static> {
     Context::from_waker(Waker::noop())
 }
 
-fn open(state: &mut State, message: &[u8], max_answer: usize) -> Result<u32, Failure> {
+fn open(state: &mut State, message: &[u8]) -> Result<u32, Failure> {
     let fields: [(&[u8], &[u8], bool); 3] = [
         (b"content-type", b"application/grpc", true),
         (b"te", b"trailers", true),
@@ -49,7 +49,6 @@ fn open(state: &mut State, message: &[u8], max_answer: usize) -> Result<u32, Fai
         authority: b"db-1.example:16020",
         fields: &fields,
         message: Bytes::copy_from_slice(message),
-        max_answer,
     };
     match state.poll_open(&mut cx(), &mut request) {
         Poll::Ready(opened) => opened,
@@ -112,9 +111,9 @@ fn data_of(frames: &[Written], stream: u32) -> (usize, bool) {
 /// the call whole.
 #[test]
 fn a_call_is_written_as_rfc_9113_asks_and_its_answer_read_whole() {
-    let mut s = State::new();
+    let mut s = State::new(1 << 20);
     assert!(s.out.starts_with(f::PREFACE));
-    let id = open(&mut s, b"\0\0\0\0\x03abc", 1 << 20).unwrap();
+    let id = open(&mut s, b"\0\0\0\0\x03abc").unwrap();
     assert_eq!(id, 1, "a client's first stream");
     let frames = written(&mut s);
     let kinds: Vec<u8> = frames.iter().map(|w| w.head.kind).collect();
@@ -184,10 +183,10 @@ fn a_call_is_written_as_rfc_9113_asks_and_its_answer_read_whole() {
 /// with its last byte.
 #[test]
 fn request_data_waits_for_the_servers_windows() {
-    let mut s = State::new();
+    let mut s = State::new(1 << 20);
     settings(&mut s, &[(f::SETTINGS_INITIAL_WINDOW_SIZE, 10)]).unwrap();
     written(&mut s);
-    open(&mut s, &[7; 25], 1 << 20).unwrap();
+    open(&mut s, &[7; 25]).unwrap();
     assert_eq!(data_of(&written(&mut s), 1), (10, false));
     frame(&mut s, f::WINDOW_UPDATE, 0, 1, &5_u32.to_be_bytes()).unwrap();
     assert_eq!(data_of(&written(&mut s), 1), (5, false));
@@ -204,9 +203,9 @@ fn request_data_waits_for_the_servers_windows() {
 
     // The connection's window and the stream's (65,535 bytes each) bound it; frames stay
     // within 16 KiB.
-    let mut s = State::new();
+    let mut s = State::new(1 << 20);
     written(&mut s);
-    open(&mut s, &vec![1; 100_000], 1 << 20).unwrap();
+    open(&mut s, &vec![1; 100_000]).unwrap();
     let frames = written(&mut s);
     assert_eq!(data_of(&frames, 1), (65_535, false));
     assert!(frames
@@ -226,9 +225,9 @@ fn request_data_waits_for_the_servers_windows() {
 /// the windows arrive whole.
 #[test]
 fn answer_data_gives_its_windows_back() {
-    let mut s = State::new();
+    let mut s = State::new(64 << 20);
     written(&mut s);
-    let id = open(&mut s, b"x", 64 << 20).unwrap();
+    let id = open(&mut s, b"x").unwrap();
     written(&mut s);
     s.header_block(id, vec![field(":status", "200")], false)
         .unwrap();
@@ -254,9 +253,9 @@ fn answer_data_gives_its_windows_back() {
 /// its answer resets its stream, and the late frames of both are dropped.
 #[test]
 fn large_and_abandoned_answers_reset_their_streams() {
-    let mut s = State::new();
-    let large = open(&mut s, b"x", 10).unwrap();
-    let dropped = open(&mut s, b"y", 10).unwrap();
+    let mut s = State::new(10);
+    let large = open(&mut s, b"x").unwrap();
+    let dropped = open(&mut s, b"y").unwrap();
     written(&mut s);
     s.header_block(large, vec![field(":status", "200")], false)
         .unwrap();
@@ -284,10 +283,8 @@ fn large_and_abandoned_answers_reset_their_streams() {
 /// run to their end, and no call opens another stream here.
 #[test]
 fn goaway_loses_only_the_streams_past_its_last() {
-    let mut s = State::new();
-    let ids: Vec<u32> = (0..3)
-        .map(|_| open(&mut s, b"x", 1 << 10).unwrap())
-        .collect();
+    let mut s = State::new(1 << 20);
+    let ids: Vec<u32> = (0..3).map(|_| open(&mut s, b"x").unwrap()).collect();
     assert_eq!(ids, [1, 3, 5]);
     let mut goaway = 3_u32.to_be_bytes().to_vec();
     goaway.extend_from_slice(&Reason::NO_ERROR.0.to_be_bytes());
@@ -300,7 +297,7 @@ fn goaway_loses_only_the_streams_past_its_last() {
         "{lost:?}"
     );
     assert!(answer(&mut s, 1).is_none() && answer(&mut s, 3).is_none());
-    assert!(matches!(open(&mut s, b"x", 1), Err(Failure::Lost(_))));
+    assert!(matches!(open(&mut s, b"x"), Err(Failure::Lost(_))));
     assert!(!s.done());
     for id in [1, 3] {
         s.header_block(
@@ -318,13 +315,10 @@ fn goaway_loses_only_the_streams_past_its_last() {
 /// own call.
 #[test]
 fn the_stream_limit_holds_calls_and_resets_fail_one_call() {
-    let mut s = State::new();
+    let mut s = State::new(1 << 20);
     settings(&mut s, &[(f::SETTINGS_MAX_CONCURRENT_STREAMS, 1)]).unwrap();
-    let first = open(&mut s, b"x", 1 << 10).unwrap();
-    assert!(
-        open(&mut s, b"y", 1 << 10).is_err(),
-        "held while the first is open"
-    );
+    let first = open(&mut s, b"x").unwrap();
+    assert!(open(&mut s, b"y").is_err(), "held while the first is open");
     frame(
         &mut s,
         f::RST_STREAM,
@@ -337,11 +331,7 @@ fn the_stream_limit_holds_calls_and_resets_fail_one_call() {
         answer(&mut s, first).unwrap().unwrap_err(),
         Failure::Reset(Reason::REFUSED_STREAM)
     );
-    assert_eq!(
-        open(&mut s, b"y", 1 << 10).unwrap(),
-        3,
-        "the limit has room again"
-    );
+    assert_eq!(open(&mut s, b"y").unwrap(), 3, "the limit has room again");
     assert!(s.open_to_calls());
 }
 
@@ -349,7 +339,7 @@ fn the_stream_limit_holds_calls_and_resets_fail_one_call() {
 /// every call on it fails as lost; PINGs are answered, and frames of unknown kinds ignored.
 #[test]
 fn a_servers_faults_end_the_connection() {
-    let mut s = State::new();
+    let mut s = State::new(1 << 20);
     written(&mut s);
     frame(&mut s, f::PING, 0, 0, b"12345678").unwrap();
     let pong = written(&mut s);
@@ -373,13 +363,13 @@ fn a_servers_faults_end_the_connection() {
         ),
     ];
     for (kind, flags, stream, payload, reason) in faults {
-        let mut s = State::new();
-        open(&mut s, b"x", 1 << 10).unwrap();
+        let mut s = State::new(1 << 20);
+        open(&mut s, b"x").unwrap();
         let e = frame(&mut s, kind, flags, stream, payload).unwrap_err();
         assert_eq!(e.0, reason, "kind {kind}: {}", e.1);
     }
-    let mut s = State::new();
-    let id = open(&mut s, b"x", 1 << 10).unwrap();
+    let mut s = State::new(1 << 20);
+    let id = open(&mut s, b"x").unwrap();
     s.end("the server broke HTTP/2");
     assert!(matches!(answer(&mut s, id), Some(Err(Failure::Lost(_)))));
     assert!(s.done() && !s.open_to_calls());
