@@ -10,8 +10,10 @@
 //! ([`crate::http2`]) at once, and waits for the whole answer, trailers included, before the
 //! caller decodes it.
 //!
-//! The generated clients (`TableClient`, `AdminClient`) still encode and decode the messages
-//! and read the gRPC status; this replaces only the transport beneath them.
+//! The table calls (`rpc.rs`) hand the channel their framed message and header fields and
+//! read the answer's decoded fields themselves ([`Channel::round_trip`]). The admin calls
+//! keep tonic's generated client, which the channel serves as a tower service: their
+//! headers and answers cross as `http` types.
 //!
 //! A channel holds one connection to its server, or a pool of them that takes the calls in
 //! turn, as HBase's client does with `hbase.client.ipc.pool.size` (default one) and its
