@@ -1,9 +1,10 @@
-//! The native API server's HTTP/2 on its hot path: a gRPC request's header block decoded, as
-//! h2's client sends it once the connection's first request has filled the dynamic table.
+//! HTTP/2 on the native API's hot path: a gRPC request's header block decoded by the server,
+//! as h2's client sends it once the connection's first request has filled the dynamic
+//! table, and encoded by Basalt's own client once its first request has.
 //!
 //! `cargo bench -p basalt-server --bench http2`
 
-use basalt_server::http2::hpack::Decoder;
+use basalt_server::http2::hpack::{Decoder, Encoder};
 use bytes::Bytes;
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 
@@ -83,5 +84,34 @@ fn decode(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, decode);
+/// One table call's head as the client writes it (`basalt-client`'s `rpc.rs`).
+fn put_request(encoder: &mut Encoder, block: &mut Vec<u8>) {
+    encoder.begin(block);
+    encoder.field(block, b":method", b"POST", true);
+    encoder.field(block, b":scheme", b"http", true);
+    encoder.field(block, b":path", b"/basalt.v1.Table/Get", true);
+    encoder.field(block, b":authority", b"127.0.0.1:16020", true);
+    encoder.field(block, b"content-type", b"application/grpc", true);
+    encoder.field(block, b"te", b"trailers", true);
+    encoder.field(block, b"user-agent", b"basalt-client", true);
+    encoder.field(block, b"grpc-timeout", b"60000000u", false);
+}
+
+fn encode(c: &mut Criterion) {
+    let mut encoder = Encoder::default();
+    let mut block = Vec::new();
+    put_request(&mut encoder, &mut block);
+    block.clear();
+    put_request(&mut encoder, &mut block);
+    // Seven fields of one byte each, and the deadline's literal.
+    assert_eq!(block.len(), 7 + 1 + 1 + 12 + 1 + 9);
+    c.bench_function("hpack/encode_a_grpc_request_head", |b| {
+        b.iter(|| {
+            block.clear();
+            put_request(&mut encoder, black_box(&mut block));
+        });
+    });
+}
+
+criterion_group!(benches, decode, encode);
 criterion_main!(benches);
