@@ -39,9 +39,8 @@ impl TimeoutValue {
     /// hours is capped), rounded down as gRPC's own clients do.
     #[must_use]
     pub fn of(limit: Duration) -> TimeoutValue {
-        const MAX: u128 = 99_999_999;
-        let nanos = limit.as_nanos();
-        let units: [(u128, u8); 6] = [
+        const MAX: u64 = 99_999_999;
+        let units: [(u64, u8); 6] = [
             (1, b'n'),
             (1_000, b'u'),
             (1_000_000, b'm'),
@@ -49,10 +48,15 @@ impl TimeoutValue {
             (60_000_000_000, b'M'),
             (3_600_000_000_000, b'H'),
         ];
-        let (count, unit) = units
-            .iter()
-            .map(|&(size, unit)| (nanos / size, unit))
-            .find(|&(count, _)| count <= MAX)
+        // Past 2^64 ns (585 years), as past every unit, the count is capped in hours.
+        let (count, unit) = u64::try_from(limit.as_nanos())
+            .ok()
+            .and_then(|nanos| {
+                units
+                    .iter()
+                    .map(|&(size, unit)| (nanos / size, unit))
+                    .find(|&(count, _)| count <= MAX)
+            })
             .unwrap_or((MAX, b'H'));
         // The digits, last first, then turned round: no allocation on a call's path.
         let mut bytes = [0; 9];

@@ -30,6 +30,9 @@ use bytes::{BufMut, Bytes};
 
 use super::huffman;
 
+/// The static table's entries that have a value are its first sixteen; the rest are names.
+const STATIC_WITH_VALUES: usize = 16;
+
 /// The static table (RFC 7541 appendix A), index 1 first.
 const STATIC: [(&str, &str); 61] = [
     (":authority", ""),
@@ -395,24 +398,28 @@ impl Encoder {
     /// Appends `name: value`. A field that `repeats` on later blocks is named by its index
     /// once it is in the dynamic table, and added to it, while it has room, the first time.
     pub fn field(&mut self, out: &mut Vec<u8>, name: &[u8], value: &[u8], repeats: bool) {
-        if let Some(i) = STATIC
+        // A repeated field is found among the few this connection added (every call after
+        // the first), before the static table is searched.
+        if repeats {
+            if let Some(i) = self
+                .added
+                .iter()
+                .rposition(|f| f.name == name && f.value == value)
+            {
+                // The newest entry is index 62; each added after this one moves it by one.
+                put_integer(out, 0x80, 7, 62 + self.added.len() - 1 - i);
+                return;
+            }
+        }
+        if let Some(i) = STATIC[..STATIC_WITH_VALUES]
             .iter()
-            .position(|&(n, v)| !v.is_empty() && n.as_bytes() == name && v.as_bytes() == value)
+            .position(|&(n, v)| n.as_bytes() == name && v.as_bytes() == value)
         {
             put_integer(out, 0x80, 7, i + 1);
             return;
         }
         if !repeats {
             put_field(out, name, value);
-            return;
-        }
-        if let Some(i) = self
-            .added
-            .iter()
-            .rposition(|f| f.name == name && f.value == value)
-        {
-            // The newest entry is index 62; each added after this one moves it by one.
-            put_integer(out, 0x80, 7, 62 + self.added.len() - 1 - i);
             return;
         }
         let size = name.len() + value.len() + ENTRY_OVERHEAD;
@@ -575,6 +582,18 @@ mod tests {
             ])
         );
         assert!(d.table.is_empty(), "nothing the encoder writes is indexed");
+    }
+
+    /// The encoder looks for whole fields only in the static table's first entries: past
+    /// them the table holds names alone.
+    #[test]
+    fn the_static_table_has_values_only_in_its_first_entries() {
+        assert!(STATIC[..STATIC_WITH_VALUES]
+            .last()
+            .is_some_and(|(_, v)| !v.is_empty()));
+        assert!(STATIC[STATIC_WITH_VALUES..]
+            .iter()
+            .all(|(_, v)| v.is_empty()));
     }
 
     /// One request's fields through the encoder: the repeated ones, the static table's
