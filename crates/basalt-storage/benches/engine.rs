@@ -1,5 +1,5 @@
 //! Criterion micro-benchmarks of the engine's hot paths: block encode and check, bloom
-//! probes, memstore inserts, Gets from a memstore and a store file, merging iteration and
+//! probes, memstore inserts, Gets from a memstore, a store file and both, merging iteration and
 //! the query matcher.
 //!
 //! `cargo bench -p basalt-storage --bench engine`
@@ -181,7 +181,7 @@ fn hot_row(c: &mut Criterion) {
             let mode = user_mode_naming(named.map(|q| vec![Bytes::from(q)]));
             g.bench_function(name, |b| {
                 b.iter(|| {
-                    let got = get_row(Box::new(m.scanner(u64::MAX)), &mode, &row);
+                    let got = get_row(vec![Box::new(m.row_scanner(u64::MAX, &row))], &mode, &row);
                     assert_eq!(got, cells);
                     black_box(got)
                 });
@@ -191,10 +191,10 @@ fn hot_row(c: &mut Criterion) {
     g.finish();
 }
 
-/// A Get of `row` from one source, as `mode` reads it; returns the cells read.
-fn get_row(source: Box<dyn CellSource>, mode: &Mode, row: &Bytes) -> usize {
+/// A Get of `row` from `sources`, as `mode` reads it; returns the cells read.
+fn get_row(sources: Vec<Box<dyn CellSource>>, mode: &Mode, row: &Bytes) -> usize {
     let matcher = QueryMatcher::new(mode.clone(), scan_info(), 1_800_000_000_000, u64::MAX);
-    let mut s = StoreScanner::new(vec![source], matcher);
+    let mut s = StoreScanner::new(sources, matcher);
     s.seek(&Cell::first_on_row(row)).unwrap();
     let mut out = Vec::new();
     s.read_row(row, &mut out, None).unwrap();
@@ -227,11 +227,10 @@ fn user_mode_naming(explicit_columns: Option<Vec<Bytes>>) -> Mode {
     }
 }
 
-/// Gets of one row of ten columns from a store file (10,000 such rows, every block cached):
-/// the whole row, then one column named (the Get then leaves the row early).
-fn store_file_row(c: &mut Criterion) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("1.sf");
+/// A store file of 10,000 rows of ten columns (`field0`..`field9`, 100-byte values), in
+/// `dir`, its blocks cached as they are read.
+fn ten_column_file(dir: &Path) -> Arc<StoreFile> {
+    let path = dir.join("1.sf");
     let family = ColumnFamilyDescriptor::new("f");
     let mut w = StoreFileWriter::create(&Env::default(), &path, &family, 0).unwrap();
     let mut seq = 0;
@@ -252,7 +251,7 @@ fn store_file_row(c: &mut Criterion) {
     w.finish(true).unwrap();
     let cache = BlockCache::new(64 << 20);
     let id = FileId { region: 1, file: 1 };
-    let file = Arc::new(
+    Arc::new(
         StoreFile::open(
             &Env::default(),
             &path,
@@ -261,7 +260,14 @@ fn store_file_row(c: &mut Criterion) {
             &cache,
         )
         .unwrap(),
-    );
+    )
+}
+
+/// Gets of one row of ten columns from a store file (10,000 such rows, every block cached):
+/// the whole row, then one column named (the Get then leaves the row early).
+fn store_file_row(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = ten_column_file(dir.path());
     let row = Bytes::from(5_000u64.to_be_bytes().repeat(2));
     let mut g = c.benchmark_group("store_file");
     g.throughput(Throughput::Elements(1));
@@ -272,9 +278,52 @@ fn store_file_row(c: &mut Criterion) {
         let mode = user_mode_naming(named.map(|q| vec![Bytes::from(q)]));
         g.bench_function(format!("get_row_{what}"), |b| {
             b.iter(|| {
-                let source = Box::new(file.scanner(u64::MAX, Caching::QUERY).unwrap());
-                let got = get_row(source, &mode, &row);
+                let source = file.row_scanner(u64::MAX, Caching::QUERY, &row).unwrap();
+                let got = get_row(vec![Box::new(source)], &mode, &row);
                 assert_eq!(got, cells);
+                black_box(got)
+            });
+        });
+    }
+    g.finish();
+}
+
+/// A Get of a row of ten columns from a store file and a memstore holding a newer version
+/// of one of them (as every row has after YCSB's workload A): the sources opened as a Get
+/// opens them (each reads the one row), and, to show what that saves, as a scan opens them
+/// (each moves on to the next row's first cell after the row).
+fn get_after_updates(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = ten_column_file(dir.path());
+    let m = Arc::new(MemStore::new());
+    let mut seq = 1_000_000;
+    for i in 0..10_000u64 {
+        seq += 1;
+        let q = format!("field{}", i % 10);
+        let mut c = Cell::put(i.to_be_bytes().repeat(2), "f", q, 2, vec![b'u'; 100]);
+        c.seq_id = seq;
+        m.insert(&c);
+    }
+    let row = Bytes::from(5_000u64.to_be_bytes().repeat(2));
+    let mode = user_mode();
+    let mut g = c.benchmark_group("store");
+    g.throughput(Throughput::Elements(1));
+    for (what, one_row) in [("as_a_get", true), ("as_a_scan", false)] {
+        g.bench_function(format!("get_row_file_and_memstore_{what}"), |b| {
+            b.iter(|| {
+                let sources: Vec<Box<dyn CellSource>> = if one_row {
+                    vec![
+                        Box::new(m.row_scanner(u64::MAX, &row)),
+                        Box::new(file.row_scanner(u64::MAX, Caching::QUERY, &row).unwrap()),
+                    ]
+                } else {
+                    vec![
+                        Box::new(m.scanner(u64::MAX)),
+                        Box::new(file.scanner(u64::MAX, Caching::QUERY).unwrap()),
+                    ]
+                };
+                let got = get_row(sources, &mode, &row);
+                assert_eq!(got, 10);
                 black_box(got)
             });
         });
@@ -349,6 +398,7 @@ criterion_group!(
     memstore,
     hot_row,
     store_file_row,
+    get_after_updates,
     merging,
     matcher
 );

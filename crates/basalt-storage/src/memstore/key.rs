@@ -110,6 +110,44 @@ pub fn same_column(a: &[AtomicU64], b: &[AtomicU64], len: usize) -> bool {
     (a[whole].load(Relaxed) ^ b[whole].load(Relaxed)) & mask == 0
 }
 
+/// A row's part of the key (`part(row)`, packed as keys are), to tell where a node's key
+/// lies whether it is of that row: no part is a prefix of another (invariant 2), so a key is
+/// of the row exactly when it begins with these bytes.
+#[derive(Debug)]
+pub struct RowPart {
+    words: Vec<u64>,
+    /// The bits of the last word that the part fills.
+    last_mask: u64,
+}
+
+impl RowPart {
+    /// `row`'s part.
+    pub fn of(row: &[u8]) -> RowPart {
+        let len = row.len() + zeros(row) + 2;
+        let mut words = Vec::with_capacity(len.div_ceil(8));
+        let mut p = Packer::new(|w| words.push(w));
+        p.part(row);
+        p.finish();
+        let rest = len % 8;
+        let last_mask = if rest == 0 {
+            u64::MAX
+        } else {
+            !(u64::MAX >> (8 * rest))
+        };
+        RowPart { words, last_mask }
+    }
+
+    /// Whether `key` (a node's) is of this row.
+    pub fn begins(&self, key: &[AtomicU64]) -> bool {
+        let Some((last, whole)) = self.words.split_last() else {
+            return false;
+        };
+        key.len() >= self.words.len()
+            && whole.iter().zip(key).all(|(w, k)| *w == k.load(Relaxed))
+            && (key[whole.len()].load(Relaxed) ^ last) & self.last_mask == 0
+    }
+}
+
 /// The sequence id of a key of `len` bytes: its last eight bytes.
 pub fn seq_id(key: &[AtomicU64], len: usize) -> u64 {
     !read_u64(key, len - 8)
@@ -400,6 +438,16 @@ mod tests {
             prop_assume!(len == encoded_len(&b));
             let expected = (&a.row, &a.family, &a.qualifier) == (&b.row, &b.family, &b.qualifier);
             prop_assert_eq!(same_column(&ka, &kb, len), expected);
+        }
+
+        /// A key begins with a row's part exactly when its cell is of that row (rows that
+        /// are prefixes of each other and rows with zero bytes among them).
+        #[test]
+        fn a_row_part_begins_the_keys_of_its_row_alone(a in cell(), b in cell(), same in any::<bool>()) {
+            let b = if same { Cell { row: a.row.clone(), ..b } } else { b };
+            let part = RowPart::of(&a.row);
+            prop_assert!(part.begins(&atomics(&words(&a))));
+            prop_assert_eq!(part.begins(&atomics(&words(&b))), a.row == b.row);
         }
 
         /// Invariant 3, and the sequence id read in place.

@@ -41,7 +41,7 @@ use basalt_model::{Cell, Result};
 use bytes::Bytes;
 
 use crate::store::scanner::{first_on_next_row, CellSource};
-use key::CellBuf;
+use key::{CellBuf, RowPart};
 use row_bloom::RowBloom;
 use skiplist::{SkipList, NIL};
 
@@ -201,6 +201,18 @@ impl MemStore {
             at: NIL,
             current: None,
             buf: CellBuf::default(),
+            row: None,
+        }
+    }
+
+    /// A scanner as [`MemStore::scanner`], of `row`'s cells alone: a Get's. It ends where
+    /// the next row begins, without copying out that row's first cell (which a Get would
+    /// only compare and drop).
+    #[must_use]
+    pub fn row_scanner(self: &Arc<Self>, read_point: u64, row: &[u8]) -> MemStoreScanner {
+        MemStoreScanner {
+            row: Some(RowPart::of(row)),
+            ..self.scanner(read_point)
         }
     }
 }
@@ -216,6 +228,8 @@ pub struct MemStoreScanner {
     current: Option<Cell>,
     /// Where the cells copied out keep their bytes.
     buf: CellBuf,
+    /// The one row a Get's scanner reads: nodes past it are not looked at.
+    row: Option<RowPart>,
 }
 
 thread_local! {
@@ -225,10 +239,14 @@ thread_local! {
 }
 
 impl MemStoreScanner {
-    /// Moves from `at` to the first live node visible at the read point, and copies its cell.
+    /// Moves from `at` to the first live node visible at the read point, and copies its cell;
+    /// none past the scanner's row, when it has one.
     fn settle(&mut self) {
         while self.at != NIL {
             let node = self.mem.cells.node(self.at);
+            if self.row.as_ref().is_some_and(|r| !r.begins(node.key())) {
+                break;
+            }
             if !node.is_dead() && node.seq_id() <= self.read_point {
                 self.current = Some(node.cell(&mut self.buf));
                 return;
@@ -357,6 +375,55 @@ mod tests {
         let mut out = Vec::new();
         while s.take_into(&mut out).unwrap() {}
         out
+    }
+
+    /// A row scanner reads what the whole memstore's scanner reads of its row, and nothing
+    /// of the rows after it: rows that are prefixes of each other, with zero bytes, at
+    /// read points that hide some cells; also after a column is skipped.
+    #[test]
+    fn a_row_scanner_reads_its_row_alone() {
+        let mem = Arc::new(MemStore::new());
+        let rows: [&[u8]; 6] = [b"q", b"r", b"r\0", b"r\0\0", b"r\x01", b"ra"];
+        let mut seq = 0;
+        for row in rows {
+            for q in ["a", "b"] {
+                for ts in [1, 2] {
+                    seq += 1;
+                    mem.insert(&Cell {
+                        seq_id: seq,
+                        ..Cell::put(row.to_vec(), "f", q, ts, "v")
+                    });
+                }
+            }
+        }
+        for read_point in [0, 2, 13, u64::MAX] {
+            let everything = all(&mem, read_point);
+            for row in rows {
+                let of_row = |c: &&Cell| c.row == row;
+                let want: Vec<Cell> = everything.iter().filter(of_row).cloned().collect();
+                let mut s = mem.row_scanner(read_point, row);
+                s.seek(&Cell::first_on_row(&Bytes::copy_from_slice(row)))
+                    .unwrap();
+                let mut got = Vec::new();
+                while s.take_into(&mut got).unwrap() {}
+                assert_eq!(got, want, "row {row:?} at {read_point}");
+                // Past the row's first column, what is left is the rest of the row.
+                let mut s = mem.row_scanner(read_point, row);
+                s.seek(&Cell::first_on_row(&Bytes::copy_from_slice(row)))
+                    .unwrap();
+                if let Some(first) = s.peek().cloned() {
+                    s.skip_column(&first).unwrap();
+                    let mut rest = Vec::new();
+                    while s.take_into(&mut rest).unwrap() {}
+                    let later: Vec<Cell> = want
+                        .iter()
+                        .filter(|c| !c.same_column(&first))
+                        .cloned()
+                        .collect();
+                    assert_eq!(rest, later, "row {row:?} at {read_point}");
+                }
+            }
+        }
     }
 
     /// Invariant 3: a kept cell does not hold its request's buffer, and reads as written.

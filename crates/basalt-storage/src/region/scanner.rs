@@ -137,7 +137,7 @@ impl Region {
             let hint = ReadHint {
                 get: scan
                     .is_get
-                    .then_some((&scan.start_row[..], single_col.as_deref())),
+                    .then_some((&scan.start_row, single_col.as_deref())),
                 time_range: tr,
                 cache_blocks: scan.cache_blocks,
                 cache_only,

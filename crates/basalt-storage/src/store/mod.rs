@@ -36,7 +36,7 @@ use scanner::{CellSource, StoreScanner};
 #[derive(Clone, Debug)]
 pub struct ReadHint<'a> {
     /// For a Get: the row, and the one column asked for when there is exactly one.
-    pub get: Option<(&'a [u8], Option<&'a [u8]>)>,
+    pub get: Option<(&'a Bytes, Option<&'a [u8]>)>,
     pub time_range: TimeRange,
     /// The scan's `cache_blocks`: whether data blocks read from disk enter the block cache.
     pub cache_blocks: bool,
@@ -241,28 +241,36 @@ impl Store {
         // is in its memstore before the read point passes it (region/mvcc.rs). Leaving it
         // out spares a Get its seek and a scan a source to look at for every cell. For the
         // same reason a Get leaves out a memstore whose row bloom filter rules its row out.
-        let row = hint.get.map(|(row, _)| row_bloom::row_hash(row));
+        let row = hint.get.map(|(row, _)| (row, row_bloom::row_hash(row)));
         let memstores = std::iter::once(&st.active).chain(st.snapshot.as_ref());
-        for m in memstores.filter(|m| !m.is_empty() && row.is_none_or(|h| m.may_hold_row(h))) {
-            sources.push(Box::new(m.scanner(read_point)));
+        for m in memstores.filter(|m| !m.is_empty() && row.is_none_or(|(_, h)| m.may_hold_row(h))) {
+            sources.push(Box::new(match row {
+                Some((row, _)) => m.row_scanner(read_point, row),
+                None => m.scanner(read_point),
+            }));
         }
         for f in st.files.iter().rev() {
             if file_may_match(f, hint)? {
-                sources.push(self.file_source(f, read_point, caching)?);
+                let row = hint.get.map(|(row, _)| row);
+                sources.push(self.file_source(f, read_point, caching, row)?);
             }
         }
         Ok(StoreScanner::new(sources, matcher))
     }
 
-    /// A scanner of file `f`, cut to the region's rows when the file is shared with other
-    /// regions (a reference).
+    /// A scanner of file `f` (of `row` alone, for a Get), cut to the region's rows when the
+    /// file is shared with other regions (a reference).
     fn file_source(
         &self,
         f: &Arc<StoreFile>,
         read_point: u64,
         caching: Caching,
+        row: Option<&Bytes>,
     ) -> Result<Box<dyn CellSource>> {
-        let s = Box::new(f.scanner(read_point, caching)?);
+        let s = Box::new(match row {
+            Some(row) => f.row_scanner(read_point, caching, row)?,
+            None => f.scanner(read_point, caching)?,
+        });
         if f.id().region == self.region.id {
             return Ok(s);
         }
@@ -405,7 +413,7 @@ impl Store {
         let sources = inputs
             .iter()
             .rev()
-            .map(|f| self.file_source(f, u64::MAX, Caching::COMPACTION))
+            .map(|f| self.file_source(f, u64::MAX, Caching::COMPACTION, None))
             .collect::<Result<Vec<_>>>()?;
         let mut scanner = StoreScanner::new(sources, matcher);
         scanner.seek_to_first()?;
@@ -496,8 +504,8 @@ fn file_may_match(f: &StoreFile, hint: &ReadHint<'_>) -> Result<bool> {
         return Ok(false);
     }
     if let Some((row, col)) = hint.get {
-        let outside = info.first_key.as_ref().is_some_and(|k| &k.row[..] > row)
-            || info.last_key.as_ref().is_some_and(|k| &k.row[..] < row);
+        let outside = info.first_key.as_ref().is_some_and(|k| k.row > row)
+            || info.last_key.as_ref().is_some_and(|k| k.row < row);
         if outside || !f.may_contain_in(row, col, hint.cache_only)? {
             return Ok(false);
         }

@@ -57,7 +57,7 @@ fn store_op() -> impl Strategy<Value = StoreOp> {
 
 /// A scanner of the newest version of each column of `row`, opened as a Get opens it: the
 /// memstores and files that rule the row out are left out.
-fn get_scanner(store: &Store, row: &[u8]) -> super::StoreScanner {
+fn get_scanner(store: &Store, row: &Bytes) -> super::StoreScanner {
     let mode = Mode::User {
         raw: false,
         time_range: TimeRange::all(),
@@ -220,7 +220,8 @@ fn a_get_leaves_out_the_memstores_and_files_that_rule_its_row_out() {
     let snap = store.take_snapshot().unwrap();
     store.finish_flush(store.write_flush(&snap, 1, NOW, 0, u64::MAX).unwrap());
     store.insert(&put("in-memstore", 2));
-    let sources = |row: &str| get_scanner(&store, row.as_bytes()).sources();
+    let sources =
+        |row: &str| get_scanner(&store, &Bytes::copy_from_slice(row.as_bytes())).sources();
     assert_eq!(sources("in-memstore"), 1);
     assert_eq!(sources("in-file"), 1);
     assert_eq!(sources("in-neither"), 0);

@@ -319,17 +319,38 @@ impl DataBlock {
     /// An entry on the way is damaged.
     pub fn first_visible(
         &self,
-        mut i: usize,
+        i: usize,
         read_point: u64,
     ) -> Result<Option<(usize, Cell)>, Damage> {
+        match self.next_visible(i, read_point, None)? {
+            Visible::Cell(i, cell) => Ok(Some((i, cell))),
+            Visible::PastRow(_) | Visible::End => Ok(None),
+        }
+    }
+
+    /// [`DataBlock::first_visible`] for a reader of `row` alone (when it names one): it stops
+    /// at the first cell of another row without building it.
+    ///
+    /// # Errors
+    /// An entry on the way is damaged.
+    pub fn next_visible(
+        &self,
+        mut i: usize,
+        read_point: u64,
+        row: Option<&[u8]>,
+    ) -> Result<Visible, Damage> {
         while i < self.len {
             let e = self.locate(i)?;
-            if self.key(&e).seq_id() <= read_point {
-                return Ok(Some((i, self.cell_of(&e))));
+            let key = self.key(&e);
+            if row.is_some_and(|r| key.row() != r) {
+                return Ok(Visible::PastRow(i));
+            }
+            if key.seq_id() <= read_point {
+                return Ok(Visible::Cell(i, self.cell_of(&e)));
             }
             i += 1;
         }
-        Ok(None)
+        Ok(Visible::End)
     }
 
     fn cell_of(&self, e: &Located) -> Cell {
@@ -511,6 +532,17 @@ impl IndexKeys {
     pub fn weight(&self) -> usize {
         self.keys.len() + self.entries.len() * 24 + std::mem::size_of::<IndexKeys>()
     }
+}
+
+/// Where [`DataBlock::next_visible`] stopped.
+#[derive(Debug)]
+pub enum Visible {
+    /// At the visible cell `.0`.
+    Cell(usize, Cell),
+    /// At cell `.0`, the first of a row after the one wanted (not built).
+    PastRow(usize),
+    /// At the block's end.
+    End,
 }
 
 /// The first `i` in `0..n` for which `pred` is false (`pred` true then false, as in

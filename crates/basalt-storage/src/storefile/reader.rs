@@ -9,7 +9,7 @@ use bytes::Bytes;
 
 use super::block::{self, decode_data_block, decode_legacy_data_block};
 use super::bloom::Bloom;
-use super::keys::{check_key, Damage, DataBlock, IndexKeys};
+use super::keys::{check_key, Damage, DataBlock, IndexKeys, Visible};
 use super::{FileId, FileInfo, FORMAT_VERSION, LEGACY_FORMAT_VERSION, MAGIC, TRAILER_LEN};
 use crate::block_cache::{Block, BlockCache, BlockKey, Priority};
 use crate::codec::Reader;
@@ -359,6 +359,24 @@ impl StoreFile {
             data: None,
             pos: 0,
             current: None,
+            row: None,
+        })
+    }
+
+    /// A scanner as [`StoreFile::scanner`], of `row`'s cells alone: a Get's. It ends where
+    /// the next row begins, without building that row's first cell.
+    ///
+    /// # Errors
+    /// As [`StoreFile::scanner`].
+    pub fn row_scanner(
+        self: &Arc<Self>,
+        read_point: u64,
+        caching: Caching,
+        row: &Bytes,
+    ) -> Result<StoreFileScanner> {
+        Ok(StoreFileScanner {
+            row: Some(row.clone()),
+            ..self.scanner(read_point, caching)?
         })
     }
 }
@@ -490,6 +508,8 @@ pub struct StoreFileScanner {
     data: Option<Arc<DataBlock>>,
     pos: usize,
     current: Option<Cell>,
+    /// The one row a Get's scanner reads: cells past it are not built.
+    row: Option<Bytes>,
 }
 
 impl StoreFileScanner {
@@ -520,15 +540,24 @@ impl StoreFileScanner {
                 self.current = None;
                 return Ok(());
             }
-            let read_point = self.read_point;
-            let visible = self.set_block(block)?.first_visible(pos, read_point);
-            if let Some((at, cell)) = visible.map_err(|what| self.damaged(block, what))? {
-                self.current = Some(cell);
-                self.pos = at;
-                return Ok(());
+            let (read_point, row) = (self.read_point, self.row.take());
+            let visible = self
+                .set_block(block)?
+                .next_visible(pos, read_point, row.as_deref());
+            self.row = row;
+            match visible.map_err(|what| self.damaged(block, what))? {
+                Visible::Cell(at, cell) => {
+                    self.current = Some(cell);
+                    self.pos = at;
+                    return Ok(());
+                }
+                Visible::PastRow(at) => {
+                    self.current = None;
+                    self.pos = at;
+                    return Ok(());
+                }
+                Visible::End => (block, pos) = (block + 1, 0),
             }
-            block += 1;
-            pos = 0;
         }
     }
 }

@@ -356,3 +356,55 @@ fn skips_land_where_a_seek_does() {
         }
     }
 }
+
+/// A row scanner reads what the whole file's scanner reads of its row, and nothing after it:
+/// rows spanning block ends, read points that hide some cells, rows the file lacks; also
+/// after a column is skipped.
+#[test]
+fn a_row_scanner_reads_its_row_alone() {
+    let mut cells = Vec::new();
+    let mut seq = 0;
+    for r in 0..40u64 {
+        for q in 0..1 + r % 9 {
+            seq += 1;
+            let mut c = Cell::put(format!("row{:03}", r * 2), "f", format!("q{q}"), 1, "v");
+            c.seq_id = seq;
+            cells.push(c);
+        }
+    }
+    cells.sort();
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(
+        dir.path(),
+        &family(Compression::None, BloomType::None),
+        &cells,
+    );
+    assert!(file.block_count().unwrap() > 4);
+    for read_point in [seq, seq / 2] {
+        let everything = drain(&mut from_start(&file, read_point));
+        for r in 0..81u64 {
+            let row = Bytes::from(format!("row{r:03}"));
+            let want: Vec<Cell> = everything
+                .iter()
+                .filter(|c| c.row == row)
+                .cloned()
+                .collect();
+            let at_row = || {
+                let mut s = file.row_scanner(read_point, Caching::QUERY, &row).unwrap();
+                s.seek(&Cell::first_on_row(&row)).unwrap();
+                s
+            };
+            assert_eq!(drain(&mut at_row()), want, "row {row:?} at {read_point}");
+            let mut s = at_row();
+            if let Some(first) = s.peek().cloned() {
+                s.skip_column(&first).unwrap();
+                let later: Vec<Cell> = want
+                    .iter()
+                    .filter(|c| !c.same_column(&first))
+                    .cloned()
+                    .collect();
+                assert_eq!(drain(&mut s), later, "row {row:?} at {read_point}");
+            }
+        }
+    }
+}
