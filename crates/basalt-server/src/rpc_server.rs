@@ -73,8 +73,13 @@ const SETTINGS: Settings = Settings {
 };
 /// How long answers wait for the calls after them before they are written anyway. A pass
 /// writes the answers of the calls it ran together, in one write; when those calls are slow
-/// (scans of many rows), the client would sit idle until the last of them is done.
-const FLUSH_AFTER: Duration = Duration::from_micros(100);
+/// (scans of many rows), the client would sit idle until the last of them is done. Even
+/// point reads are slow enough: eight of them read together take the loop about 100 µs,
+/// and written at once they leave client and server taking turns, each idle while the
+/// other works. Written every 25 µs (every two or three reads), the client works on the
+/// first answers while the server runs the rest. Sooner costs more writes than it saves
+/// (BENCHMARKS.md has the figures for 10, 15, 25, 50 and 100 µs).
+const FLUSH_AFTER: Duration = Duration::from_micros(25);
 /// Passes in one turn before a busy connection lets its loop's other connections run.
 const PASSES_PER_TURN: usize = 64;
 
