@@ -110,9 +110,9 @@ pub fn same_column(a: &[AtomicU64], b: &[AtomicU64], len: usize) -> bool {
     (a[whole].load(Relaxed) ^ b[whole].load(Relaxed)) & mask == 0
 }
 
-/// A row's part of the key (`part(row)`, packed as keys are), to tell where a node's key
-/// lies whether it is of that row: no part is a prefix of another (invariant 2), so a key is
-/// of the row exactly when it begins with these bytes.
+/// A row's part of the key (`part(row)`, packed as keys are), to tell whether a node's key,
+/// read where it lies, is of that row: no part is a prefix of another (invariant 2), so a
+/// key is of the row exactly when it begins with these bytes.
 #[derive(Debug)]
 pub struct RowPart {
     words: Vec<u64>,
