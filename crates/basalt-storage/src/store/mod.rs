@@ -241,17 +241,18 @@ impl Store {
         // is in its memstore before the read point passes it (region/mvcc.rs). Leaving it
         // out spares a Get its seek and a scan a source to look at for every cell. For the
         // same reason a Get leaves out a memstore whose row bloom filter rules its row out.
-        let row = hint.get.map(|(row, _)| (row, row_bloom::row_hash(row)));
+        // A Get's sources read its row alone (`MemStore::row_scanner`, `StoreFile::row_scanner`).
+        let row = hint.get.map(|(row, _)| row);
+        let row_hash = row.map(|r| row_bloom::row_hash(r));
         let memstores = std::iter::once(&st.active).chain(st.snapshot.as_ref());
-        for m in memstores.filter(|m| !m.is_empty() && row.is_none_or(|(_, h)| m.may_hold_row(h))) {
+        for m in memstores.filter(|m| !m.is_empty() && row_hash.is_none_or(|h| m.may_hold_row(h))) {
             sources.push(Box::new(match row {
-                Some((row, _)) => m.row_scanner(read_point, row),
+                Some(row) => m.row_scanner(read_point, row),
                 None => m.scanner(read_point),
             }));
         }
         for f in st.files.iter().rev() {
             if file_may_match(f, hint)? {
-                let row = hint.get.map(|(row, _)| row);
                 sources.push(self.file_source(f, read_point, caching, row)?);
             }
         }

@@ -313,23 +313,8 @@ impl DataBlock {
     }
 
     /// The first cell at or after `i` whose sequence id is at most `read_point`, and where it
-    /// is; each entry passed over is parsed once.
-    ///
-    /// # Errors
-    /// An entry on the way is damaged.
-    pub fn first_visible(
-        &self,
-        i: usize,
-        read_point: u64,
-    ) -> Result<Option<(usize, Cell)>, Damage> {
-        match self.next_visible(i, read_point, None)? {
-            Visible::Cell(i, cell) => Ok(Some((i, cell))),
-            Visible::PastRow(_) | Visible::End => Ok(None),
-        }
-    }
-
-    /// [`DataBlock::first_visible`] for a reader of `row` alone (when it names one): it stops
-    /// at the first cell of another row without building it.
+    /// is; each entry passed over is parsed once. For a reader of `row` alone (when it names
+    /// one), it stops at the first cell of another row without building it.
     ///
     /// # Errors
     /// An entry on the way is damaged.
@@ -687,7 +672,10 @@ mod tests {
         assert_eq!(block.cell(39).map(|c| c.row), Ok(cells[39].row.clone()));
         assert_eq!(block.cell(40), Err("malformed key"));
         assert_eq!(
-            block.first_visible(38, u64::MAX).map(|v| v.map(|v| v.0)),
+            block.next_visible(38, u64::MAX, None).map(|v| match v {
+                Visible::Cell(i, _) => Some(i),
+                Visible::PastRow(_) | Visible::End => None,
+            }),
             Ok(Some(38))
         );
         assert_eq!(

@@ -540,12 +540,14 @@ impl StoreFileScanner {
                 self.current = None;
                 return Ok(());
             }
+            // The row is lent out while the block is borrowed, and put back before any error
+            // leaves, so a scanner that failed a read keeps its row.
             let (read_point, row) = (self.read_point, self.row.take());
             let visible = self
-                .set_block(block)?
-                .next_visible(pos, read_point, row.as_deref());
+                .set_block(block)
+                .map(|d| d.next_visible(pos, read_point, row.as_deref()));
             self.row = row;
-            match visible.map_err(|what| self.damaged(block, what))? {
+            match visible?.map_err(|what| self.damaged(block, what))? {
                 Visible::Cell(at, cell) => {
                     self.current = Some(cell);
                     self.pos = at;

@@ -277,11 +277,13 @@ fn a_damaged_entry_is_reported_with_file_and_offset() {
 /// Rows of one to twelve columns of one to five versions, in blocks of 1 KiB: a skip from
 /// any cell, to a key or past the cell's column or row, lands where a fresh seek does, within
 /// a block and across blocks, at read points that hide some cells.
-#[test]
-fn skips_land_where_a_seek_does() {
+/// The cells of rows `rows` (named `row` and three digits), sorted, and the highest sequence
+/// id among them: row `r` has `1 + r % 12` columns and its column `q` has `1 + (r + q) % 5`
+/// versions, each with a sequence id of its own.
+fn versioned_rows(rows: impl IntoIterator<Item = u64>) -> (Vec<Cell>, u64) {
     let mut cells = Vec::new();
     let mut seq = 0;
-    for r in 0..60u64 {
+    for r in rows {
         for q in 0..1 + r % 12 {
             for ts in 0..1 + (r + q) % 5 {
                 seq += 1;
@@ -298,6 +300,12 @@ fn skips_land_where_a_seek_does() {
         }
     }
     cells.sort();
+    (cells, seq)
+}
+
+#[test]
+fn skips_land_where_a_seek_does() {
+    let (cells, seq) = versioned_rows(0..60);
     let dir = tempfile::tempdir().unwrap();
     let file = write(
         dir.path(),
@@ -362,17 +370,8 @@ fn skips_land_where_a_seek_does() {
 /// after a column is skipped.
 #[test]
 fn a_row_scanner_reads_its_row_alone() {
-    let mut cells = Vec::new();
-    let mut seq = 0;
-    for r in 0..40u64 {
-        for q in 0..1 + r % 9 {
-            seq += 1;
-            let mut c = Cell::put(format!("row{:03}", r * 2), "f", format!("q{q}"), 1, "v");
-            c.seq_id = seq;
-            cells.push(c);
-        }
-    }
-    cells.sort();
+    // The even rows: each odd one is a row the file lacks.
+    let (cells, seq) = versioned_rows((0..40).map(|r| r * 2));
     let dir = tempfile::tempdir().unwrap();
     let file = write(
         dir.path(),
