@@ -10,19 +10,25 @@ use tonic::codegen::http::HeaderMap;
 /// The call's deadline from its `grpc-timeout` header (an integer of up to eight digits and
 /// a unit: H, M, S, m, u or n), as gRPC's HTTP/2 protocol defines it.
 pub fn grpc_timeout(headers: &HeaderMap) -> Option<Duration> {
-    let value = headers.get("grpc-timeout")?.to_str().ok()?;
-    let (digits, unit) = value.split_at(value.len().checked_sub(1)?);
-    if digits.is_empty() || digits.len() > 8 {
+    grpc_timeout_value(headers.get("grpc-timeout")?.as_bytes())
+}
+
+/// The deadline a `grpc-timeout` header's `value` names ([`grpc_timeout`]).
+pub fn grpc_timeout_value(value: &[u8]) -> Option<Duration> {
+    let (unit, digits) = value.split_last()?;
+    if digits.is_empty() || digits.len() > 8 || !digits.iter().all(u8::is_ascii_digit) {
         return None;
     }
-    let n: u64 = digits.parse().ok()?;
+    let n = digits
+        .iter()
+        .fold(0u64, |n, d| n * 10 + u64::from(d - b'0'));
     Some(match unit {
-        "H" => Duration::from_secs(n * 3600),
-        "M" => Duration::from_secs(n * 60),
-        "S" => Duration::from_secs(n),
-        "m" => Duration::from_millis(n),
-        "u" => Duration::from_micros(n),
-        "n" => Duration::from_nanos(n),
+        b'H' => Duration::from_secs(n * 3600),
+        b'M' => Duration::from_secs(n * 60),
+        b'S' => Duration::from_secs(n),
+        b'm' => Duration::from_millis(n),
+        b'u' => Duration::from_micros(n),
+        b'n' => Duration::from_nanos(n),
         _ => return None,
     })
 }
@@ -101,7 +107,7 @@ mod tests {
         assert_eq!(read("1500m"), Some(Duration::from_millis(1500)));
         assert_eq!(read("7u"), Some(Duration::from_micros(7)));
         assert_eq!(read("99999999n"), Some(Duration::from_nanos(99_999_999)));
-        for bad in ["", "S", "123456789S", "10x", "-1S", "1.5S"] {
+        for bad in ["", "S", "123456789S", "10x", "-1S", "+1S", "1.5S", "1é", "é", "１S"] {
             assert_eq!(read(bad), None, "{bad:?}");
         }
         assert_eq!(grpc_timeout(&HeaderMap::new()), None);

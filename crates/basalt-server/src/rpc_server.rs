@@ -40,9 +40,9 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use basalt_proto::deadline::grpc_timeout;
+use basalt_proto::deadline::grpc_timeout_value;
 use futures_util::stream::{FuturesUnordered, StreamExt};
-use http::{Request, Response};
+use http::Response;
 use http_body::Body as _;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
@@ -57,6 +57,7 @@ use crate::cluster::RegionServerAdminService;
 use crate::grpc::{Services, TableCalls};
 use crate::http2::connection::{Accepted, Connection, Reading, Reply, Settings};
 use crate::http2::frame::Reason;
+use crate::http2::request::RequestHead;
 use crate::http2::stream::Recv;
 use basalt_proto::pb::admin_server::AdminServer;
 use basalt_proto::pb::region_server_admin_server::RegionServerAdminServer;
@@ -84,12 +85,27 @@ const FLUSH_AFTER: Duration = Duration::from_micros(25);
 const PASSES_PER_TURN: usize = 64;
 
 /// What a call answers with, once its service has run.
-pub type Answer = BoxFuture<Response<Body>, Infallible>;
+pub type Answer = BoxFuture<Answered, Infallible>;
+
+/// A call's answer: a gRPC message (the table calls' success, written without HTTP's
+/// types), or an HTTP response (the generated services' answers and every failure).
+#[derive(Debug)]
+pub enum Answered {
+    /// A unary call's one message in its frame (never empty), answered with success.
+    Unary(bytes::Bytes),
+    Response(Response<Body>),
+}
+
+impl From<Response<Body>> for Answered {
+    fn from(response: Response<Body>) -> Answered {
+        Answered::Response(response)
+    }
+}
 
 /// Where a connection's calls go: a service for each call's path.
 pub trait Route: Clone + Send + 'static {
-    /// Starts the call `request` names.
-    fn call(&mut self, request: Request<Body>) -> Answer;
+    /// Starts the call `head` names, whose request's body is `body`.
+    fn call(&mut self, head: RequestHead, body: Body) -> Answer;
 }
 
 /// The native API's services, found by the service name that starts a call's path
@@ -103,19 +119,19 @@ pub struct Routes {
 }
 
 impl Route for Routes {
-    fn call(&mut self, request: Request<Body>) -> Answer {
+    fn call(&mut self, head: RequestHead, body: Body) -> Answer {
         // The generated services are always ready (`poll_ready` answers at once), so a call
         // goes straight to them.
-        let path = request.uri().path();
+        let path = head.uri.path();
         let service = path.strip_prefix('/').and_then(|p| p.split_once('/'));
         match service.map(|(name, _)| name) {
-            Some(TableCalls::SERVICE) => self.table.call(request),
+            Some(TableCalls::SERVICE) => self.table.call(&head, body),
             Some(name) if name == Budgeted::<AdminServer<Services>>::NAME => {
-                self.admin.call(request)
+                responded(self.admin.call(head.into_http().map(|()| body)))
             }
             Some(name) if name == RegionServerAdminServer::<RegionServerAdminService>::NAME => {
                 match &mut self.region_server_admin {
-                    Some(service) => service.call(request),
+                    Some(service) => responded(service.call(head.into_http().map(|()| body))),
                     None => unimplemented(path),
                 }
             }
@@ -124,10 +140,17 @@ impl Route for Routes {
     }
 }
 
+/// The answer of a generated service's call.
+fn responded(
+    call: impl Future<Output = Result<Response<Body>, Infallible>> + Send + 'static,
+) -> Answer {
+    Box::pin(async move { call.await.map(Answered::Response) })
+}
+
 /// The answer to a call of a service this server does not have.
 fn unimplemented(path: &str) -> Answer {
     let status = Status::unimplemented(format!("this server has no method {path}"));
-    Box::pin(std::future::ready(Ok(status.into_http())))
+    Box::pin(std::future::ready(Ok(status.into_http().into())))
 }
 
 /// Serves the calls of one connection until its peer closes it, it fails, its peer stops
@@ -238,13 +261,17 @@ type Call = Pin<Box<dyn Future<Output = (u32, Option<Reply>)> + Send>>;
 /// Starts the call `accepted` names: its service gets a body that reads the request's
 /// stream as its bytes arrive, and the call's future yields what the service answers.
 fn start<R: Route>(routes: &mut R, accepted: Accepted) -> Call {
-    let Accepted { stream, request } = accepted;
-    let recv = Arc::clone(&request.body().0);
-    let deadline = grpc_timeout(request.headers()).map(|limit| (Instant::now() + limit, limit));
-    let mut answer = routes.call(request.map(Body::new));
+    let Accepted { stream, head, body } = accepted;
+    let recv = Arc::clone(&body.0);
+    let deadline = head
+        .field(b"grpc-timeout")
+        .and_then(|value| grpc_timeout_value(value))
+        .map(|limit| (Instant::now() + limit, limit));
+    let mut answer = routes.call(head, Body::new(body));
     Box::pin(async move {
         let reply = match answered(&mut answer, &recv, deadline).await {
-            Some(response) => {
+            Some(Answered::Unary(message)) => Some(Reply::Unary(message)),
+            Some(Answered::Response(response)) => {
                 drop(answer);
                 Some(read_whole(response).await)
             }
@@ -260,7 +287,7 @@ async fn answered(
     answer: &mut Answer,
     recv: &Recv,
     deadline: Option<(Instant, Duration)>,
-) -> Option<Response<Body>> {
+) -> Option<Answered> {
     let mut timer: Option<Pin<Box<Sleep>>> = None;
     poll_fn(|cx| {
         if let Poll::Ready(Ok(response)) = answer.as_mut().poll(cx) {
@@ -276,7 +303,7 @@ async fn answered(
                 let status = Status::deadline_exceeded(format!(
                     "the call was not answered within its deadline of {limit:?}"
                 ));
-                return Poll::Ready(Some(status.into_http()));
+                return Poll::Ready(Some(status.into_http().into()));
             }
         }
         Poll::Pending
@@ -365,7 +392,7 @@ mod tests {
     use std::sync::Arc;
 
     use bytes::Bytes;
-    use http::HeaderMap;
+    use http::{HeaderMap, Request};
     use http_body_util::BodyExt;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio::net::{TcpListener, TcpStream};
@@ -413,7 +440,8 @@ mod tests {
     }
 
     impl Route for Test {
-        fn call(&mut self, request: Request<Body>) -> Answer {
+        fn call(&mut self, head: RequestHead, body: Body) -> Answer {
+            let request = head.into_http().map(|()| body);
             let path = request.uri().path().to_owned();
             let gate = Arc::clone(&self.gate);
             let slow_begun = Arc::clone(&self.slow_begun);
@@ -441,7 +469,7 @@ mod tests {
                 let body = http_body_util::Full::new(message)
                     .map_err(|never: Infallible| -> Status { match never {} })
                     .with_trailers(std::future::ready(Some(Ok::<_, Status>(trailers))));
-                Ok(Response::new(Body::new(body)))
+                Ok(Response::new(Body::new(body)).into())
             })
         }
     }

@@ -17,19 +17,16 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use basalt_proto::pb::table_server::Table;
-use basalt_proto::unary::{frame, unframe, Pieces, Whole, MESSAGE_HEADER};
-use bytes::Bytes;
-use http::header::CONTENT_TYPE;
-use http::{HeaderMap, HeaderValue, Request, Response};
+use basalt_proto::unary::{frame, unframe, Pieces, MESSAGE_HEADER};
 use http_body::Body as _;
 use prost::Message;
 use tonic::body::Body;
-use tonic::metadata::MetadataMap;
 use tonic::Status;
 
 use super::Services;
 use crate::budget::{Held, RequestBudget};
-use crate::rpc_server::Answer;
+use crate::http2::request::RequestHead;
+use crate::rpc_server::{Answer, Answered};
 
 /// The Table service's calls, within the request budget.
 #[derive(Clone, Debug)]
@@ -52,41 +49,38 @@ impl TableCalls {
         }
     }
 
-    /// Starts the call of the Table service's method `request` names (`UNIMPLEMENTED` for
-    /// a method it does not have).
-    pub fn call(&self, request: Request<Body>) -> Answer {
-        let path = request.uri().path();
+    /// Starts the call of the Table service's method `head` names (`UNIMPLEMENTED` for a
+    /// method it does not have), whose request's body is `body`.
+    pub fn call(&self, head: &RequestHead, body: Body) -> Answer {
+        let path = head.uri.path();
         let method = path
             .strip_prefix('/')
             .and_then(|p| p.strip_prefix(Self::SERVICE))
             .and_then(|p| p.strip_prefix('/'))
             .unwrap_or_default();
         match method {
-            "Get" => self.unary(request, |s, r| async move { s.get_row(r).await }),
-            "Mutate" => self.unary(request, |s, r| async move { s.mutate(r).await }),
-            "MutateRow" => self.unary(request, |s, r| async move { s.mutate_row(r).await }),
+            "Get" => self.unary(body, |s, r| async move { s.get_row(r).await }),
+            "Mutate" => self.unary(body, |s, r| async move { s.mutate(r).await }),
+            "MutateRow" => self.unary(body, |s, r| async move { s.mutate_row(r).await }),
             "CheckAndMutate" => {
-                self.unary(request, |s, r| async move { s.check_and_mutate(r).await })
+                self.unary(body, |s, r| async move { s.check_and_mutate(r).await })
             }
-            "Batch" => self.unary(request, |s, r| async move { s.batch(r).await }),
+            "Batch" => self.unary(body, |s, r| async move { s.batch(r).await }),
             "OpenScanner" => {
-                self.unary(request, |s, r| async move { s.open_scanner_rows(r).await })
+                self.unary(body, |s, r| async move { s.open_scanner_rows(r).await })
             }
-            "Next" => self.unary(request, |s, r| async move { s.next_rows(r).await }),
-            "CloseScanner" => self.unary(request, |s, r| async move { s.close_scanner(r).await }),
+            "Next" => self.unary(body, |s, r| async move { s.next_rows(r).await }),
+            "CloseScanner" => self.unary(body, |s, r| async move { s.close_scanner(r).await }),
             _ => {
-                let status = Status::unimplemented(format!(
-                    "this server has no method {}",
-                    request.uri().path()
-                ));
-                Box::pin(std::future::ready(Ok(status.into_http())))
+                let status = Status::unimplemented(format!("this server has no method {path}"));
+                Box::pin(std::future::ready(Ok(status.into_http().into())))
             }
         }
     }
 
     /// One call of `method`: the request read and decoded, the method run, its answer sent
     /// as one frame, or the status it failed with.
-    fn unary<Req, Resp, F, Fut>(&self, request: Request<Body>, method: F) -> Answer
+    fn unary<Req, Resp, F, Fut>(&self, body: Body, method: F) -> Answer
     where
         Req: Message + Default + 'static,
         Resp: Message + 'static,
@@ -97,37 +91,21 @@ impl TableCalls {
         let budget = Arc::clone(&self.budget);
         let max_message = self.max_message;
         Box::pin(async move {
-            let (head, body) = request.into_parts();
             let out = async {
                 let message = decoded::<Req>(body, &budget, max_message).await?;
-                let request = tonic::Request::from_parts(
-                    MetadataMap::from_headers(head.headers),
-                    head.extensions,
-                    message,
-                );
-                let answer = method(services, request).await?.into_inner();
+                // The methods read none of the request's fields (the deadline is the
+                // transport's).
+                let answer = method(services, tonic::Request::new(message))
+                    .await?
+                    .into_inner();
                 frame(&answer, max_message)
             };
             Ok(match out.await {
-                Ok(framed) => answered(framed),
-                Err(status) => status.into_http(),
+                Ok(framed) => Answered::Unary(framed),
+                Err(status) => status.into_http().into(),
             })
         })
     }
-}
-
-/// An answer: its one frame, then trailers saying it succeeded.
-fn answered(framed: Bytes) -> Response<Body> {
-    let mut trailers = HeaderMap::with_capacity(1);
-    trailers.insert("grpc-status", HeaderValue::from_static("0"));
-    let mut response = Response::new(Body::new(Whole {
-        data: Some(framed),
-        trailers: Some(trailers),
-    }));
-    response
-        .headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/grpc"));
-    response
 }
 
 /// The request's message: its body read whole (each piece charged to the budget as it

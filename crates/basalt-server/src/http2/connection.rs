@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::{Buf, Bytes, BytesMut};
-use http::{HeaderMap, Request};
+use http::HeaderMap;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 mod control;
@@ -32,7 +32,7 @@ mod tests;
 
 use super::frame::{self as f, Continuing, Head, Reason};
 use super::hpack::{self, Decoder};
-use super::request::{self, Refused};
+use super::request::{self, Refused, RequestHead};
 use super::stream::{Incoming, Recv, Stream};
 
 /// The most bytes gathered for writing before streams wait for the socket.
@@ -68,7 +68,8 @@ pub struct Settings {
 #[derive(Debug)]
 pub struct Accepted {
     pub stream: u32,
-    pub request: Request<Incoming>,
+    pub head: RequestHead,
+    pub body: Incoming,
 }
 
 /// A call's answer.
@@ -84,6 +85,10 @@ pub enum Reply {
         data: VecDeque<Bytes>,
         trailers: Option<HeaderMap>,
     },
+    /// A gRPC call's one message, answered with success: `:status 200`, the gRPC content
+    /// type, the message's frame (`.0`), and trailers of `grpc-status: 0`, each written
+    /// from its encoded fields, without a header map.
+    Unary(Bytes),
     /// The answer failed after it began: the stream is reset.
     Reset(Reason),
 }
@@ -431,8 +436,8 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Connection<T> {
             f::put_rst_stream(&mut self.write, id, Reason::REFUSED_STREAM);
             return Ok(());
         }
-        let request = match head.finish() {
-            Ok(request) => request,
+        let head = match head.finish() {
+            Ok(head) => head,
             Err(Refused::TooLarge(size)) => {
                 tracing::debug!(size, "a request's header list was too large");
                 let mut block = Vec::new();
@@ -470,7 +475,8 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Connection<T> {
         });
         accepted.push(Accepted {
             stream: id,
-            request: request.map(|()| Incoming(recv)),
+            head,
+            body: Incoming(recv),
         });
         Ok(())
     }

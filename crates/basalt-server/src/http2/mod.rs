@@ -16,7 +16,7 @@
 //! dynamic table on its own answers (its heads are two or three short fields).
 
 pub mod connection;
-mod request;
+pub mod request;
 pub mod stream;
 
 /// The frames and header compression, shared with the native API's client.

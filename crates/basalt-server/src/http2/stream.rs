@@ -133,7 +133,15 @@ impl http_body::Body for Incoming {
 pub struct Outgoing {
     pub data: VecDeque<Bytes>,
     /// The trailers, sent once the data is.
-    pub trailers: Option<http::HeaderMap>,
+    pub trailers: Option<Trailers>,
+}
+
+/// An answer's trailers.
+#[derive(Debug)]
+pub enum Trailers {
+    Fields(http::HeaderMap),
+    /// `grpc-status: 0`: a gRPC call succeeded.
+    GrpcOk,
 }
 
 /// What the connection keeps of one open stream.

@@ -1,6 +1,7 @@
 //! The connection's answers: heads, data within the peer's windows, trailers, the windows
 //! given back to the peer, and the gathered bytes written.
 
+use std::collections::VecDeque;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -10,7 +11,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use super::{Connection, Reply, RETAINED, WRITE_LIMIT};
 use crate::http2::frame::{self as f, Reason};
 use crate::http2::hpack;
-use crate::http2::stream::Outgoing;
+use crate::http2::stream::{Outgoing, Trailers};
 
 impl<T: AsyncRead + AsyncWrite + Unpin> Connection<T> {
     /// Writes the answer to stream `id`, as far as the windows let it; an answer to a stream
@@ -19,27 +20,37 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Connection<T> {
         let Some(i) = self.find(id) else {
             return;
         };
-        let (head, data, trailers) = match reply {
+        let (data, trailers) = match reply {
             Reply::Reset(reason) => {
                 f::put_rst_stream(&mut self.write, id, reason);
                 self.remove(i, reason);
                 return;
             }
+            Reply::Unary(message) => {
+                self.scratch.clear();
+                hpack::put_status(&mut self.scratch, 200);
+                hpack::put_field(&mut self.scratch, b"content-type", b"application/grpc");
+                f::put_headers(&mut self.write, id, &self.scratch, false, self.max_frame);
+                (VecDeque::from([message]), Some(Trailers::GrpcOk))
+            }
             Reply::Answer {
                 head,
                 data,
                 trailers,
-            } => (head, data, trailers),
+            } => {
+                let trailers_only = data.is_empty() && trailers.is_none();
+                put_header_block(
+                    &mut self.write,
+                    &mut self.scratch,
+                    (id, Some(head.status.as_u16())),
+                    &head.headers,
+                    trailers_only,
+                    self.max_frame,
+                );
+                (data, trailers.map(Trailers::Fields))
+            }
         };
         let trailers_only = data.is_empty() && trailers.is_none();
-        put_header_block(
-            &mut self.write,
-            &mut self.scratch,
-            (id, Some(head.status.as_u16())),
-            &head.headers,
-            trailers_only,
-            self.max_frame,
-        );
         let stream = &mut self.streams[i];
         stream.answered = true;
         if trailers_only {
@@ -92,15 +103,16 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Connection<T> {
             stream.send_window -= n;
             *send_window -= n;
         }
-        if let Some(trailers) = out.trailers.take() {
-            put_header_block(
-                write,
-                scratch,
-                (stream.id, None),
-                &trailers,
-                true,
-                *max_frame,
-            );
+        match out.trailers.take() {
+            Some(Trailers::Fields(trailers)) => {
+                put_header_block(write, scratch, (stream.id, None), &trailers, true, *max_frame);
+            }
+            Some(Trailers::GrpcOk) => {
+                scratch.clear();
+                hpack::put_field(scratch, b"grpc-status", b"0");
+                f::put_headers(write, stream.id, scratch, true, *max_frame);
+            }
+            None => {}
         }
         stream.out = None;
         self.closed_locally(i);
