@@ -28,7 +28,7 @@ pub enum Refused {
 ///
 /// # Invariant
 /// Each field's name is one `HeaderName::from_lowercase` takes, and its value one
-/// `HeaderValue::from_maybe_shared` takes ([`is_field_name`], [`is_field_value`]).
+/// `HeaderValue::from_maybe_shared` takes (`is_field_name`, `is_field_value`).
 #[derive(Debug)]
 pub struct RequestHead {
     pub method: Method,
