@@ -107,7 +107,18 @@ mod tests {
         assert_eq!(read("1500m"), Some(Duration::from_millis(1500)));
         assert_eq!(read("7u"), Some(Duration::from_micros(7)));
         assert_eq!(read("99999999n"), Some(Duration::from_nanos(99_999_999)));
-        for bad in ["", "S", "123456789S", "10x", "-1S", "+1S", "1.5S", "1é", "é", "１S"] {
+        for bad in [
+            "",
+            "S",
+            "123456789S",
+            "10x",
+            "-1S",
+            "+1S",
+            "1.5S",
+            "1é",
+            "é",
+            "１S",
+        ] {
             assert_eq!(read(bad), None, "{bad:?}");
         }
         assert_eq!(grpc_timeout(&HeaderMap::new()), None);

@@ -19,8 +19,8 @@
 use basalt_model::{Cell, CellType, RowResult};
 use bytes::{Buf, BufMut, Bytes};
 use prost::encoding::{
-    bool as pbool, bytes as pbytes, encoded_len_varint, int32, int64, key_len, message,
-    skip_field, uint64, DecodeContext, WireType,
+    bool as pbool, bytes as pbytes, encoded_len_varint, int32, int64, key_len, message, skip_field,
+    uint64, DecodeContext, WireType,
 };
 use prost::{DecodeError, Message};
 

@@ -64,7 +64,12 @@ impl RequestMetrics {
         RequestMetrics {
             ops: names.iter().map(|_| OpStats::default()).collect(),
             // Reversed, so that a name listed twice counts in its first entry.
-            index: names.iter().enumerate().rev().map(|(i, n)| (*n, i)).collect(),
+            index: names
+                .iter()
+                .enumerate()
+                .rev()
+                .map(|(i, n)| (*n, i))
+                .collect(),
             names,
             gauges: parking_lot::Mutex::new(Vec::new()),
         }

@@ -64,13 +64,9 @@ impl TableCalls {
             "Get" => self.unary(body, |s, r| async move { s.get_row(r).await }),
             "Mutate" => self.unary(body, |s, r| async move { s.mutate(r).await }),
             "MutateRow" => self.unary(body, |s, r| async move { s.mutate_row(r).await }),
-            "CheckAndMutate" => {
-                self.unary(body, |s, r| async move { s.check_and_mutate(r).await })
-            }
+            "CheckAndMutate" => self.unary(body, |s, r| async move { s.check_and_mutate(r).await }),
             "Batch" => self.unary(body, |s, r| async move { s.batch(r).await }),
-            "OpenScanner" => {
-                self.unary(body, |s, r| async move { s.open_scanner_rows(r).await })
-            }
+            "OpenScanner" => self.unary(body, |s, r| async move { s.open_scanner_rows(r).await }),
             "Next" => self.unary(body, |s, r| async move { s.next_rows(r).await }),
             "CloseScanner" => self.unary(body, |s, r| async move { s.close_scanner(r).await }),
             _ => {

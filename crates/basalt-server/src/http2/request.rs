@@ -40,7 +40,10 @@ impl RequestHead {
     /// The value of the first field named `name`.
     #[must_use]
     pub fn field(&self, name: &[u8]) -> Option<&Bytes> {
-        self.fields.iter().find(|f| f.name == name).map(|f| &f.value)
+        self.fields
+            .iter()
+            .find(|f| f.name == name)
+            .map(|f| &f.value)
     }
 
     /// The head as an `http::Request`, its fields in a header map.
@@ -141,7 +144,10 @@ impl Head {
             return Err(format!("the connection-specific field {}", shown(name)));
         }
         if !is_field_value(&field.value) {
-            return Err(format!("a value of {} that is not a header value", shown(name)));
+            return Err(format!(
+                "a value of {} that is not a header value",
+                shown(name)
+            ));
         }
         self.fields.push(field);
         Ok(())
@@ -208,7 +214,9 @@ const MAX_NAME: usize = (1 << 16) - 1;
 
 /// A value `HeaderValue::from_maybe_shared` takes: no control character but tab.
 fn is_field_value(value: &[u8]) -> bool {
-    value.iter().all(|&b| b == b'\t' || (b >= 0x20 && b != 0x7f))
+    value
+        .iter()
+        .all(|&b| b == b'\t' || (b >= 0x20 && b != 0x7f))
 }
 
 /// A field name as printable text, for an error.
@@ -301,8 +309,16 @@ mod tests {
     fn every_byte_is_checked_as_a_header_map_checks_it() {
         for b in 0..=u8::MAX {
             let one = [b];
-            assert_eq!(is_field_name(&one), HeaderName::from_lowercase(&one).is_ok(), "{b}");
-            assert_eq!(is_field_value(&one), HeaderValue::from_bytes(&one).is_ok(), "{b}");
+            assert_eq!(
+                is_field_name(&one),
+                HeaderName::from_lowercase(&one).is_ok(),
+                "{b}"
+            );
+            assert_eq!(
+                is_field_value(&one),
+                HeaderValue::from_bytes(&one).is_ok(),
+                "{b}"
+            );
         }
         let longest = vec![b'a'; MAX_NAME];
         assert!(is_field_name(&longest) && HeaderName::from_lowercase(&longest).is_ok());

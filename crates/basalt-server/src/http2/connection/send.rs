@@ -105,7 +105,14 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Connection<T> {
         }
         match out.trailers.take() {
             Some(Trailers::Fields(trailers)) => {
-                put_header_block(write, scratch, (stream.id, None), &trailers, true, *max_frame);
+                put_header_block(
+                    write,
+                    scratch,
+                    (stream.id, None),
+                    &trailers,
+                    true,
+                    *max_frame,
+                );
             }
             Some(Trailers::GrpcOk) => {
                 scratch.clear();
