@@ -1,10 +1,12 @@
 //! HTTP/2 on the native API's hot path: a gRPC request's header block decoded by the server,
 //! as h2's client sends it once the connection's first request has filled the dynamic
-//! table, and encoded by Basalt's own client once its first request has.
+//! table, and made into the request's head; and encoded by Basalt's own client once its
+//! first request has.
 //!
 //! `cargo bench -p basalt-server --bench http2`
 
 use basalt_server::http2::hpack::{Decoder, Encoder};
+use basalt_server::http2::request::Head;
 use bytes::Bytes;
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 
@@ -80,6 +82,19 @@ fn decode(c: &mut Criterion) {
                     black_box(field);
                 })
                 .expect("decodes");
+        });
+    });
+    // The same block made into the head a call starts from: each field checked, the method
+    // and URI parsed, the regular fields kept.
+    c.bench_function("request/head_of_a_grpc_request", |b| {
+        b.iter(|| {
+            let mut head = Head::new(16 << 10);
+            decoder
+                .decode(black_box(&later), |field| head.add(field))
+                .expect("decodes");
+            let head = head.finish().expect("a good head");
+            assert_eq!(head.uri.path(), "/basalt.v1.Table/Get");
+            black_box(head)
         });
     });
 }
