@@ -136,6 +136,13 @@ pub struct Outgoing {
     pub trailers: Option<Trailers>,
 }
 
+impl Outgoing {
+    /// Nothing to send after the head: no data and no trailers.
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty() && self.trailers.is_none()
+    }
+}
+
 /// An answer's trailers.
 #[derive(Debug)]
 pub enum Trailers {

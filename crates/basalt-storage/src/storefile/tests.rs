@@ -274,9 +274,6 @@ fn a_damaged_entry_is_reported_with_file_and_offset() {
     assert!(err.to_string().contains("malformed key"), "{err}");
 }
 
-/// Rows of one to twelve columns of one to five versions, in blocks of 1 KiB: a skip from
-/// any cell, to a key or past the cell's column or row, lands where a fresh seek does, within
-/// a block and across blocks, at read points that hide some cells.
 /// The cells of rows `rows` (named `row` and three digits), sorted, and the highest sequence
 /// id among them: row `r` has `1 + r % 12` columns and its column `q` has `1 + (r + q) % 5`
 /// versions, each with a sequence id of its own.
@@ -303,6 +300,9 @@ fn versioned_rows(rows: impl IntoIterator<Item = u64>) -> (Vec<Cell>, u64) {
     (cells, seq)
 }
 
+/// Rows of one to twelve columns of one to five versions, in blocks of 1 KiB: a skip from
+/// any cell, to a key or past the cell's column or row, lands where a fresh seek does, within
+/// a block and across blocks, at read points that hide some cells.
 #[test]
 fn skips_land_where_a_seek_does() {
     let (cells, seq) = versioned_rows(0..60);

@@ -20,7 +20,7 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Connection<T> {
         let Some(i) = self.find(id) else {
             return;
         };
-        let (data, trailers) = match reply {
+        let out = match reply {
             Reply::Reset(reason) => {
                 f::put_rst_stream(&mut self.write, id, reason);
                 self.remove(i, reason);
@@ -31,33 +31,39 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Connection<T> {
                 hpack::put_status(&mut self.scratch, 200);
                 hpack::put_field(&mut self.scratch, b"content-type", b"application/grpc");
                 f::put_headers(&mut self.write, id, &self.scratch, false, self.max_frame);
-                (VecDeque::from([message]), Some(Trailers::GrpcOk))
+                Outgoing {
+                    data: VecDeque::from([message]),
+                    trailers: Some(Trailers::GrpcOk),
+                }
             }
             Reply::Answer {
                 head,
                 data,
                 trailers,
             } => {
-                let trailers_only = data.is_empty() && trailers.is_none();
+                let out = Outgoing {
+                    data,
+                    trailers: trailers.map(Trailers::Fields),
+                };
                 put_header_block(
                     &mut self.write,
                     &mut self.scratch,
                     (id, Some(head.status.as_u16())),
                     &head.headers,
-                    trailers_only,
+                    out.is_empty(),
                     self.max_frame,
                 );
-                (data, trailers.map(Trailers::Fields))
+                out
             }
         };
-        let trailers_only = data.is_empty() && trailers.is_none();
         let stream = &mut self.streams[i];
         stream.answered = true;
-        if trailers_only {
+        // A head alone (trailers only) ended the stream.
+        if out.is_empty() {
             self.closed_locally(i);
             return;
         }
-        stream.out = Some(Outgoing { data, trailers });
+        stream.out = Some(out);
         self.send(i);
     }
 
