@@ -316,8 +316,9 @@ impl Hbck<'_> {
         for dir in crate::regionserver::log_dirs(self.env, &root)? {
             let log = crate::regionserver::log_segments(self.env, &dir)?;
             self.report.wal_segments += log.len();
+            let last = basalt_storage::wal::replay::last_with_records(self.env, &log)?;
             for (i, path) in log.iter().enumerate() {
-                self.check_wal_segment(path, i + 1 == log.len())?;
+                self.check_wal_segment(path, i >= last)?;
             }
         }
         Ok(())
@@ -334,8 +335,10 @@ impl Hbck<'_> {
             }
         };
         let Some(stop) = stop else { return Ok(()) };
-        if stop.torn && last {
-            return Ok(()); // the next open truncates a torn tail, as after any crash
+        // The next open cuts a torn tail, as after any crash, and the zeros of a segment
+        // never closed (replay's rules).
+        if stop.torn && last || basalt_storage::wal::replay::unwritten(&data[stop.pos..]) {
+            return Ok(());
         }
         let problem = Finding::problem(
             "DAMAGED_WAL",

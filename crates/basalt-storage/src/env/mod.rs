@@ -289,7 +289,7 @@ impl Env {
             .open(path)
             .map_err(|e| Error::io(format!("creating {}", path.display()), e))?;
         record(self.faults.as_ref(), Op::Create, path, 0);
-        Ok(self.writable(Sink::Local(file), path))
+        Ok(self.writable(Sink::Local(Arc::new(file)), path))
     }
 
     /// Creates a log at `path`, failing if it exists: a file on local disk; on shared
@@ -363,6 +363,8 @@ impl Env {
             sink,
             path: path.to_owned(),
             faults: self.faults.clone(),
+            written: 0,
+            preallocated: 0,
         }
     }
 
@@ -385,11 +387,13 @@ impl Env {
             .append(true)
             .open(path)
             .map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
+        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
         if let Some(f) = &self.faults {
-            let len = file.metadata().map(|m| m.len()).unwrap_or(0);
             f.track_existing(path, len);
         }
-        Ok(self.writable(Sink::Local(file), path))
+        let mut w = self.writable(Sink::Local(Arc::new(file)), path);
+        w.written = len;
+        Ok(w)
     }
 
     /// Opens `path` for positional reads.
@@ -591,12 +595,40 @@ pub struct WritableFile {
     sink: Sink,
     path: PathBuf,
     faults: Option<Arc<FaultInjector>>,
+    /// Bytes written through this handle (a local file is written from its start).
+    written: u64,
+    /// The size [`WritableFile::preallocate`] gave the file (0: none). Dropping the handle
+    /// that preallocated cuts the file back to `written`.
+    preallocated: u64,
+}
+
+/// A preallocated file ends where its data does once closed. The cut is not synced: after a
+/// power cut the file may still end in the zeros, which readers of the WAL take as the end of
+/// its records. It only ever shrinks the file (a heal may have cut it shorter already), and a
+/// process the fault injector has crashed does not make it, as a dead process would not.
+impl Drop for WritableFile {
+    fn drop(&mut self) {
+        let Sink::Local(f) = &self.sink else {
+            return;
+        };
+        if self.preallocated == 0 || self.faults.as_ref().is_some_and(|f| f.crashed()) {
+            return;
+        }
+        if f.metadata().is_ok_and(|m| m.len() > self.written) {
+            if let Err(e) = f.set_len(self.written) {
+                tracing::warn!(file = %self.path.display(), error = %e, "cutting a preallocated file back to its data failed; it ends in zeros");
+            }
+        }
+    }
 }
 
 /// Where a [`WritableFile`]'s bytes go.
 #[derive(Debug)]
 enum Sink {
-    Local(File),
+    /// Shared by the handles [`WritableFile::try_clone`] makes: a second handle is a count,
+    /// not a duplicated descriptor (`fcntl` and `close`, two system calls on every WAL
+    /// sync).
+    Local(Arc<File>),
     /// An object on shared storage, stored at the first sync.
     Object(ObjectWriter),
     /// A log on shared storage, one chunk per sync.
@@ -617,16 +649,20 @@ impl WritableFile {
             buf.len(),
             "writing",
         )?;
-        let file = match &mut self.sink {
-            Sink::Local(f) => f,
+        let mut file = match &mut self.sink {
+            Sink::Local(f) => &**f,
             Sink::Object(o) => return o.write_all(buf).map_err(err),
             Sink::Log(l) => return l.write_all(buf).map_err(err),
         };
         if let Verdict::Tear(n) = verdict {
             // The crash lands in the middle of this write: a prefix reaches the file.
             file.write_all(&buf[..n]).map_err(err)?;
+            self.written += n as u64;
             return Err(err(std::io::Error::other("simulated crash (torn write)")));
         }
+        // Counted before the write: a write that fails part-way may have placed some bytes,
+        // and a preallocated file is never cut below them.
+        self.written += buf.len() as u64;
         file.write_all(buf).map_err(err)?;
         record(self.faults.as_ref(), Op::Write, &self.path, buf.len());
         Ok(())
@@ -680,7 +716,7 @@ impl WritableFile {
     pub fn try_clone(&self) -> Result<WritableFile> {
         let err = |e| Error::io(format!("duplicating {}", self.path.display()), e);
         let sink = match &self.sink {
-            Sink::Local(f) => Sink::Local(f.try_clone().map_err(err)?),
+            Sink::Local(f) => Sink::Local(Arc::clone(f)),
             Sink::Log(l) => Sink::Log(l.clone_at_written()),
             Sink::Object(_) => {
                 return Err(err(std::io::Error::new(
@@ -693,7 +729,31 @@ impl WritableFile {
             sink,
             path: self.path.clone(),
             faults: self.faults.clone(),
+            written: self.written,
+            preallocated: 0,
         })
+    }
+
+    /// Gives a local file `len` bytes, reading as zeros past what is written, so that the
+    /// writes that follow, up to `len`, leave its size as it is: a synced write then has
+    /// only its data to flush, not a new size with it (on ext4 a write that grows the file
+    /// makes `fdatasync` commit the journal too; `BENCHMARKS.md`). The bytes are a hole, not
+    /// written. Dropping this handle cuts the file back to what was written. Nothing is done
+    /// on shared storage, nor for a file already as long.
+    ///
+    /// # Errors
+    /// `Io` naming the file.
+    pub fn preallocate(&mut self, len: u64) -> Result<()> {
+        let Sink::Local(f) = &self.sink else {
+            return Ok(());
+        };
+        if len <= self.written.max(self.preallocated) {
+            return Ok(());
+        }
+        f.set_len(len)
+            .map_err(|e| Error::io(format!("preallocating {}", self.path.display()), e))?;
+        self.preallocated = len;
+        Ok(())
     }
 
     /// The file's path.

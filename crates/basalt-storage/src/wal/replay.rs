@@ -48,14 +48,9 @@ pub fn replay_paths(
     mut apply: impl FnMut(WalEdit) -> Result<()>,
 ) -> Result<Vec<SegmentInfo>> {
     let mut infos = Vec::with_capacity(paths.len());
-    // A crash can leave empty segments (header only) after the torn one: it is still the last
-    // segment that holds records.
-    let mut sizes = Vec::with_capacity(paths.len());
-    for p in paths {
-        sizes.push(env.file_size(p)?);
-    }
+    let last = last_with_records(env, paths)?;
     for (i, path) in paths.iter().enumerate() {
-        let is_last = sizes[i + 1..].iter().all(|&n| n <= HEADER_LEN as u64);
+        let is_last = i >= last;
         let max_seq_id = replay_segment(env, path, is_last, &mut apply)?;
         infos.push(SegmentInfo {
             path: path.clone(),
@@ -63,6 +58,31 @@ pub fn replay_paths(
         });
     }
     Ok(infos)
+}
+
+/// The index of the last of a log's segments (in id order) that holds any byte but zeros
+/// after its header; 0 when none does. A crash can leave segments that hold no record after
+/// the one it tore (a header, and the zeros a segment is made with): the torn one is still
+/// the log's last, where a torn tail may be.
+///
+/// # Errors
+/// `Io` reading a segment.
+pub fn last_with_records(env: &Env, paths: &[PathBuf]) -> Result<usize> {
+    for (i, p) in paths.iter().enumerate().rev() {
+        let data = env.read_all(p)?;
+        if data.get(HEADER_LEN..).is_some_and(|rest| !unwritten(rest)) {
+            return Ok(i);
+        }
+    }
+    Ok(0)
+}
+
+/// Whether `rest` (a segment's bytes from where its records stop) is all zeros: room the
+/// segment was made with and never written (wal's invariant 6), not damage, in any segment.
+/// Those before the last were synced whole before the next was begun.
+#[must_use]
+pub fn unwritten(rest: &[u8]) -> bool {
+    rest.iter().all(|&b| b == 0)
 }
 
 fn replay_segment(
@@ -89,7 +109,7 @@ fn replay_segment(
         None => {}
         Some(Stop { pos, why, torn }) => {
             let damaged_tail = !torn && !holds_a_record_after(&data, pos);
-            if !is_last || !(torn || damaged_tail) {
+            if !(unwritten(&data[pos..]) || is_last && (torn || damaged_tail)) {
                 return Err(Error::corruption(
                     "WAL record",
                     path,
@@ -110,7 +130,11 @@ fn replay_segment(
 /// Whether a whole record (length and payload checksums both right) starts anywhere after
 /// `pos`: if so, damage at `pos` is in the middle of the log, not at its end.
 pub(crate) fn holds_a_record_after(data: &[u8], pos: usize) -> bool {
-    (pos + 1..data.len()).any(|p| matches!(next_record(data, p), Step::Record { .. }))
+    // A record's header is never all zeros (the checksum of a zero length is not zero), so
+    // none starts past the last byte that is not: the zeros a segment is made with are not
+    // searched, each start at the cost of the rest of them.
+    let end = data.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+    (pos + 1..end).any(|p| matches!(next_record(data, p), Step::Record { .. }))
 }
 
 /// Copies `data[pos..]` (a damaged end of the log) to `<segment>.damaged-<pos>` beside the
@@ -228,7 +252,7 @@ enum Step<'a> {
 
 fn next_record(data: &[u8], pos: usize) -> Step<'_> {
     let rest = &data[pos..];
-    if rest.iter().all(|&b| b == 0) {
+    if unwritten(rest) {
         return Step::Torn("zero-filled tail");
     }
     if rest.len() < RECORD_HEADER_LEN {

@@ -350,3 +350,152 @@ fn appends_go_on_while_a_roll_makes_the_next_segment() {
     let seqs = recovered_seqs(tmp.path());
     assert_eq!(seqs, (1..=22).collect::<Vec<_>>());
 }
+
+fn len(path: &Path) -> u64 {
+    std::fs::metadata(path).unwrap().len()
+}
+
+/// The size a segment is made at (invariant 6).
+const MADE: u64 = DEFAULT_ROLL_SIZE_BYTES + MAX_BUFFER_BYTES as u64;
+
+fn current_segment(wal: &Wal) -> PathBuf {
+    wal.state.lock().segment.path().to_owned()
+}
+
+/// Invariant 6: a segment is made at its full size, so synced appends leave the file's size
+/// as it is; closed, it ends where its records do, and they replay.
+#[test]
+fn a_segment_is_made_whole_and_closed_at_its_records() {
+    let tmp = tempfile::tempdir().unwrap();
+    let wal = open(tmp.path());
+    let seg = current_segment(&wal);
+    assert_eq!(len(&seg), MADE);
+    let mut t = 0;
+    for seq in 1..=20 {
+        t = wal.append(1, seq, &cells("row", 3)).unwrap();
+        wal.sync(t, false).unwrap();
+        assert_eq!(len(&seg), MADE, "after the synced append of {seq}");
+    }
+    drop(wal);
+    assert_eq!(len(&seg), record::HEADER_LEN as u64 + t);
+    assert_eq!(recovered_seqs(tmp.path()), (1..=20).collect::<Vec<_>>());
+}
+
+/// A crash leaves the current segment in its zeros (the process never closed it): replay
+/// ends its records there, keeps every synced one, and cuts the zeros away.
+#[test]
+fn a_crash_leaves_the_segment_in_its_zeros_and_replay_ends_there() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (wal, faults) = faulty(tmp.path());
+    let seg = current_segment(&wal);
+    let mut t = 0;
+    for seq in 1..=3 {
+        t = wal.append(1, seq, &cells("row", 2)).unwrap();
+    }
+    wal.sync(t, false).unwrap();
+    faults.crash_after(1, false);
+    let t = wal.append(1, 4, &cells("row", 2)).unwrap();
+    assert!(wal.sync(t, false).is_err());
+    drop(wal);
+    faults.simulate_crash().unwrap();
+    assert_eq!(len(&seg), MADE);
+    let records_end = {
+        let data = std::fs::read(&seg).unwrap();
+        data.iter().rposition(|&b| b != 0).unwrap() + 1
+    };
+    assert_eq!(recovered_seqs(tmp.path()), [1, 2, 3]);
+    assert_eq!(len(&seg), records_end as u64);
+}
+
+/// Segments 1 and up of a log rolled at 1 KiB, every record synced and the log closed.
+fn rolled_log(dir: &Path) -> Vec<PathBuf> {
+    let wal = Wal::open(&Env::default(), dir, 1024).unwrap();
+    wal.recover(|_| Ok(())).unwrap();
+    for seq in 1..=30 {
+        let t = wal.append(1, seq, &cells("row", 4)).unwrap();
+        wal.sync(t, false).unwrap();
+    }
+    wal.shutdown().unwrap();
+    drop(wal);
+    let ids = replay::list_segments(&Env::default(), dir).unwrap();
+    assert!(ids.len() > 3, "{ids:?}");
+    ids.iter()
+        .map(|id| dir.join(replay::segment_name(*id)))
+        .collect()
+}
+
+fn set_len(path: &Path, len: u64) {
+    OpenOptions::new()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_len(len)
+        .unwrap();
+}
+
+/// A closed segment still in its zeros (a power cut lost the cut that closed it) is read to
+/// its last record, then the segments after it.
+#[test]
+fn a_closed_segment_in_its_zeros_replays_with_the_next() {
+    let tmp = tempfile::tempdir().unwrap();
+    let segments = rolled_log(tmp.path());
+    let first = &segments[0];
+    let records_end = len(first);
+    set_len(first, records_end + 2048);
+    assert_eq!(recovered_seqs(tmp.path()), (1..=30).collect::<Vec<_>>());
+    assert_eq!(len(first), records_end);
+}
+
+/// Only zeros to the end are room never written: a torn record before them in a closed
+/// segment is damage in the middle of the log, as it was without them.
+#[test]
+fn a_torn_record_before_the_zeros_of_a_closed_segment_is_an_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let segments = rolled_log(tmp.path());
+    let first = &segments[0];
+    let records_end = len(first);
+    set_len(first, records_end - 5);
+    set_len(first, records_end + 2048);
+    let before = std::fs::read(first).unwrap();
+    let err = reopen(tmp.path()).unwrap_err();
+    assert!(matches!(err, Error::Corruption { .. }), "{err}");
+    assert!(err.to_string().contains("with records after it"), "{err}");
+    assert_eq!(std::fs::read(first).unwrap(), before);
+}
+
+/// A crash after the log made its next segment and before a record reached it leaves that
+/// segment as its header and zeros: the torn record before it is still the end of the log.
+#[test]
+fn a_torn_tail_before_a_segment_never_written_is_the_end_of_the_log() {
+    let tmp = tempfile::tempdir().unwrap();
+    let wal = open(tmp.path());
+    let t = wal.append(1, 1, &cells("a", 2)).unwrap();
+    let t = t.max(wal.append(1, 2, &cells("b", 2)).unwrap());
+    wal.sync(t, false).unwrap();
+    drop(wal);
+    let seg = last_segment(tmp.path());
+    set_len(&seg, len(&seg) - 5);
+    let ids = replay::list_segments(&Env::default(), tmp.path()).unwrap();
+    let next = tmp
+        .path()
+        .join(replay::segment_name(ids[ids.len() - 1] + 1));
+    std::fs::write(&next, record::header()).unwrap();
+    set_len(&next, MADE);
+    assert_eq!(recovered_seqs(tmp.path()), [1]);
+}
+
+/// A record's header is never all zeros, so the search for a record after damage ends at
+/// the last byte that is not a zero and still finds one there.
+#[test]
+fn the_search_for_a_record_after_damage_stops_where_the_zeros_begin() {
+    assert_ne!(crc32c::crc32c(&[0; 4]), 0);
+    let mut one = Vec::new();
+    record::encode_record(&mut one, 1, 9, &cells("r", 1));
+    let mut data = vec![0xee; 40];
+    data.extend_from_slice(&one);
+    data.extend_from_slice(&[0; 4096]);
+    assert!(replay::holds_a_record_after(&data, 0));
+    data.truncate(40);
+    data.extend_from_slice(&[0; 4096]);
+    assert!(!replay::holds_a_record_after(&data, 0));
+}
