@@ -36,11 +36,19 @@
 //!    segment may still end in zeros, which replay takes as the end of its records
 //!    ([`replay`]). Every segment but the current one was synced whole before the next was
 //!    begun, so those zeros never stand for a record that was acknowledged.
+//! 7. A writer waiting for a sync parks in `SyncState::waiters`, registered under `sync`
+//!    while a leader syncs, and the leader's end releases exactly the writers its sync
+//!    covered (all of them when it failed) and one other, who leads the next sync. So every
+//!    parked writer is covered, failed, or behind a leader to come, and a sync's end wakes
+//!    the writers it freed at once, each on its own: a condition variable woke them all, and
+//!    each then waited its turn for the lock (`BENCHMARKS.md`, fillsync32).
 
+mod group_commit;
 mod record;
 pub mod replay;
 pub mod split;
 
+use group_commit::{unpark_all, SyncState};
 pub use record::WalEdit;
 pub use replay::SegmentInfo;
 
@@ -71,7 +79,6 @@ pub struct Wal {
     roll_size_bytes: u64,
     state: Mutex<WalState>,
     sync: Mutex<SyncState>,
-    synced_cond: Condvar,
     shutdown: Mutex<bool>,
     shutdown_cond: Condvar,
     /// Successful syncs of the log (group commits).
@@ -123,14 +130,6 @@ struct WalState {
     spare: Option<(u64, WritableFile)>,
 }
 
-#[derive(Debug, Default)]
-struct SyncState {
-    synced: u64,
-    syncing: bool,
-    fsync_wanted: bool,
-    failed: Option<String>,
-}
-
 impl Wal {
     /// Opens the log in `dir` and starts a new segment after the existing ones, which stay
     /// for [`Wal::recover`] to read.
@@ -169,7 +168,6 @@ impl Wal {
                 spare: None,
             }),
             sync: Mutex::new(SyncState::default()),
-            synced_cond: Condvar::new(),
             shutdown: Mutex::new(false),
             shutdown_cond: Condvar::new(),
             syncs: std::sync::atomic::AtomicU64::new(0),
@@ -345,7 +343,14 @@ impl Wal {
                 return Ok(());
             }
             if s.syncing {
-                self.synced_cond.wait(&mut s);
+                // Parked until a sync's end releases this writer (invariant 7).
+                let me = std::thread::current();
+                if !s.waiters.iter().any(|(_, t)| t.id() == me.id()) {
+                    s.waiters.push((ticket, me));
+                }
+                drop(s);
+                std::thread::park();
+                s = self.sync.lock();
                 continue;
             }
             s.syncing = true;
@@ -364,13 +369,14 @@ impl Wal {
                     false
                 }
             };
-            self.synced_cond.notify_all();
+            let released = s.released();
+            drop(s);
+            unpark_all(released);
             if rolled {
                 // The group is released first: the roll's fsyncs delay no waiter.
-                drop(s);
                 self.maybe_roll();
-                s = self.sync.lock();
             }
+            s = self.sync.lock();
         }
     }
 
@@ -573,7 +579,7 @@ impl Wal {
         let mut s = self.sync.lock();
         s.synced = s.synced.max(st.appended);
         s.failed = None;
-        self.synced_cond.notify_all();
+        unpark_all(s.all_waiters());
         tracing::warn!(segment = next, "the WAL recovered from a failed write");
         Ok(())
     }
@@ -623,7 +629,7 @@ impl Wal {
             s.synced,
             st.appended
         );
-        self.synced_cond.notify_all();
+        unpark_all(s.all_waiters());
         Ok(())
     }
 

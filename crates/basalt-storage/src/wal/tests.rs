@@ -499,3 +499,56 @@ fn the_search_for_a_record_after_damage_stops_where_the_zeros_begin() {
     data.extend_from_slice(&[0; 4096]);
     assert!(!replay::holds_a_record_after(&data, 0));
 }
+
+/// Invariant 7: a sync's end releases the writers it covered and one other, to lead the
+/// next; a failure releases every one.
+#[test]
+fn a_syncs_end_releases_the_covered_writers_and_one_to_lead() {
+    let writer = |ticket: u64| {
+        let t = std::thread::Builder::new()
+            .name(format!("w{ticket}"))
+            .spawn(|| ())
+            .unwrap();
+        let thread = t.thread().clone();
+        t.join().unwrap();
+        (ticket, thread)
+    };
+    let names = |ts: &[std::thread::Thread]| -> Vec<String> {
+        ts.iter().map(|t| t.name().unwrap().to_owned()).collect()
+    };
+    let mut s = SyncState {
+        synced: 12,
+        waiters: [15, 5, 20, 12].map(writer).to_vec(),
+        ..SyncState::default()
+    };
+    assert_eq!(names(&s.released()), ["w5", "w12", "w15"]);
+    assert_eq!(s.waiters.len(), 1);
+    assert_eq!(s.waiters[0].0, 20);
+    s.waiters.extend([30, 40].map(writer));
+    s.failed = Some("disk gone".into());
+    assert_eq!(names(&s.released()), ["w20", "w30", "w40"]);
+    assert!(s.waiters.is_empty());
+}
+
+/// Many writers syncing at once: each sync returns only once its own ticket is synced, and
+/// every edit replays.
+#[test]
+fn every_writer_returns_only_once_its_ticket_is_synced() {
+    let tmp = tempfile::tempdir().unwrap();
+    let wal = open(tmp.path());
+    let threads: Vec<_> = (0..32u64)
+        .map(|t| {
+            let wal = Arc::clone(&wal);
+            std::thread::spawn(move || {
+                for i in 0..40u64 {
+                    let ticket = wal.append(1, t * 1000 + i + 1, &cells("r", 1)).unwrap();
+                    wal.sync(ticket, false).unwrap();
+                    assert!(wal.synced() >= ticket, "{} < {ticket}", wal.synced());
+                }
+            })
+        })
+        .collect();
+    threads.into_iter().for_each(|t| t.join().unwrap());
+    drop(wal);
+    assert_eq!(reopen(tmp.path()).unwrap().len(), 32 * 40);
+}
