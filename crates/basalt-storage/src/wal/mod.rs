@@ -354,6 +354,9 @@ impl Wal {
                 continue;
             }
             s.syncing = true;
+            // A writer woken early (a spurious wake-up) leads with its entry still parked.
+            let me = std::thread::current().id();
+            s.waiters.retain(|(_, t)| t.id() != me);
             let full = std::mem::take(&mut s.fsync_wanted);
             drop(s);
             let result = self.write_and_sync(full);
