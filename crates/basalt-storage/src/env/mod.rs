@@ -608,17 +608,7 @@ pub struct WritableFile {
 /// process the fault injector has crashed does not make it, as a dead process would not.
 impl Drop for WritableFile {
     fn drop(&mut self) {
-        let Sink::Local(f) = &self.sink else {
-            return;
-        };
-        if self.preallocated == 0 || self.faults.as_ref().is_some_and(|f| f.crashed()) {
-            return;
-        }
-        if f.metadata().is_ok_and(|m| m.len() > self.written) {
-            if let Err(e) = f.set_len(self.written) {
-                tracing::warn!(file = %self.path.display(), error = %e, "cutting a preallocated file back to its data failed; it ends in zeros");
-            }
-        }
+        self.cut_back();
     }
 }
 
@@ -754,6 +744,24 @@ impl WritableFile {
             .map_err(|e| Error::io(format!("preallocating {}", self.path.display()), e))?;
         self.preallocated = len;
         Ok(())
+    }
+
+    /// Cuts a file [`WritableFile::preallocate`] grew back to what was written, now rather
+    /// than when the handle is dropped (a log that stops while another thread still holds
+    /// it). Writes after it grow the file as they would have without the preallocation.
+    pub fn cut_back(&mut self) {
+        let Sink::Local(f) = &self.sink else {
+            return;
+        };
+        if self.preallocated == 0 || self.faults.as_ref().is_some_and(|f| f.crashed()) {
+            return;
+        }
+        self.preallocated = 0;
+        if f.metadata().is_ok_and(|m| m.len() > self.written) {
+            if let Err(e) = f.set_len(self.written) {
+                tracing::warn!(file = %self.path.display(), error = %e, "cutting a preallocated file back to its data failed; it ends in zeros");
+            }
+        }
     }
 
     /// The file's path.

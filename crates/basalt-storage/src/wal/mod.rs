@@ -711,7 +711,9 @@ impl Wal {
         self.state.lock().closed.len() + 1
     }
 
-    /// Writes and syncs everything appended, then stops the background thread.
+    /// Writes and syncs everything appended, stops the background thread, and cuts the
+    /// segments back to their records (invariant 6) now, though a thread may hold the log a
+    /// little longer.
     ///
     /// # Errors
     /// The final sync failed.
@@ -719,7 +721,13 @@ impl Wal {
         *self.shutdown.lock() = true;
         self.shutdown_cond.notify_all();
         let target = self.state.lock().appended;
-        self.sync(target, false)
+        self.sync(target, false)?;
+        let mut st = self.state.lock();
+        st.segment.cut_back();
+        if let Some((_, spare)) = &mut st.spare {
+            spare.cut_back();
+        }
+        Ok(())
     }
 }
 

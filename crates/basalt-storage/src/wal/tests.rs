@@ -552,3 +552,18 @@ fn every_writer_returns_only_once_its_ticket_is_synced() {
     drop(wal);
     assert_eq!(reopen(tmp.path()).unwrap().len(), 32 * 40);
 }
+
+/// A stopped log ends where its records do at once, though another thread still holds it.
+#[test]
+fn a_stopped_log_ends_at_its_records_while_still_held() {
+    let tmp = tempfile::tempdir().unwrap();
+    let wal = open(tmp.path());
+    let held = Arc::clone(&wal);
+    let seg = current_segment(&wal);
+    let t = wal.append(1, 1, &cells("row", 2)).unwrap();
+    wal.shutdown().unwrap();
+    assert_eq!(len(&seg), record::HEADER_LEN as u64 + t);
+    drop(wal);
+    drop(held);
+    assert_eq!(recovered_seqs(tmp.path()), [1]);
+}
