@@ -32,7 +32,7 @@ pub fn data_block(data: &[u8]) {
             .iter()
             .flatten()
         {
-            let _ = b.next_visible(0, u64::MAX, None);
+            let _ = b.next_visible(0, u64::MAX, None, &mut None);
             for i in 0..b.len() {
                 if let Ok(c) = b.cell(i) {
                     for _ in 0..8 {

@@ -312,9 +312,11 @@ impl DataBlock {
         Ok(self.cell_of(&self.locate(i)?))
     }
 
-    /// The first cell at or after `i` whose sequence id is at most `read_point`, and where it
-    /// is; each entry passed over is parsed once. For a reader of `row` alone (when it names
-    /// one), it stops at the first cell of another row without building it.
+    /// The first cell at or after `i` whose sequence id is at most `read_point`, built into
+    /// `slot` (where the scanner keeps it: a cell returned by value was one more move of
+    /// 168 bytes), and where it is; each entry passed over is parsed once. For a reader of
+    /// `row` alone (when it names one), it stops at the first cell of another row without
+    /// building it. `slot` is left alone unless a cell is built.
     ///
     /// # Errors
     /// An entry on the way is damaged.
@@ -323,6 +325,7 @@ impl DataBlock {
         mut i: usize,
         read_point: u64,
         row: Option<&[u8]>,
+        slot: &mut Option<Cell>,
     ) -> Result<Visible, Damage> {
         while i < self.len {
             let e = self.locate(i)?;
@@ -331,7 +334,8 @@ impl DataBlock {
                 return Ok(Visible::PastRow(i));
             }
             if key.seq_id() <= read_point {
-                return Ok(Visible::Cell(i, self.cell_of(&e)));
+                *slot = Some(self.cell_of(&e));
+                return Ok(Visible::Cell(i));
             }
             i += 1;
         }
@@ -522,8 +526,8 @@ impl IndexKeys {
 /// Where [`DataBlock::next_visible`] stopped.
 #[derive(Debug)]
 pub enum Visible {
-    /// At the visible cell `.0`.
-    Cell(usize, Cell),
+    /// At the visible cell `.0`, built into the caller's slot.
+    Cell(usize),
     /// At cell `.0`, the first of a row after the one wanted (not built).
     PastRow(usize),
     /// At the block's end.
@@ -672,10 +676,12 @@ mod tests {
         assert_eq!(block.cell(39).map(|c| c.row), Ok(cells[39].row.clone()));
         assert_eq!(block.cell(40), Err("malformed key"));
         assert_eq!(
-            block.next_visible(38, u64::MAX, None).map(|v| match v {
-                Visible::Cell(i, _) => Some(i),
-                Visible::PastRow(_) | Visible::End => None,
-            }),
+            block
+                .next_visible(38, u64::MAX, None, &mut None)
+                .map(|v| match v {
+                    Visible::Cell(i) => Some(i),
+                    Visible::PastRow(_) | Visible::End => None,
+                }),
             Ok(Some(38))
         );
         assert_eq!(

@@ -540,16 +540,15 @@ impl StoreFileScanner {
                 self.current = None;
                 return Ok(());
             }
-            // The row is lent out while the block is borrowed, and put back before any error
-            // leaves, so a scanner that failed a read keeps its row.
-            let (read_point, row) = (self.read_point, self.row.take());
-            let visible = self
-                .set_block(block)
-                .map(|d| d.next_visible(pos, read_point, row.as_deref()));
-            self.row = row;
-            match visible?.map_err(|what| self.damaged(block, what))? {
-                Visible::Cell(at, cell) => {
-                    self.current = Some(cell);
+            self.set_block(block)?;
+            // The cell is built where the scanner keeps it (`next_visible`).
+            let Some(d) = self.data.as_deref() else {
+                return Err(basalt_model::Error::DoNotRetry("no block loaded".into()));
+            };
+            let visible =
+                d.next_visible(pos, self.read_point, self.row.as_deref(), &mut self.current);
+            match visible.map_err(|what| self.damaged(block, what))? {
+                Visible::Cell(at) => {
                     self.pos = at;
                     return Ok(());
                 }
