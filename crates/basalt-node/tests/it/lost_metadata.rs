@@ -400,11 +400,11 @@ fn hbck_sidelines_a_damaged_store_file_and_the_region_opens_without_it() {
     assert_eq!(count(&db, "c").unwrap(), 100);
 }
 
-#[test]
-fn hbck_cuts_a_wal_damaged_in_the_middle_keeping_the_bytes() {
-    let dir = tempfile::tempdir().unwrap();
+/// Table `w` with 50 rows left in the WAL alone (the database dropped without closing), and
+/// the segment holding them.
+fn rows_left_in_the_wal(dir: &Path) -> PathBuf {
     {
-        let db = Database::open(dir.path()).unwrap();
+        let db = Database::open(dir).unwrap();
         let name = TableName::parse("w").unwrap();
         db.create_table(
             TableDescriptor::new(&name, [ColumnFamilyDescriptor::new("f")]),
@@ -416,16 +416,26 @@ fn hbck_cuts_a_wal_damaged_in_the_middle_keeping_the_bytes() {
             t.put(Put::new(format!("r{i:02}")).add("f", "q", "v"))
                 .unwrap();
         }
-        // Dropped without closing: the rows are only in the WAL.
     }
-    // A segment is made at its full size and may end in zeros past its records: the damage
-    // goes in the middle of the records of the segment holding the most.
-    let records_end = |d: &[u8]| d.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
-    let wal = files(&dir.path().join("wal"))
+    // A segment is made at its full size and may end in zeros past its records: the one
+    // holding the most record bytes.
+    files(&dir.join("wal"))
         .into_iter()
         .max_by_key(|p| records_end(&std::fs::read(p).unwrap()))
-        .unwrap();
+        .unwrap()
+}
+
+/// Where the bytes of `data` that are not zeros end.
+fn records_end(data: &[u8]) -> usize {
+    data.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1)
+}
+
+#[test]
+fn hbck_cuts_a_wal_damaged_in_the_middle_keeping_the_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let wal = rows_left_in_the_wal(dir.path());
     let mut data = std::fs::read(&wal).unwrap();
+    // The damage goes in the middle of the records.
     let at = records_end(&data) / 2;
     data[at] ^= 0xff;
     std::fs::write(&wal, &data).unwrap();
@@ -446,6 +456,34 @@ fn hbck_cuts_a_wal_damaged_in_the_middle_keeping_the_bytes() {
             .any(|p| p.to_string_lossy().contains(".damaged-")),
         "{kept:?}"
     );
+}
+
+/// What a crash leaves of WAL segments made at their full size: the segment with the records
+/// still ending in its zeros, and after it a segment made and never written (its header,
+/// then zeros). Neither is damage: hbck finds nothing wrong, and the open replays every row.
+#[test]
+fn hbck_and_the_open_take_the_zeros_a_crash_leaves_in_the_wal_for_its_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let wal = rows_left_in_the_wal(dir.path());
+    let data = std::fs::read(&wal).unwrap();
+    let grow = |path: &Path, len: u64| {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .unwrap()
+            .set_len(len)
+            .unwrap();
+    };
+    grow(&wal, records_end(&data) as u64 + 65_536);
+    let id: u64 = wal.file_stem().unwrap().to_str().unwrap().parse().unwrap();
+    let next = wal.with_file_name(format!("{:020}.wal", id + 1));
+    // The segment header: magic and version (docs/formats/wal.md).
+    std::fs::write(&next, &data[..12]).unwrap();
+    grow(&next, 65_536);
+    let r = hbck(dir.path(), basalt_node::hbck::Repairs::default());
+    assert_eq!(r.unresolved(), 0, "{:?}", r.findings);
+    let db = Database::open(dir.path()).unwrap();
+    assert_eq!(count(&db, "w").unwrap(), 50);
 }
 
 /// Commits a new catalog version, checksums and all, made by `edit` from the current one.
