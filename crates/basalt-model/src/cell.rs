@@ -7,6 +7,9 @@
 //! 2. Family-level markers (DeleteFamily, DeleteFamilyVersion) carry an empty qualifier, so they
 //!    sort before the columns of their family at the same row.
 //! 3. `Minimum` and `Maximum` never reach storage: they only build search keys.
+//! 4. A cell's row, qualifier and value are ranges within its one buffer, checked where the
+//!    cell is made ([`Cell::in_buffer`]); two cells are equal, and hash alike, when their
+//!    parts are, however their buffers lay the parts out.
 
 use std::cmp::Ordering;
 
@@ -20,12 +23,13 @@ pub const LATEST_TIMESTAMP: Timestamp = i64::MAX;
 
 /// The kind of a cell (`KeyValue.Type`). The codes are stored on disk and sent on the wire:
 /// never renumber them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[repr(u8)]
 pub enum CellType {
     /// Search keys only: sorts after every real type at the same coordinates.
     Minimum = 0,
     /// A value.
+    #[default]
     Put = 4,
     /// Masks exactly one version of one column.
     Delete = 8,
@@ -99,8 +103,51 @@ impl CellType {
 /// `seq_id` is the write's sequence number (HBase's mvcc): it orders writes to identical
 /// coordinates (the newer one wins) and decides visibility to readers. `ttl_ms` is the cell TTL
 /// a Put, Increment or Append may carry (HBase keeps it in a tag).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+///
+/// The row, qualifier and value lie in one buffer (`data`), as HBase's `KeyValue` keeps a
+/// cell in one byte array: a cell read from a store file's block shares the block with one
+/// reference count, where three handles took three, and a cell read from the memstore is one
+/// allocation, not three. The family is the store's, shared by all its cells.
+/// (Invariant 4.)
+#[derive(Clone)]
 pub struct Cell {
+    data: Bytes,
+    row: Span,
+    qualifier: Span,
+    value: Span,
+    pub family: Bytes,
+    pub timestamp: Timestamp,
+    pub cell_type: CellType,
+    pub seq_id: u64,
+    pub ttl_ms: Option<u64>,
+}
+
+/// Where a part of a cell lies in its buffer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Span {
+    start: u32,
+    end: u32,
+}
+
+impl Span {
+    #[inline]
+    fn of(r: std::ops::Range<usize>, len: usize) -> Option<Span> {
+        (r.start <= r.end && r.end <= len).then_some(Span {
+            start: u32::try_from(r.start).ok()?,
+            end: u32::try_from(r.end).ok()?,
+        })
+    }
+
+    #[inline]
+    fn range(self) -> std::ops::Range<usize> {
+        self.start as usize..self.end as usize
+    }
+}
+
+/// A cell's parts, each its own buffer: what a cell is made from, and what it is taken
+/// apart into ([`Cell::into_parts`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CellParts {
     pub row: Bytes,
     pub family: Bytes,
     pub qualifier: Bytes,
@@ -111,7 +158,81 @@ pub struct Cell {
     pub ttl_ms: Option<u64>,
 }
 
+/// Where the parts of a cell lie in a buffer that holds them ([`Cell::in_buffer`]).
+#[derive(Clone, Debug)]
+pub struct Spans {
+    pub row: std::ops::Range<usize>,
+    pub qualifier: std::ops::Range<usize>,
+    pub value: std::ops::Range<usize>,
+}
+
+impl From<CellParts> for Cell {
+    fn from(p: CellParts) -> Cell {
+        let mut c = Cell::packed(&p.row, &p.qualifier, &p.value, p.family);
+        c.timestamp = p.timestamp;
+        c.cell_type = p.cell_type;
+        c.seq_id = p.seq_id;
+        c.ttl_ms = p.ttl_ms;
+        c
+    }
+}
+
 impl Cell {
+    /// A Put cell of `row`, `family`, `qualifier` and `value` in one buffer, timestamp
+    /// `LATEST_TIMESTAMP`, sequence id 0. When at most one of the three parts is not empty,
+    /// the buffer is that part itself (search keys of a row copy nothing).
+    fn packed(row: &Bytes, qualifier: &Bytes, value: &Bytes, family: Bytes) -> Cell {
+        let (r, q, v) = (row.len(), qualifier.len(), value.len());
+        let span = |start: usize, len: usize| Span {
+            start: start as u32,
+            end: (start + len) as u32,
+        };
+        let none = Span::default();
+        let (data, row, qualifier, value) = match (r, q, v) {
+            (_, 0, 0) => (row.clone(), span(0, r), none, none),
+            (0, _, 0) => (qualifier.clone(), none, span(0, q), none),
+            (0, 0, _) => (value.clone(), none, none, span(0, v)),
+            _ => {
+                let mut buf = Vec::with_capacity(r + q + v);
+                buf.extend_from_slice(row);
+                buf.extend_from_slice(qualifier);
+                buf.extend_from_slice(value);
+                (Bytes::from(buf), span(0, r), span(r, q), span(r + q, v))
+            }
+        };
+        Cell {
+            data,
+            row,
+            qualifier,
+            value,
+            family,
+            timestamp: LATEST_TIMESTAMP,
+            cell_type: CellType::Put,
+            seq_id: 0,
+            ttl_ms: None,
+        }
+    }
+
+    /// A Put cell whose row, qualifier and value lie in `data` where `spans` says, sharing it;
+    /// timestamp `LATEST_TIMESTAMP`, sequence id 0. `None` when a span is not within `data`
+    /// or does not fit in 32 bits.
+    #[must_use]
+    #[inline]
+    pub fn in_buffer(data: Bytes, spans: &Spans, family: Bytes) -> Option<Cell> {
+        let len = data.len();
+        Some(Cell {
+            row: Span::of(spans.row.clone(), len)?,
+            qualifier: Span::of(spans.qualifier.clone(), len)?,
+            value: Span::of(spans.value.clone(), len)?,
+            data,
+            family,
+            timestamp: LATEST_TIMESTAMP,
+            cell_type: CellType::Put,
+            seq_id: 0,
+            ttl_ms: None,
+        })
+    }
+
     /// A Put cell with sequence id 0 (assigned when the write commits).
     pub fn put(
         row: impl Into<Bytes>,
@@ -120,16 +241,9 @@ impl Cell {
         timestamp: Timestamp,
         value: impl Into<Bytes>,
     ) -> Cell {
-        Cell {
-            row: row.into(),
-            family: family.into(),
-            qualifier: qualifier.into(),
-            timestamp,
-            cell_type: CellType::Put,
-            seq_id: 0,
-            value: value.into(),
-            ttl_ms: None,
-        }
+        let mut c = Cell::packed(&row.into(), &qualifier.into(), &value.into(), family.into());
+        c.timestamp = timestamp;
+        c
     }
 
     /// A delete marker of `cell_type` (empty value).
@@ -140,85 +254,144 @@ impl Cell {
         timestamp: Timestamp,
         cell_type: CellType,
     ) -> Cell {
-        Cell {
-            row: row.into(),
-            family: family.into(),
-            qualifier: qualifier.into(),
-            timestamp,
-            cell_type,
-            seq_id: 0,
-            value: Bytes::new(),
-            ttl_ms: None,
+        let mut c = Cell::packed(&row.into(), &qualifier.into(), &Bytes::new(), family.into());
+        c.timestamp = timestamp;
+        c.cell_type = cell_type;
+        c
+    }
+
+    /// The row.
+    #[inline]
+    #[must_use]
+    pub fn row(&self) -> &[u8] {
+        &self.data[self.row.range()]
+    }
+
+    /// The qualifier.
+    #[inline]
+    #[must_use]
+    pub fn qualifier(&self) -> &[u8] {
+        &self.data[self.qualifier.range()]
+    }
+
+    /// The value.
+    #[inline]
+    #[must_use]
+    pub fn value(&self) -> &[u8] {
+        &self.data[self.value.range()]
+    }
+
+    /// The row as a buffer of its own handle (sharing the cell's).
+    #[must_use]
+    #[inline]
+    pub fn row_bytes(&self) -> Bytes {
+        self.data.slice(self.row.range())
+    }
+
+    /// The qualifier as a buffer of its own handle (sharing the cell's).
+    #[must_use]
+    #[inline]
+    pub fn qualifier_bytes(&self) -> Bytes {
+        self.data.slice(self.qualifier.range())
+    }
+
+    /// The value as a buffer of its own handle (sharing the cell's).
+    #[must_use]
+    #[inline]
+    pub fn value_bytes(&self) -> Bytes {
+        self.data.slice(self.value.range())
+    }
+
+    /// The cell taken apart.
+    #[must_use]
+    pub fn into_parts(self) -> CellParts {
+        CellParts {
+            row: self.row_bytes(),
+            qualifier: self.qualifier_bytes(),
+            value: self.value_bytes(),
+            family: self.family,
+            timestamp: self.timestamp,
+            cell_type: self.cell_type,
+            seq_id: self.seq_id,
+            ttl_ms: self.ttl_ms,
         }
+    }
+
+    /// The same cell with `value` in place of its value.
+    #[must_use]
+    pub fn with_value(self, value: impl Into<Bytes>) -> Cell {
+        let mut parts = self.into_parts();
+        parts.value = value.into();
+        Cell::from(parts)
+    }
+
+    /// The same cell with `row` in place of its row.
+    #[must_use]
+    pub fn with_row(self, row: impl Into<Bytes>) -> Cell {
+        let mut parts = self.into_parts();
+        parts.row = row.into();
+        Cell::from(parts)
     }
 
     /// The smallest key of `row`: every cell of the row sorts at or after it.
     #[must_use]
-    pub fn first_on_row(row: &Bytes) -> Cell {
-        Cell::search_key(
-            row.clone(),
-            Bytes::new(),
-            Bytes::new(),
-            LATEST_TIMESTAMP,
-            CellType::Maximum,
-        )
+    pub fn first_on_row(row: &[u8]) -> Cell {
+        Cell::search_key(row, &[], LATEST_TIMESTAMP, CellType::Maximum, Bytes::new())
     }
 
     /// The smallest key of the column `family:qualifier` in `row`: all its versions sort at or
     /// after it.
     #[must_use]
-    pub fn first_on_column(row: &Bytes, family: &Bytes, qualifier: &Bytes) -> Cell {
+    pub fn first_on_column(row: &[u8], family: &Bytes, qualifier: &[u8]) -> Cell {
         Cell::search_key(
-            row.clone(),
-            family.clone(),
-            qualifier.clone(),
+            row,
+            qualifier,
             LATEST_TIMESTAMP,
             CellType::Maximum,
+            family.clone(),
         )
     }
 
     /// The largest key of the column: the next column's cells sort after it.
     #[must_use]
-    pub fn last_on_column(row: &Bytes, family: &Bytes, qualifier: &Bytes) -> Cell {
-        Cell::search_key(
-            row.clone(),
-            family.clone(),
-            qualifier.clone(),
-            i64::MIN,
-            CellType::Minimum,
-        )
+    pub fn last_on_column(row: &[u8], family: &Bytes, qualifier: &[u8]) -> Cell {
+        Cell::search_key(row, qualifier, i64::MIN, CellType::Minimum, family.clone())
     }
 
     fn search_key(
-        row: Bytes,
-        family: Bytes,
-        qualifier: Bytes,
+        row: &[u8],
+        qualifier: &[u8],
         timestamp: Timestamp,
         cell_type: CellType,
+        family: Bytes,
     ) -> Cell {
-        let seq_id = if cell_type == CellType::Maximum {
+        let mut c = Cell::packed(
+            &Bytes::copy_from_slice(row),
+            &Bytes::copy_from_slice(qualifier),
+            &Bytes::new(),
+            family,
+        );
+        c.timestamp = timestamp;
+        c.cell_type = cell_type;
+        c.seq_id = if cell_type == CellType::Maximum {
             u64::MAX
         } else {
             0
         };
-        Cell {
-            row,
-            family,
-            qualifier,
-            timestamp,
-            cell_type,
-            seq_id,
-            value: Bytes::new(),
-            ttl_ms: None,
-        }
+        c
     }
 
     /// Size counted against the cell-size limit: key components plus value, as HBase's
     /// `KeyValue.getLength` counts them (fixed key overhead included).
     #[must_use]
+    #[inline]
     pub fn serialized_size(&self) -> usize {
         // row length (2) + family length (1) + timestamp (8) + type (1) + key/value lengths (8)
-        self.row.len() + self.family.len() + self.qualifier.len() + self.value.len() + 20
+        self.row.range().len()
+            + self.family.len()
+            + self.qualifier.range().len()
+            + self.value.range().len()
+            + 20
     }
 
     /// Bytes of memory the cell's payload occupies, used for memstore accounting.
@@ -229,30 +402,77 @@ impl Cell {
 
     /// Whether `self` and `other` are the same column of the same row.
     #[must_use]
+    #[inline]
     pub fn same_column(&self, other: &Cell) -> bool {
-        self.qualifier == other.qualifier && self.family == other.family && self.row == other.row
+        self.qualifier() == other.qualifier()
+            && self.family == other.family
+            && self.row() == other.row()
+    }
+}
+
+impl PartialEq for Cell {
+    fn eq(&self, other: &Cell) -> bool {
+        self.timestamp == other.timestamp
+            && self.cell_type == other.cell_type
+            && self.seq_id == other.seq_id
+            && self.ttl_ms == other.ttl_ms
+            && self.same_column(other)
+            && self.value() == other.value()
+    }
+}
+
+impl Eq for Cell {}
+
+impl std::hash::Hash for Cell {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.row().hash(state);
+        self.family.hash(state);
+        self.qualifier().hash(state);
+        self.timestamp.hash(state);
+        self.cell_type.hash(state);
+        self.seq_id.hash(state);
+        self.value().hash(state);
+        self.ttl_ms.hash(state);
+    }
+}
+
+impl std::fmt::Debug for Cell {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cell")
+            .field("row", &Bytes::copy_from_slice(self.row()))
+            .field("family", &self.family)
+            .field("qualifier", &Bytes::copy_from_slice(self.qualifier()))
+            .field("timestamp", &self.timestamp)
+            .field("cell_type", &self.cell_type)
+            .field("seq_id", &self.seq_id)
+            .field("value", &Bytes::copy_from_slice(self.value()))
+            .field("ttl_ms", &self.ttl_ms)
+            .finish()
     }
 }
 
 /// Compares two cells in the HBase key order (invariant 1).
 #[must_use]
+#[inline]
 pub fn compare_keys(a: &Cell, b: &Cell) -> Ordering {
-    a.row
-        .cmp(&b.row)
+    a.row()
+        .cmp(b.row())
         .then_with(|| a.family.cmp(&b.family))
-        .then_with(|| a.qualifier.cmp(&b.qualifier))
+        .then_with(|| a.qualifier().cmp(b.qualifier()))
         .then_with(|| b.timestamp.cmp(&a.timestamp))
         .then_with(|| b.cell_type.code().cmp(&a.cell_type.code()))
         .then_with(|| b.seq_id.cmp(&a.seq_id))
 }
 
 impl Ord for Cell {
+    #[inline]
     fn cmp(&self, other: &Self) -> Ordering {
         compare_keys(self, other)
     }
 }
 
 impl PartialOrd for Cell {
+    #[inline]
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
@@ -300,9 +520,9 @@ mod tests {
             .map(|c| {
                 format!(
                     "{}/{}:{}@{}/{}",
-                    std::str::from_utf8(&c.row).unwrap(),
+                    std::str::from_utf8(c.row()).unwrap(),
                     std::str::from_utf8(&c.family).unwrap(),
-                    std::str::from_utf8(&c.qualifier).unwrap(),
+                    std::str::from_utf8(c.qualifier()).unwrap(),
                     c.timestamp,
                     c.cell_type.name()
                 )
@@ -337,5 +557,97 @@ mod tests {
         let q = Bytes::from_static(b"q");
         assert!(Cell::last_on_column(&row, &f, &q) > Cell::put("r", "f", "q", 0, ""));
         assert!(Cell::last_on_column(&row, &f, &q) < Cell::put("r", "f", "q\0", i64::MAX, ""));
+    }
+
+    /// A buffer laying out `row`, `qualifier` and `value` in the order `order` names, with
+    /// `gap` bytes before each, and the spans of the three parts in it.
+    fn laid_out(parts: [&[u8]; 3], order: [usize; 3], gap: usize) -> (Bytes, Spans) {
+        let mut buf = Vec::new();
+        let mut at = [0..0, 0..0, 0..0];
+        for i in order {
+            buf.extend(std::iter::repeat_n(0xEE, gap));
+            at[i] = buf.len()..buf.len() + parts[i].len();
+            buf.extend_from_slice(parts[i]);
+        }
+        let [row, qualifier, value] = at;
+        (
+            Bytes::from(buf),
+            Spans {
+                row,
+                qualifier,
+                value,
+            },
+        )
+    }
+
+    fn hash_of(c: &Cell) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        c.hash(&mut h);
+        h.finish()
+    }
+
+    proptest::proptest! {
+        /// Invariant 4: a cell made in a buffer of any layout reads back its parts, and is
+        /// equal (and hashes alike) to the cell made from the parts, and to the cell its parts
+        /// make again.
+        #[test]
+        fn a_cell_in_any_layout_is_its_parts(
+            row in proptest::collection::vec(proptest::num::u8::ANY, 0..24),
+            qualifier in proptest::collection::vec(proptest::num::u8::ANY, 0..24),
+            value in proptest::collection::vec(proptest::num::u8::ANY, 0..64),
+            order in proptest::sample::select(vec![[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]]),
+            gap in 0usize..4,
+            ts in proptest::num::i64::ANY,
+            seq in proptest::num::u64::ANY,
+        ) {
+            let (buf, spans) = laid_out([&row, &qualifier, &value], order, gap);
+            let mut laid = Cell::in_buffer(buf, &spans, Bytes::from_static(b"f")).unwrap();
+            laid.timestamp = ts;
+            laid.seq_id = seq;
+            proptest::prop_assert_eq!(laid.row(), &row[..]);
+            proptest::prop_assert_eq!(laid.qualifier(), &qualifier[..]);
+            proptest::prop_assert_eq!(laid.value(), &value[..]);
+            let mut made = Cell::put(row.clone(), "f", qualifier.clone(), ts, value.clone());
+            made.seq_id = seq;
+            proptest::prop_assert_eq!(&laid, &made);
+            proptest::prop_assert_eq!(hash_of(&laid), hash_of(&made));
+            proptest::prop_assert_eq!(compare_keys(&laid, &made), Ordering::Equal);
+            let again = Cell::from(laid.clone().into_parts());
+            proptest::prop_assert_eq!(&again, &laid);
+            proptest::prop_assert_eq!(again.serialized_size(), row.len() + 1 + qualifier.len() + value.len() + 20);
+            let other_value = laid.clone().with_value(Bytes::from_static(b"other"));
+            proptest::prop_assert_eq!(other_value.value(), b"other");
+            proptest::prop_assert_eq!(other_value.row(), &row[..]);
+            proptest::prop_assert_eq!(other_value.qualifier(), &qualifier[..]);
+            proptest::prop_assert_eq!(value == b"other", other_value == laid);
+        }
+    }
+
+    #[test]
+    fn a_span_outside_the_buffer_makes_no_cell() {
+        let f = Bytes::from_static(b"f");
+        let spans = |row, qualifier, value| Spans {
+            row,
+            qualifier,
+            value,
+        };
+        let buf = Bytes::from_static(b"rowqv");
+        assert!(Cell::in_buffer(buf.clone(), &spans(0..3, 3..4, 4..5), f.clone()).is_some());
+        assert!(Cell::in_buffer(buf.clone(), &spans(0..3, 3..4, 4..6), f.clone()).is_none());
+        assert!(Cell::in_buffer(buf.clone(), &spans(0..6, 3..4, 4..5), f.clone()).is_none());
+        #[allow(clippy::reversed_empty_ranges)]
+        let backwards = spans(0..3, 4..3, 4..5);
+        assert!(Cell::in_buffer(buf, &backwards, f).is_none());
+    }
+
+    #[test]
+    fn a_cell_shows_its_parts() {
+        let c = Cell::put("r", "f", "q", 7, "v");
+        assert_eq!(
+            format!("{c:?}"),
+            "Cell { row: b\"r\", family: b\"f\", qualifier: b\"q\", timestamp: 7, \
+             cell_type: Put, seq_id: 0, value: b\"v\", ttl_ms: None }"
+        );
     }
 }

@@ -24,7 +24,7 @@ pub mod result;
 pub mod split;
 pub mod time_range;
 
-pub use cell::{Cell, CellType, Timestamp, LATEST_TIMESTAMP};
+pub use cell::{Cell, CellParts, CellType, Spans, Timestamp, LATEST_TIMESTAMP};
 pub use descriptor::{
     BloomType, ColumnFamilyDescriptor, Compression, DataBlockEncoding, Durability,
     KeepDeletedCells, TableDescriptor,

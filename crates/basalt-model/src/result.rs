@@ -33,11 +33,11 @@ impl RowResult {
 
     /// `Result.getValue(f, q)`: the newest version's value of the column.
     #[must_use]
-    pub fn value(&self, family: &[u8], qualifier: &[u8]) -> Option<&Bytes> {
+    pub fn value(&self, family: &[u8], qualifier: &[u8]) -> Option<&[u8]> {
         self.cells
             .iter()
-            .find(|c| &c.family[..] == family && &c.qualifier[..] == qualifier)
-            .map(|c| &c.value)
+            .find(|c| &c.family[..] == family && c.qualifier() == qualifier)
+            .map(Cell::value)
     }
 
     /// A digest of the cells' coordinates, types and values (not their sequence ids): two
@@ -47,7 +47,7 @@ impl RowResult {
     pub fn digest(&self) -> [u8; 16] {
         let mut h = Md5::new();
         for c in &self.cells {
-            for field in [&c.family, &c.qualifier, &c.value] {
+            for field in [&c.family[..], c.qualifier(), c.value()] {
                 h.update((field.len() as u64).to_be_bytes());
                 h.update(field);
             }
@@ -65,7 +65,7 @@ impl RowResult {
     ) -> impl Iterator<Item = &'a Cell> + 'a {
         self.cells
             .iter()
-            .filter(move |c| &c.family[..] == family && &c.qualifier[..] == qualifier)
+            .filter(move |c| &c.family[..] == family && c.qualifier() == qualifier)
     }
 
     /// The timestamps of one column's versions, newest first.

@@ -34,7 +34,7 @@ fn answers(c: &mut Criterion) {
     let framed = frame(&row, 4 << 20).expect("frames");
     let decoded = RowMessage::decode(unframe(&framed).expect("unframes")).expect("decodes");
     assert_eq!(decoded.0.cells.len(), 10);
-    assert_eq!(decoded.0.cells[9].value.len(), 100);
+    assert_eq!(decoded.0.cells[9].value().len(), 100);
     c.bench_function("rows/frame_a_ycsb_row", |b| {
         b.iter(|| frame(black_box(&row), 4 << 20).expect("frames"));
     });

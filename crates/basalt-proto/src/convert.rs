@@ -6,7 +6,7 @@ use basalt_model::ops::{
     Append, CheckAndMutate, CompareOp, Condition, Delete, Get, Increment, Mutation, Put,
     RowMutations, Scan,
 };
-use basalt_model::{Cell, CellType, Durability, Error, Result, RowResult, TimeRange};
+use basalt_model::{Cell, CellParts, CellType, Durability, Error, Result, RowResult, TimeRange};
 use bytes::Bytes;
 
 use crate::pb;
@@ -32,6 +32,7 @@ pub fn cell_into_pb(c: Cell) -> pb::Cell {
         CellType::DeleteFamilyVersion => pb::CellType::DeleteFamilyVersion,
         _ => pb::CellType::Put,
     };
+    let c = c.into_parts();
     pb::Cell {
         row: c.row,
         family: c.family,
@@ -52,7 +53,7 @@ pub fn cell_from_pb(c: pb::Cell) -> Result<Cell> {
         pb::CellType::DeleteFamily => CellType::DeleteFamily,
         pb::CellType::DeleteFamilyVersion => CellType::DeleteFamilyVersion,
     };
-    Ok(Cell {
+    Ok(Cell::from(CellParts {
         row: c.row,
         family: c.family,
         qualifier: c.qualifier,
@@ -61,7 +62,7 @@ pub fn cell_from_pb(c: pb::Cell) -> Result<Cell> {
         seq_id: 0,
         value: c.value,
         ttl_ms: c.ttl_ms,
-    })
+    }))
 }
 
 #[must_use]

@@ -16,8 +16,8 @@
 //!    `convert::result_from_pb` made of it; a cell type the model does not know is a decode
 //!    error (it was the conversion's error).
 
-use basalt_model::{Cell, CellType, RowResult};
-use bytes::{Buf, BufMut, Bytes};
+use basalt_model::{Cell, CellParts, CellType, RowResult};
+use bytes::{Buf, BufMut};
 use prost::encoding::{
     bool as pbool, bytes as pbytes, encoded_len_varint, int32, int64, key_len, message, skip_field,
     uint64, DecodeContext, WireType,
@@ -55,30 +55,30 @@ fn type_of(code: i32) -> Result<CellType, DecodeError> {
 /// the code that stands is checked ([`CellMessage::finish`]).
 #[derive(Debug)]
 struct CellMessage<'a> {
-    cell: &'a mut Cell,
+    cell: &'a mut CellParts,
     code: i32,
 }
 
 impl CellMessage<'_> {
-    /// The cell's type from the code that stands.
-    fn finish(self) -> Result<(), DecodeError> {
+    /// The cell, its type from the code that stands.
+    fn finish(self) -> Result<Cell, DecodeError> {
         self.cell.cell_type = type_of(self.code)?;
-        Ok(())
+        Ok(Cell::from(std::mem::take(self.cell)))
     }
 }
 
 fn cell_len(c: &Cell) -> usize {
-    let bytes = |tag, b: &Bytes| {
+    let bytes = |tag, b: &[u8]| {
         if b.is_empty() {
             0
         } else {
-            pbytes::encoded_len(tag, b)
+            key_len(tag) + encoded_len_varint(b.len() as u64) + b.len()
         }
     };
     let code = type_code(c.cell_type);
-    bytes(1, &c.row)
+    bytes(1, c.row())
         + bytes(2, &c.family)
-        + bytes(3, &c.qualifier)
+        + bytes(3, c.qualifier())
         + if c.timestamp == 0 {
             0
         } else {
@@ -89,7 +89,7 @@ fn cell_len(c: &Cell) -> usize {
         } else {
             key_len(5) + encoded_len_varint(u64::from(code))
         }
-        + bytes(6, &c.value)
+        + bytes(6, c.value())
         + c.ttl_ms.map_or(0, |t| uint64::encoded_len(7, &t))
 }
 
@@ -125,14 +125,14 @@ fn encode_bytes(tag: u8, b: &[u8], buf: &mut impl BufMut) {
 }
 
 fn encode_cell(c: &Cell, buf: &mut impl BufMut) {
-    let bytes = |tag, b: &Bytes, buf: &mut _| {
+    let bytes = |tag, b: &[u8], buf: &mut _| {
         if !b.is_empty() {
             encode_bytes(tag, b, buf);
         }
     };
-    bytes(1, &c.row, buf);
+    bytes(1, c.row(), buf);
     bytes(2, &c.family, buf);
-    bytes(3, &c.qualifier, buf);
+    bytes(3, c.qualifier(), buf);
     if c.timestamp != 0 {
         // As prost writes an int64: its two's complement bits.
         put_varint_field(4, c.timestamp as u64, buf);
@@ -141,7 +141,7 @@ fn encode_cell(c: &Cell, buf: &mut impl BufMut) {
     if code != 0 {
         put_varint_field(5, u64::from(code), buf);
     }
-    bytes(6, &c.value, buf);
+    bytes(6, c.value(), buf);
     if let Some(t) = c.ttl_ms {
         put_varint_field(7, t, buf);
     }
@@ -149,7 +149,7 @@ fn encode_cell(c: &Cell, buf: &mut impl BufMut) {
 
 impl Message for CellMessage<'_> {
     fn encode_raw(&self, buf: &mut impl BufMut) {
-        encode_cell(self.cell, buf);
+        encode_cell(&Cell::from(self.cell.clone()), buf);
     }
 
     fn merge_field(
@@ -173,26 +173,12 @@ impl Message for CellMessage<'_> {
     }
 
     fn encoded_len(&self) -> usize {
-        cell_len(self.cell)
+        cell_len(&Cell::from(self.cell.clone()))
     }
 
     fn clear(&mut self) {
-        *self.cell = blank_cell();
+        *self.cell = CellParts::default();
         self.code = 0;
-    }
-}
-
-/// A cell with every field at its wire default, to decode into.
-fn blank_cell() -> Cell {
-    Cell {
-        row: Bytes::new(),
-        family: Bytes::new(),
-        qualifier: Bytes::new(),
-        timestamp: 0,
-        cell_type: CellType::Put,
-        seq_id: 0,
-        value: Bytes::new(),
-        ttl_ms: None,
     }
 }
 
@@ -242,14 +228,15 @@ fn merge_row_field(
     match tag {
         1 => pbytes::merge(wire_type, &mut r.row, buf, ctx),
         2 => {
-            r.cells.push(blank_cell());
-            let last = r.cells.len() - 1;
+            // Every field at its wire default, to decode into.
+            let mut parts = CellParts::default();
             let mut cell = CellMessage {
-                cell: &mut r.cells[last],
+                cell: &mut parts,
                 code: 0,
             };
             message::merge(wire_type, &mut cell, buf, ctx)?;
-            cell.finish()
+            r.cells.push(cell.finish()?);
+            Ok(())
         }
         3 => pbool::merge(wire_type, &mut r.partial, buf, ctx),
         _ => skip_field(wire_type, tag, buf, ctx),
@@ -417,6 +404,7 @@ mod tests {
     use super::*;
     use crate::convert::{result_from_pb, result_to_pb};
     use crate::pb;
+    use bytes::Bytes;
     use proptest::prelude::*;
 
     fn cell() -> impl Strategy<Value = Cell> {
@@ -429,8 +417,8 @@ mod tests {
             proptest::collection::vec(any::<u8>(), 0..9),
             proptest::option::of(prop_oneof![Just(0u64), any::<u64>()]),
         )
-            .prop_map(
-                |(row, family, qualifier, timestamp, t, value, ttl_ms)| Cell {
+            .prop_map(|(row, family, qualifier, timestamp, t, value, ttl_ms)| {
+                Cell::from(basalt_model::CellParts {
                     row: row.into(),
                     family: family.into(),
                     qualifier: qualifier.into(),
@@ -447,8 +435,8 @@ mod tests {
                     seq_id: 0,
                     value: value.into(),
                     ttl_ms,
-                },
-            )
+                })
+            })
     }
 
     fn row() -> impl Strategy<Value = RowResult> {

@@ -172,7 +172,7 @@ fn the_master_assigns_moves_and_reads_reports_over_grpc() {
         .get(Get::new("row3x"))
         .unwrap();
     assert_eq!(
-        got.value(b"f", b"q").map(|v| v.to_vec()),
+        got.value(b"f", b"q").map(<[u8]>::to_vec),
         Some(b"v".to_vec())
     );
     // The region server's refusals arrive as the same errors.
@@ -245,7 +245,7 @@ fn a_region_server_serves_its_rows_over_grpc_and_refuses_others() {
         .unwrap();
     let got = result_from_pb(got.into_inner()).unwrap();
     assert_eq!(
-        got.value(b"f", b"q").map(|v| v.to_vec()),
+        got.value(b"f", b"q").map(<[u8]>::to_vec),
         Some(b"v".to_vec())
     );
     // The other region's row: refused, so a client asks the master where it is.

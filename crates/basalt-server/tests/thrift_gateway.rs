@@ -230,8 +230,8 @@ fn oracle_columns(cells: &[basalt_model::Cell]) -> Columns {
     cells
         .iter()
         .map(|c| {
-            let name = [&c.family[..], b":", &c.qualifier[..]].concat();
-            (name, (c.value.to_vec(), c.timestamp))
+            let name = [&c.family[..], b":", c.qualifier()].concat();
+            (name, (c.value().to_vec(), c.timestamp))
         })
         .collect()
 }
@@ -272,7 +272,7 @@ fn check_reads(c: &mut Client, table: &[u8], oracle: &Oracle) -> Result<(), Test
                     .get(&get, 0)
                     .cells
                     .iter()
-                    .map(|c| (c.value.to_vec(), c.timestamp))
+                    .map(|c| (c.value().to_vec(), c.timestamp))
                     .collect();
                 prop_assert_eq!(got, want, "getVerTs {}/q{} < {}", r, q, bound);
             }

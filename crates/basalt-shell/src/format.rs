@@ -63,7 +63,7 @@ impl Formatter {
         }
         s.push_str(&format!("timestamp={}, ", self.timestamp(c.timestamp)));
         if c.cell_type == CellType::Put {
-            s.push_str(&format!("value={}", to_string_binary(&c.value)));
+            s.push_str(&format!("value={}", to_string_binary(c.value())));
         } else {
             s.push_str(&format!("type={}", type_name(c.cell_type)));
         }
@@ -101,7 +101,7 @@ pub fn column(c: &Cell) -> String {
     format!(
         "{}:{}",
         to_string_binary(&c.family),
-        to_string_binary(&c.qualifier)
+        to_string_binary(c.qualifier())
     )
 }
 

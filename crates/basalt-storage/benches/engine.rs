@@ -354,7 +354,7 @@ fn merging(c: &mut Criterion) {
             let mut s = StoreScanner::new(boxed, matcher);
             s.seek_to_first().unwrap();
             let mut out = Vec::new();
-            while let Some(row) = s.peek_row().cloned() {
+            while let Some(row) = s.peek_row_bytes() {
                 s.read_row(&row, &mut out, None).unwrap();
             }
             black_box(out.len())

@@ -70,10 +70,9 @@ fn seed(target: &str, n: usize) -> Vec<u8> {
 
 /// A cell without its sequence id (a WAL record keeps one id for all its cells).
 fn unsequenced(c: &Cell) -> Cell {
-    Cell {
-        seq_id: 0,
-        ..c.clone()
-    }
+    let mut c = c.clone();
+    c.seq_id = 0;
+    c
 }
 
 fn decode_wal(data: &[u8]) -> (Vec<WalEdit>, basalt_model::Result<DecodedSegment>) {
@@ -157,9 +156,9 @@ fn store_file_seeds_decode_to_what_they_held() {
             index.len()
         );
         let bloom = Bloom::decode(&seed("bloom_block", n)).unwrap();
-        for c in held.iter().filter(|c| !c.qualifier.is_empty()) {
+        for c in held.iter().filter(|c| !c.qualifier().is_empty()) {
             assert!(
-                bloom.may_contain_row_col(&c.row, &c.qualifier),
+                bloom.may_contain_row_col(c.row(), c.qualifier()),
                 "bloom seed-{n:03}"
             );
         }

@@ -207,17 +207,17 @@ fn golden_store_files_of_every_codec_read_back_exactly_their_cells() {
         assert!(info.major_compacted);
         assert_eq!(info.created_ms, CREATED_MS);
         assert_eq!(
-            info.first_key.as_ref().map(|c| &c.row[..]),
+            info.first_key.as_ref().map(basalt_model::Cell::row),
             Some(&b"row0000"[..])
         );
         assert_eq!(
-            info.last_key.as_ref().map(|c| &c.row[..]),
+            info.last_key.as_ref().map(basalt_model::Cell::row),
             Some(&b"row0059"[..])
         );
         // The ROWCOL bloom holds every row and column written.
-        for c in expected.iter().filter(|c| !c.qualifier.is_empty()) {
+        for c in expected.iter().filter(|c| !c.qualifier().is_empty()) {
             assert!(
-                f.may_contain(&c.row, Some(&c.qualifier)).unwrap(),
+                f.may_contain(c.row(), Some(c.qualifier())).unwrap(),
                 "{codec:?} v{version}"
             );
         }

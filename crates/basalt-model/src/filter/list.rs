@@ -151,7 +151,7 @@ fn should_pass(f: &Filter, code: ReturnCode, prev: &Cell, cur: &Cell) -> bool {
         ReturnCode::Include | ReturnCode::Skip => true,
         ReturnCode::SeekNextUsingHint => f.next_cell_hint(prev).is_none_or(|h| cur >= &h),
         ReturnCode::NextCol | ReturnCode::IncludeAndNextCol => !prev.same_column(cur),
-        ReturnCode::NextRow | ReturnCode::IncludeAndSeekNextRow => prev.row != cur.row,
+        ReturnCode::NextRow | ReturnCode::IncludeAndSeekNextRow => prev.row() != cur.row(),
     }
 }
 

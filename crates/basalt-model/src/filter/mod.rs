@@ -328,12 +328,12 @@ impl Filter {
         match self {
             Filter::KeyOnly { len_as_val } => {
                 let value = if *len_as_val {
-                    let len = u32::try_from(cell.value.len()).unwrap_or(u32::MAX);
+                    let len = u32::try_from(cell.value().len()).unwrap_or(u32::MAX);
                     Bytes::copy_from_slice(&len.to_be_bytes())
                 } else {
                     Bytes::new()
                 };
-                Cell { value, ..cell }
+                cell.with_value(value)
             }
             Filter::List(l) => l.transform_cell(cell),
             Filter::Skip { inner, .. } | Filter::WhileMatch { inner, .. } => {
@@ -364,7 +364,7 @@ impl Filter {
                 cells.retain(|c| stamps.contains(&c.timestamp));
             }
             Filter::SingleColumnValue(s) if s.exclude => {
-                cells.retain(|c| !(c.family == s.family && c.qualifier == s.qualifier));
+                cells.retain(|c| !(c.family == s.family && c.qualifier() == s.qualifier));
             }
             Filter::List(l) => l.filters.iter_mut().for_each(|f| f.filter_row_cells(cells)),
             Filter::Skip { inner, .. } | Filter::WhileMatch { inner, .. } => {

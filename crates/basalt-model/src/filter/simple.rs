@@ -1,5 +1,7 @@
 //! Cell decisions of the leaf filters, each as HBase's filter class makes them.
 
+use std::collections::BTreeSet;
+
 use bytes::Bytes;
 
 use super::{passes, Comparator, Filter, ReturnCode};
@@ -21,7 +23,7 @@ pub struct SingleColumnValue {
 }
 
 fn is_column(cell: &Cell, family: &[u8], qualifier: &[u8]) -> bool {
-    cell.family == family && cell.qualifier == qualifier
+    cell.family == family && cell.qualifier() == qualifier
 }
 
 /// `filterCell` of every filter that is not a combinator.
@@ -47,11 +49,11 @@ pub(super) fn filter_cell(f: &mut Filter, cell: &Cell) -> ReturnCode {
                 Include
             }
         }
-        Filter::ColumnPrefix(prefix) => column_prefix(&cell.qualifier, prefix),
+        Filter::ColumnPrefix(prefix) => column_prefix(cell.qualifier(), prefix),
         Filter::MultipleColumnPrefix(prefixes) => {
-            if prefixes.iter().any(|p| cell.qualifier.starts_with(p)) {
+            if prefixes.iter().any(|p| cell.qualifier().starts_with(p)) {
                 Include
-            } else if prefixes.range(cell.qualifier.clone()..).next().is_some() {
+            } else if first_prefix_from(prefixes, cell.qualifier()).is_some() {
                 SeekNextUsingHint
             } else {
                 NextRow
@@ -113,8 +115,8 @@ fn column_filter_cell(f: &mut Filter, cell: &Cell) -> ReturnCode {
                 NextRow
             }
         }
-        Filter::Qualifier { op, cmp } => pass_or_skip(passes(*op, cmp, &cell.qualifier)),
-        Filter::Value { op, cmp } => pass_or_skip(passes(*op, cmp, &cell.value)),
+        Filter::Qualifier { op, cmp } => pass_or_skip(passes(*op, cmp, cell.qualifier())),
+        Filter::Value { op, cmp } => pass_or_skip(passes(*op, cmp, cell.value())),
         Filter::DependentColumn {
             family,
             qualifier,
@@ -126,7 +128,7 @@ fn column_filter_cell(f: &mut Filter, cell: &Cell) -> ReturnCode {
                 return Include;
             }
             if let Some((op, cmp)) = condition {
-                if !passes(*op, cmp, &cell.value) {
+                if !passes(*op, cmp, cell.value()) {
                     return Skip;
                 }
             }
@@ -144,7 +146,7 @@ fn column_filter_cell(f: &mut Filter, cell: &Cell) -> ReturnCode {
             max,
             max_inclusive,
         } => column_range(
-            &cell.qualifier,
+            cell.qualifier(),
             min.as_ref(),
             *min_inclusive,
             max.as_ref(),
@@ -161,7 +163,7 @@ fn column_filter_cell(f: &mut Filter, cell: &Cell) -> ReturnCode {
                 return if *found { NextRow } else { NextCol };
             }
             *found = true;
-            pass_or_skip(passes(*op, cmp, &cell.value))
+            pass_or_skip(passes(*op, cmp, cell.value()))
         }
         _ => unreachable!("row and combinator filters are evaluated by filter_cell"),
     }
@@ -232,7 +234,7 @@ fn single_column_value(s: &mut SingleColumnValue, cell: &Cell) -> ReturnCode {
         return ReturnCode::Include;
     }
     s.found_column = true;
-    if !passes(s.op, &s.cmp, &cell.value) {
+    if !passes(s.op, &s.cmp, cell.value()) {
         return if s.latest_version_only {
             ReturnCode::NextRow
         } else {
@@ -243,15 +245,22 @@ fn single_column_value(s: &mut SingleColumnValue, cell: &Cell) -> ReturnCode {
     ReturnCode::Include
 }
 
+/// The first of `prefixes` at or after `qualifier`.
+fn first_prefix_from<'a>(prefixes: &'a BTreeSet<Bytes>, qualifier: &[u8]) -> Option<&'a Bytes> {
+    use std::ops::Bound::{Included, Unbounded};
+    prefixes
+        .range::<[u8], _>((Included(qualifier), Unbounded))
+        .next()
+}
+
 /// `getNextCellHint` of the leaf filters that return `SeekNextUsingHint`.
 pub(super) fn next_cell_hint(f: &Filter, cell: &Cell) -> Option<Cell> {
-    let on_column = |q: &Bytes| Some(Cell::first_on_column(&cell.row, &cell.family, q));
+    let on_column = |q: &Bytes| Some(Cell::first_on_column(cell.row(), &cell.family, q));
     match f {
         Filter::ColumnPrefix(prefix) => on_column(prefix),
-        Filter::MultipleColumnPrefix(prefixes) => prefixes
-            .range(cell.qualifier.clone()..)
-            .next()
-            .and_then(on_column),
+        Filter::MultipleColumnPrefix(prefixes) => {
+            first_prefix_from(prefixes, cell.qualifier()).and_then(on_column)
+        }
         Filter::ColumnRange { min: Some(min), .. } => on_column(min),
         _ => None,
     }

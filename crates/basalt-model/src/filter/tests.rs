@@ -175,11 +175,11 @@ fn page_filter_counts_rows_and_ends_the_scan() {
 fn key_only_transforms_values() {
     let f = parse_filter("KeyOnlyFilter(true)").unwrap();
     let c = f.transform_cell(cell("r", "q", 1, "hello"));
-    assert_eq!(&c.value[..], &5u32.to_be_bytes());
+    assert_eq!(c.value(), &5u32.to_be_bytes());
     let f = parse_filter("KeyOnlyFilter()").unwrap();
     assert!(f
         .transform_cell(cell("r", "q", 1, "hello"))
-        .value
+        .value()
         .is_empty());
 }
 
@@ -188,7 +188,7 @@ fn column_prefix_seeks_with_a_hint() {
     let mut f = parse_filter("ColumnPrefixFilter('m')").unwrap();
     let c = cell("r", "a", 1, "v");
     assert_eq!(f.filter_cell(&c), ReturnCode::SeekNextUsingHint);
-    assert_eq!(&f.next_cell_hint(&c).unwrap().qualifier[..], b"m");
+    assert_eq!(f.next_cell_hint(&c).unwrap().qualifier(), b"m");
     assert_eq!(f.filter_cell(&cell("r", "mm", 1, "v")), ReturnCode::Include);
     assert_eq!(f.filter_cell(&cell("r", "n", 1, "v")), ReturnCode::NextRow);
 }

@@ -124,7 +124,7 @@ impl Delete {
         validate_timestamp(self.timestamp)?;
         for m in &self.markers {
             validate_timestamp(m.timestamp)?;
-            if m.row != self.row {
+            if m.row() != self.row {
                 return Err(Error::illegal(
                     "The row of a cell does not match the row of the Delete",
                 ));

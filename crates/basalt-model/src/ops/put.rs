@@ -88,7 +88,7 @@ impl Put {
         validate_timestamp(self.timestamp)?;
         for c in &self.cells {
             validate_timestamp(c.timestamp)?;
-            if c.row != self.row {
+            if c.row() != self.row {
                 return Err(Error::illegal(
                     "The row of a cell does not match the row of the Put",
                 ));

@@ -138,7 +138,7 @@ impl Cluster {
         let (info, server) = m.locate(table, row.as_bytes()).unwrap();
         let region = self.server(&server.unwrap()).region(info.id).unwrap();
         let r = region.get(Get::new(row.to_owned())).unwrap();
-        r.value(b"f", b"q").cloned()
+        r.value(b"f", b"q").map(bytes::Bytes::copy_from_slice)
     }
 
     /// Region servers on ports `first_port + 1 ..= first_port + n`.
@@ -638,7 +638,8 @@ fn hbase_meta_shows_each_region_on_its_assigned_server() {
     let cell = |region: &basalt_storage::region::RegionInfo, q: &str| {
         let got = conn.table(&meta).unwrap();
         let r = got.get(Get::new(region.region_name(&t))).unwrap();
-        r.value(b"info", q.as_bytes()).cloned()
+        r.value(b"info", q.as_bytes())
+            .map(bytes::Bytes::copy_from_slice)
     };
     let regions = m.catalog().table(&t).unwrap().regions.clone();
     let rows = conn

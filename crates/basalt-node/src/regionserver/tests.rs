@@ -59,7 +59,7 @@ fn put(r: &Region, row: &str, v: &str) {
 
 fn value(r: &Region, row: &str) -> Option<Bytes> {
     let res = r.get_scan(&Get::new(row.to_owned()).into_scan()).unwrap();
-    res.value(b"f", b"q").cloned()
+    res.value(b"f", b"q").map(bytes::Bytes::copy_from_slice)
 }
 
 #[test]

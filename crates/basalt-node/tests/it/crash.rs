@@ -110,7 +110,7 @@ fn observe(db: &Database) -> BTreeMap<u64, Vec<(i64, Vec<u8>)>> {
         let mut v: Vec<(i64, Vec<u8>)> = r
             .cells
             .iter()
-            .map(|c| (c.timestamp, c.value.to_vec()))
+            .map(|c| (c.timestamp, c.value().to_vec()))
             .collect();
         v.reverse();
         if !v.is_empty() {

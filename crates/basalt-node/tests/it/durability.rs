@@ -138,7 +138,7 @@ fn kill_9_loses_no_acknowledged_write() {
             let r = t.get(Get::new(format!("row{i:08}"))).unwrap();
             let want = format!("value-{i}").repeat(30);
             assert_eq!(
-                r.value(b"f", b"q").map(|v| v.to_vec()),
+                r.value(b"f", b"q").map(<[u8]>::to_vec),
                 Some(want.into_bytes()),
                 "round {round}: acknowledged row{i:08} lost or damaged"
             );
@@ -432,5 +432,5 @@ fn failed_reads_give_errors_naming_the_file() {
     db.enable_table(&name).unwrap();
     assert!(db.failed_regions().is_empty(), "{:?}", db.failed_regions());
     let row = db.table("t").unwrap().get(Get::new("r")).unwrap();
-    assert_eq!(row.value(b"f", b"q").map(|v| &v[..]), Some(&b"v"[..]));
+    assert_eq!(row.value(b"f", b"q"), Some(&b"v"[..]));
 }

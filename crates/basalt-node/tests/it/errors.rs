@@ -198,9 +198,10 @@ fn invalid_items_refuse_the_whole_batch_and_puts_carry_only_puts() {
     }
     // A Put carrying a delete marker is refused; the row keeps its data.
     let mut put = Put::new("victim");
-    put.cells.push(Cell {
-        cell_type: CellType::DeleteFamily,
-        ..Cell::put("victim", "f", "", 1, "")
+    put.cells.push({
+        let mut c = Cell::put("victim", "f", "", 1, "");
+        c.cell_type = CellType::DeleteFamily;
+        c
     });
     let e = t.put(put).unwrap_err();
     assert!(e.to_string().contains("only Put cells"), "{e}");

@@ -177,7 +177,7 @@ fn a_region_without_its_manifest_stays_offline_and_keeps_its_files() {
         .flat_map(|r| {
             r.cells
                 .iter()
-                .map(|c| String::from_utf8_lossy(&c.value).into_owned())
+                .map(|c| String::from_utf8_lossy(c.value()).into_owned())
         })
         .collect();
     assert_eq!(states, ["OPEN", "FAILED_OPEN"]);

@@ -75,12 +75,12 @@ fn show(rows: &[RowResult]) -> Vec<String> {
         .map(|c: &Cell| {
             format!(
                 "{}/{}:{}@{}/{}={}",
-                String::from_utf8_lossy(&c.row),
+                String::from_utf8_lossy(c.row()),
                 String::from_utf8_lossy(&c.family),
-                String::from_utf8_lossy(&c.qualifier),
+                String::from_utf8_lossy(c.qualifier()),
                 c.timestamp,
                 c.cell_type.name(),
-                String::from_utf8_lossy(&c.value)
+                String::from_utf8_lossy(c.value())
             )
         })
         .collect()
@@ -236,8 +236,8 @@ fn run(config: &Config, steps: &[Step], place: &Place) -> Result<(), TestCaseErr
                 let current = oracle.current(row, family, qualifier, now);
                 let want = match (expected.as_ref().filter(|v| !v.is_empty()), &current) {
                     (None, None) => true,
-                    (None, Some(c)) => c.value.is_empty(),
-                    (Some(v), Some(c)) => c.value == v,
+                    (None, Some(c)) => c.value().is_empty(),
+                    (Some(v), Some(c)) => c.value() == v,
                     (Some(_), None) => false,
                 };
                 prop_assert_eq!(got, want, "step {}: {:?}", step, o);

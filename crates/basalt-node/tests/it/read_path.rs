@@ -57,7 +57,7 @@ fn a_get_of_one_column_of_a_wide_row_reads_a_few_blocks() {
     let r = t.get(Get::new("row").add_column("f", "q01500")).unwrap();
     let read = db.block_cache_stats().data_block_reads - before;
     assert_eq!(r.cells.len(), 1);
-    assert_eq!(&r.cells[0].value[..], b"value-1500-5");
+    assert_eq!(r.cells[0].value(), b"value-1500-5");
     assert!(read <= 3, "read {read} data blocks");
     // The row spans hundreds of blocks, so stepping would have read far more.
     let before = db.block_cache_stats().data_block_reads;

@@ -412,7 +412,7 @@ fn meta_rows(db: &Database) -> Vec<(String, Vec<String>)> {
                 .iter()
                 .map(|c| {
                     let f = String::from_utf8_lossy(&c.family).into_owned();
-                    format!("{f}:{}", String::from_utf8_lossy(&c.qualifier))
+                    format!("{f}:{}", String::from_utf8_lossy(c.qualifier()))
                 })
                 .collect();
             (basalt_model::bytes_fmt::to_string_binary(&r.row), cols)

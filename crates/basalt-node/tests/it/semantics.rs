@@ -71,10 +71,7 @@ fn case_04_overwrite_across_memstore_and_file() {
     .unwrap();
     let r = t.get(Get::new("r").with_max_versions(7)).unwrap();
     assert_eq!(r.timestamps(b"f", b"q"), [8, 7, 6, 5, 4, 3, 2]);
-    assert_eq!(
-        &r.column_cells(b"f", b"q").nth(4).unwrap().value[..],
-        b"v14"
-    );
+    assert_eq!(r.column_cells(b"f", b"q").nth(4).unwrap().value(), b"v14");
 }
 
 #[test]
@@ -758,7 +755,7 @@ fn case_57_58_60_filters_in_the_read_path() {
     let keys = scan_all(&t, f("KeyOnlyFilter()"));
     assert!(keys
         .iter()
-        .all(|r| r.cells.iter().all(|c| c.value.is_empty())));
+        .all(|r| r.cells.iter().all(|c| c.value().is_empty())));
     assert_eq!(
         row_keys(&scan_all(
             &t,
@@ -808,7 +805,11 @@ fn case_64_65_66_67_increments() {
                 .add("f", "C", 1),
         )
         .unwrap();
-    let quals: Vec<_> = r.cells.iter().map(|c| c.qualifier.clone()).collect();
+    let quals: Vec<_> = r
+        .cells
+        .iter()
+        .map(basalt_model::Cell::qualifier_bytes)
+        .collect();
     assert_eq!(quals, ["A", "B", "C"]);
     assert_eq!(
         t.increment(Increment::new("s").add("f", "c", 1).add("f", "c", 1))

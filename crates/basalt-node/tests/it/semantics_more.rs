@@ -527,7 +527,9 @@ fn case_78_wide_rows_come_back_whole_and_sorted() {
     }
     let check = |cells: &[basalt_model::Cell]| {
         assert_eq!(cells.len(), 2000);
-        assert!(cells.windows(2).all(|w| w[0].qualifier < w[1].qualifier));
+        assert!(cells
+            .windows(2)
+            .all(|w| w[0].qualifier() < w[1].qualifier()));
     };
     check(&t.get(Get::new("row3")).unwrap().cells);
     fx.flush("t");

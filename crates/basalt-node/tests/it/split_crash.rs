@@ -69,7 +69,7 @@ fn check(db: &Database, dir: &std::path::Path) {
         let r = t.get(Get::new(row(i))).unwrap();
         assert_eq!(
             r.value(b"f", b"q"),
-            Some(&Bytes::from(format!("v{i}"))),
+            Some(format!("v{i}").as_bytes()),
             "row {i}"
         );
     }

@@ -87,7 +87,7 @@ pub fn versions(t: &Table, row: &str, f: &str, q: &str) -> Vec<i64> {
 pub fn values(r: &RowResult) -> Vec<String> {
     r.cells
         .iter()
-        .map(|c| String::from_utf8_lossy(&c.value).into_owned())
+        .map(|c| String::from_utf8_lossy(c.value()).into_owned())
         .collect()
 }
 
@@ -102,15 +102,15 @@ pub fn render(rows: &[RowResult]) -> Vec<String> {
         .map(|c| {
             let base = format!(
                 "{}/{}:{}@{}",
-                String::from_utf8_lossy(&c.row),
+                String::from_utf8_lossy(c.row()),
                 String::from_utf8_lossy(&c.family),
-                String::from_utf8_lossy(&c.qualifier),
+                String::from_utf8_lossy(c.qualifier()),
                 c.timestamp
             );
             if c.cell_type.is_delete() {
                 format!("{base}/{}", c.cell_type.name())
             } else {
-                format!("{base}={}", String::from_utf8_lossy(&c.value))
+                format!("{base}={}", String::from_utf8_lossy(c.value()))
             }
         })
         .collect()

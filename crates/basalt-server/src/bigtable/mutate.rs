@@ -229,7 +229,7 @@ impl Writes {
                 how,
             } => {
                 let at = |c: &&Cell| {
-                    c.family == *family && c.qualifier == *qualifier && c.timestamp == *ts
+                    c.family == *family && c.qualifier() == *qualifier && c.timestamp == *ts
                 };
                 let old = self
                     .puts
@@ -237,7 +237,7 @@ impl Writes {
                     .rev()
                     .find(at)
                     .or_else(|| self.state.iter().find(at))
-                    .and_then(|c| int64(&c.value));
+                    .and_then(|c| int64(c.value()));
                 let merged = old.map_or(*input, |o| how.merge(o, *input));
                 let value = Bytes::copy_from_slice(&merged.to_be_bytes());
                 self.put(Cell::put(
@@ -266,7 +266,7 @@ impl Writes {
     ) {
         let covers = |c: &Cell| {
             c.family == *family
-                && c.qualifier == *qualifier
+                && c.qualifier() == *qualifier
                 && c.timestamp >= start
                 && end.is_none_or(|e| c.timestamp < e)
         };
@@ -300,7 +300,7 @@ impl Writes {
 
 /// Whether two cells are the same cell (one column, one timestamp): the later write wins.
 fn same_cell(a: &Cell, b: &Cell) -> bool {
-    a.timestamp == b.timestamp && a.family == b.family && a.qualifier == b.qualifier
+    a.timestamp == b.timestamp && a.family == b.family && a.qualifier() == b.qualifier()
 }
 
 /// A stored aggregate: 8 bytes, big-endian.

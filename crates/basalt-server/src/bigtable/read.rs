@@ -363,10 +363,10 @@ pub(super) fn visible_cells(
     let mut out: Vec<BtCell> = cells
         .into_iter()
         .map(|c| BtCell {
-            family: c.family,
-            qualifier: c.qualifier,
+            qualifier: c.qualifier_bytes(),
+            family: c.family.clone(),
             timestamp_micros: micros(c.timestamp),
-            value: c.value,
+            value: c.value_bytes(),
             labels: Vec::new(),
         })
         .collect();

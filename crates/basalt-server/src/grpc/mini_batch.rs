@@ -225,7 +225,7 @@ mod tests {
     fn value(s: &Services, table: &str, row: &str) -> Option<Vec<u8>> {
         let t = s.conn.table(&TableName::parse(table).unwrap()).unwrap();
         let r = t.get(Get::new(row.to_owned())).unwrap();
-        r.cells.first().map(|c| c.value.to_vec())
+        r.cells.first().map(|c| c.value().to_vec())
     }
 
     #[test]

@@ -192,10 +192,10 @@ fn from_pb(body: &[u8]) -> Result<Vec<RowModel>, RestError> {
 
 /// `family:qualifier` of a cell.
 pub fn column_of(c: &Cell) -> Vec<u8> {
-    let mut col = Vec::with_capacity(c.family.len() + 1 + c.qualifier.len());
+    let mut col = Vec::with_capacity(c.family.len() + 1 + c.qualifier().len());
     col.extend_from_slice(&c.family);
     col.push(b':');
-    col.extend_from_slice(&c.qualifier);
+    col.extend_from_slice(c.qualifier());
     col
 }
 
@@ -214,7 +214,7 @@ pub fn row_json(r: &RowResult) -> Value {
         .cells
         .iter()
         .map(
-            |c| json!({"column": b64(&column_of(c)), "timestamp": c.timestamp, "$": b64(&c.value)}),
+            |c| json!({"column": b64(&column_of(c)), "timestamp": c.timestamp, "$": b64(c.value())}),
         )
         .collect();
     let mut row = Map::new();
@@ -239,7 +239,7 @@ pub fn row_xml(w: &mut xml::Writer, r: &RowResult) {
             ],
         )
         .open_end()
-        .text(&b64(&c.value))
+        .text(&b64(c.value()))
         .close("Cell");
     }
     w.close("Row");
@@ -266,7 +266,7 @@ pub fn row_pb(r: &RowResult) -> pb::Row {
                 row: None,
                 column: Some(column_of(c).into()),
                 timestamp: Some(c.timestamp),
-                data: Some(c.value.clone()),
+                data: Some(c.value_bytes()),
             })
             .collect(),
     }

@@ -179,7 +179,7 @@ fn cells_answer(format: Format, rows: &[RowResult]) -> Answer {
     }
     if format == Format::Binary {
         let cell = &rows[0].cells[0];
-        let mut r = answer(StatusCode::OK, Format::Binary, cell.value.to_vec());
+        let mut r = answer(StatusCode::OK, Format::Binary, cell.value().to_vec());
         r.headers_mut()
             .insert("X-Timestamp", HeaderValue::from(cell.timestamp));
         return Ok(r);

@@ -368,9 +368,9 @@ fn next(g: &Gateway, call: &Call, id: u64) -> Answer {
 }
 
 fn one_cell(c: &Cell) -> axum::response::Response {
-    let mut r = answer(StatusCode::OK, Format::Binary, c.value.to_vec());
+    let mut r = answer(StatusCode::OK, Format::Binary, c.value().to_vec());
     let h = r.headers_mut();
-    for (name, value) in [("X-Row", b64(&c.row)), ("X-Column", b64(&column_of(c)))] {
+    for (name, value) in [("X-Row", b64(c.row())), ("X-Column", b64(&column_of(c)))] {
         if let Ok(v) = HeaderValue::from_str(&value) {
             h.insert(name, v);
         }
@@ -398,13 +398,13 @@ fn page(
         let Some(cell) = s.pending.pop_front() else {
             break;
         };
-        let new_row = rows.last().is_none_or(|r| r.row != cell.row);
+        let new_row = rows.last().is_none_or(|r| r.row != cell.row());
         if new_row && max_rows > 0 && rows.len() == max_rows {
             s.pending.push_front(cell);
             break;
         }
         if new_row {
-            rows.push(RowResult::new(cell.row.clone(), Vec::new()));
+            rows.push(RowResult::new(cell.row_bytes(), Vec::new()));
         }
         if let Some(last) = rows.last_mut() {
             last.cells.push(cell);

@@ -80,7 +80,7 @@ pub(crate) fn scan_columns(mut scan: Scan, columns: &[Vec<u8>]) -> Scan {
 pub(crate) fn cells(r: &RowResult) -> Vec<TCell> {
     r.cells
         .iter()
-        .map(|c| TCell::new(c.value.to_vec(), c.timestamp))
+        .map(|c| TCell::new(c.value().to_vec(), c.timestamp))
         .collect()
 }
 
@@ -93,8 +93,8 @@ pub(crate) fn row_results(results: &[RowResult], sorted: bool) -> Vec<TRowResult
         .map(|r| {
             let named = r.cells.iter().map(|c| {
                 (
-                    column_name(&c.family, &c.qualifier),
-                    TCell::new(c.value.to_vec(), c.timestamp),
+                    column_name(&c.family, c.qualifier()),
+                    TCell::new(c.value().to_vec(), c.timestamp),
                 )
             });
             if sorted {

@@ -164,7 +164,7 @@ impl Handler {
         })?;
         let decoded = r
             .value(b"info", b"regioninfo")
-            .and_then(|v| basalt_model::region::decode_meta_region_info(v));
+            .and_then(basalt_model::region::decode_meta_region_info);
         let (table, info, ..) = decoded.ok_or_else(|| {
             Error::DoNotRetry(format!(
                 "RegionInfo REGIONINFO was null or  empty in Meta for row={shown}"

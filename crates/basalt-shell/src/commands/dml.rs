@@ -144,7 +144,7 @@ pub fn incr(sh: &mut Shell<'_>, mut a: Args) -> Result<Returned, ShellError> {
         .table(&table)?
         .mutate(Mutation::Increment(inc))?
         .unwrap_or_default();
-    let n = r.value(&f, &q).and_then(|v| counter(v)).unwrap_or(0);
+    let n = r.value(&f, &q).and_then(counter).unwrap_or(0);
     sh.println(format!("COUNTER VALUE = {n}"))?;
     Ok(Returned::Nothing)
 }
@@ -162,10 +162,10 @@ pub fn append(sh: &mut Shell<'_>, mut a: Args) -> Result<Returned, ShellError> {
         .table(&table)?
         .mutate(Mutation::Append(app))?
         .unwrap_or_default();
-    let v = r.value(&f, &q).cloned().unwrap_or_default();
+    let v = r.value(&f, &q).unwrap_or_default();
     sh.println(format!(
         "CURRENT VALUE = {}",
-        basalt_model::bytes_fmt::to_string_binary(&v)
+        basalt_model::bytes_fmt::to_string_binary(v)
     ))?;
     Ok(Returned::Nothing)
 }

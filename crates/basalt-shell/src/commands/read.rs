@@ -238,7 +238,7 @@ pub fn get_counter(sh: &mut Shell<'_>, mut a: Args) -> Result<Returned, ShellErr
     let r = sh
         .table(&table)?
         .get(Get::new(row).add_column(f.clone(), q.clone()))?;
-    match r.value(&f, &q).map(|v| counter(v)) {
+    match r.value(&f, &q).map(counter) {
         Some(Some(n)) => sh.println(format!("COUNTER VALUE = {n}"))?,
         Some(None) => {
             return Err(ShellError::usage("the cell is not a counter (8 bytes)"));

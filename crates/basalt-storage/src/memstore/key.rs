@@ -24,8 +24,8 @@
 use std::cmp::Ordering;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-use basalt_model::{Cell, CellType};
-use bytes::{Buf, Bytes, BytesMut};
+use basalt_model::{Cell, CellType, Spans};
+use bytes::{Bytes, BytesMut};
 
 const SIGN: u64 = 1 << 63;
 
@@ -49,8 +49,8 @@ impl Word for AtomicU64 {
 
 /// Bytes of `cell`'s encoded key.
 pub fn encoded_len(cell: &Cell) -> usize {
-    let part = |s: &Bytes| s.len() + zeros(s) + 2;
-    part(&cell.row) + part(&cell.family) + part(&cell.qualifier) + 17
+    let part = |s: &[u8]| s.len() + zeros(s) + 2;
+    part(cell.row()) + part(&cell.family) + part(cell.qualifier()) + 17
 }
 
 fn zeros(s: &[u8]) -> usize {
@@ -60,9 +60,9 @@ fn zeros(s: &[u8]) -> usize {
 /// Writes `cell`'s key, word by word, to `put`.
 pub fn encode(cell: &Cell, put: impl FnMut(u64)) {
     let mut p = Packer::new(put);
-    p.part(&cell.row);
+    p.part(cell.row());
     p.part(&cell.family);
-    p.part(&cell.qualifier);
+    p.part(cell.qualifier());
     p.eight(!((cell.timestamp as u64) ^ SIGN));
     p.byte(!cell.cell_type.code());
     p.eight(!cell.seq_id);
@@ -218,23 +218,23 @@ pub fn decode(
     let code = !(read_u64(key, at + 8) >> 56) as u8;
     let seq_id = !read_u64(key, at + 9);
     unpack(value, value_len, buf);
-    let mut all = buf.split().freeze();
+    let all = buf.split().freeze();
     let family = out.family(&all[ends[0]..ends[1]]);
-    let (row, qualifier) = (all.slice(..ends[0]), all.slice(ends[1]..ends[2]));
-    // The value takes the chunk's handle itself: one count fewer to take and to drop.
-    all.advance(ends[2]);
-    Cell {
-        row,
-        family,
-        qualifier,
-        timestamp,
-        // Only codes of real types are encoded (invariant 3); Put stands in for the
-        // impossible rest so that a read never panics.
-        cell_type: CellType::from_code(code).unwrap_or(CellType::Put),
-        seq_id,
-        value: all,
-        ttl_ms,
-    }
+    let spans = Spans {
+        row: 0..ends[0],
+        qualifier: ends[1]..ends[2],
+        value: ends[2]..all.len(),
+    };
+    // The cell takes the chunk's handle itself: its parts share one count.
+    let mut cell = Cell::in_buffer(all, &spans, family)
+        .unwrap_or_else(|| unreachable!("the parts were unescaped within the buffer they lie in"));
+    cell.timestamp = timestamp;
+    // Only codes of real types are encoded (invariant 3); Put stands in for the impossible
+    // rest so that a read never panics.
+    cell.cell_type = CellType::from_code(code).unwrap_or(CellType::Put);
+    cell.seq_id = seq_id;
+    cell.ttl_ms = ttl_ms;
+    cell
 }
 
 /// Appends the first `len` bytes packed in `words` to `out`.
@@ -361,6 +361,7 @@ impl<F: FnMut(u64)> Packer<F> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use basalt_model::CellParts;
     use proptest::prelude::*;
 
     fn atomics(words: &[u64]) -> Vec<AtomicU64> {
@@ -402,15 +403,17 @@ mod tests {
             any::<Option<u64>>(),
         )
             .prop_map(
-                |(row, family, qualifier, timestamp, cell_type, seq_id, value, ttl_ms)| Cell {
-                    row: row.into(),
-                    family: family.into(),
-                    qualifier: qualifier.into(),
-                    timestamp,
-                    cell_type,
-                    seq_id,
-                    value: value.into(),
-                    ttl_ms,
+                |(row, family, qualifier, timestamp, cell_type, seq_id, value, ttl_ms)| {
+                    Cell::from(basalt_model::CellParts {
+                        row: row.into(),
+                        family: family.into(),
+                        qualifier: qualifier.into(),
+                        timestamp,
+                        cell_type,
+                        seq_id,
+                        value: value.into(),
+                        ttl_ms,
+                    })
                 },
             )
     }
@@ -429,14 +432,14 @@ mod tests {
         #[test]
         fn same_column_is_row_family_and_qualifier(a in cell(), b in cell(), same in any::<bool>()) {
             let b = if same {
-                Cell { row: a.row.clone(), family: a.family.clone(), qualifier: a.qualifier.clone(), ..b }
+                Cell::from(CellParts { row: a.row_bytes(), family: a.family.clone(), qualifier: a.qualifier_bytes(), ..b.into_parts() })
             } else {
                 b
             };
             let (ka, kb) = (atomics(&words(&a)), atomics(&words(&b)));
             let len = encoded_len(&a);
             prop_assume!(len == encoded_len(&b));
-            let expected = (&a.row, &a.family, &a.qualifier) == (&b.row, &b.family, &b.qualifier);
+            let expected = (&a.row(), &a.family, &a.qualifier()) == (&b.row(), &b.family, &b.qualifier());
             prop_assert_eq!(same_column(&ka, &kb, len), expected);
         }
 
@@ -444,10 +447,10 @@ mod tests {
         /// are prefixes of each other and rows with zero bytes among them).
         #[test]
         fn a_row_part_begins_the_keys_of_its_row_alone(a in cell(), b in cell(), same in any::<bool>()) {
-            let b = if same { Cell { row: a.row.clone(), ..b } } else { b };
-            let part = RowPart::of(&a.row);
+            let b = if same { b.with_row(a.row_bytes()) } else { b };
+            let part = RowPart::of(a.row());
             prop_assert!(part.begins(&atomics(&words(&a))));
-            prop_assert_eq!(part.begins(&atomics(&words(&b))), a.row == b.row);
+            prop_assert_eq!(part.begins(&atomics(&words(&b))), a.row() == b.row());
         }
 
         /// Invariant 3, and the sequence id read in place.
@@ -455,20 +458,20 @@ mod tests {
         fn keys_decode_to_their_cells(c in cell()) {
             let key = atomics(&words(&c));
             let mut packed = Vec::new();
-            pack(&c.value, |w| packed.push(w));
-            prop_assert_eq!(packed.len(), c.value.len().div_ceil(8));
+            pack(c.value(), |w| packed.push(w));
+            prop_assert_eq!(packed.len(), c.value().len().div_ceil(8));
             let len = encoded_len(&c);
             prop_assert_eq!(seq_id(&key, len), c.seq_id);
             let mut buf = CellBuf::default();
-            let back = decode(&key, len, &atomics(&packed), c.value.len(), c.ttl_ms, &mut buf);
-            let again = decode(&key, len, &atomics(&packed), c.value.len(), c.ttl_ms, &mut buf);
+            let back = decode(&key, len, &atomics(&packed), c.value().len(), c.ttl_ms, &mut buf);
+            let again = decode(&key, len, &atomics(&packed), c.value().len(), c.ttl_ms, &mut buf);
             prop_assert_eq!(&again, &back);
             prop_assert_eq!(&back, &c);
             // The family is the kept copy of the name, the same for every cell decoded.
             prop_assert_eq!(back.family.as_ptr(), again.family.as_ptr());
             prop_assert_eq!(
-                (back.seq_id, back.cell_type, &back.value, back.ttl_ms),
-                (c.seq_id, c.cell_type, &c.value, c.ttl_ms)
+                (back.seq_id, back.cell_type, &back.value(), back.ttl_ms),
+                (c.seq_id, c.cell_type, &c.value(), c.ttl_ms)
             );
         }
     }

@@ -122,7 +122,7 @@ impl MemStore {
         let adding = self
             .rows
             .get_or_init(|| RowBloom::for_rows(self.rows_expected))
-            .start_add(row_bloom::row_hash(&cell.row));
+            .start_add(row_bloom::row_hash(cell.row()));
         let replaced = self.cells.insert(cell);
         adding.finish();
         self.len.fetch_add(1, Ordering::Relaxed);
@@ -149,7 +149,7 @@ impl MemStore {
         while at != NIL {
             let node = self.cells.node(at);
             let cell = node.cell(&mut buf);
-            if cell.row != *row {
+            if cell.row() != *row {
                 break;
             }
             if cell.seq_id == seq && node.kill() {
@@ -314,7 +314,7 @@ impl CellSource for MemStoreScanner {
         self.at = match self.mem.cells.past_column(self.at, COLUMN_STEPS) {
             Ok(next) => next,
             Err(last) => SEARCH_KEY.with_borrow_mut(|words| {
-                let past = Cell::last_on_column(&column.row, &column.family, &column.qualifier);
+                let past = Cell::last_on_column(column.row(), &column.family, column.qualifier());
                 key::encode_into(&past, words);
                 self.mem.cells.seek_from(last, words)
             }),
@@ -325,8 +325,8 @@ impl CellSource for MemStoreScanner {
 
     /// Searches forward to the next row's first key: stepping would copy out each cell of
     /// the row passed (a Get of named columns leaves the rest of its row this way).
-    fn skip_row(&mut self, row: &Bytes) -> Result<()> {
-        if self.current.as_ref().is_none_or(|c| c.row != *row) {
+    fn skip_row(&mut self, row: &[u8]) -> Result<()> {
+        if self.current.as_ref().is_none_or(|c| c.row() != row) {
             return Ok(());
         }
         self.skip_to(&first_on_next_row(row))
@@ -345,7 +345,7 @@ impl CellSource for MemStoreScanner {
             }
             let node = self.mem.cells.node(at);
             if !node.is_dead() && node.seq_id() <= self.read_point {
-                return Ok(Some(node.cell(&mut self.buf).row));
+                return Ok(Some(node.cell(&mut self.buf).row_bytes()));
             }
             bound = Some(
                 node.key()
@@ -363,9 +363,10 @@ mod tests {
     use std::collections::BTreeSet;
 
     fn put(row: &str, ts: i64, seq: u64, value: &str) -> Cell {
-        Cell {
-            seq_id: seq,
-            ..Cell::put(row.to_owned(), "f", "q", ts, value.to_owned())
+        {
+            let mut c = Cell::put(row.to_owned(), "f", "q", ts, value.to_owned());
+            c.seq_id = seq;
+            c
         }
     }
 
@@ -389,9 +390,10 @@ mod tests {
             for q in ["a", "b"] {
                 for ts in [1, 2] {
                     seq += 1;
-                    mem.insert(&Cell {
-                        seq_id: seq,
-                        ..Cell::put(row.to_vec(), "f", q, ts, "v")
+                    mem.insert(&{
+                        let mut c = Cell::put(row.to_vec(), "f", q, ts, "v");
+                        c.seq_id = seq;
+                        c
                     });
                 }
             }
@@ -399,7 +401,7 @@ mod tests {
         for read_point in [0, 2, 13, u64::MAX] {
             let everything = all(&mem, read_point);
             for row in rows {
-                let of_row = |c: &&Cell| c.row == row;
+                let of_row = |c: &&Cell| c.row() == row;
                 let want: Vec<Cell> = everything.iter().filter(of_row).cloned().collect();
                 let mut s = mem.row_scanner(read_point, row);
                 s.seek(&Cell::first_on_row(&Bytes::copy_from_slice(row)))
@@ -442,7 +444,7 @@ mod tests {
         let kept = all(&Arc::new(mem), 0);
         assert_eq!(kept.len(), 1);
         assert_eq!(
-            (&kept[0].row[..], &kept[0].value[..]),
+            (kept[0].row(), kept[0].value()),
             (&[7u8; 4][..], &[7u8; 100][..])
         );
     }
@@ -483,7 +485,7 @@ mod tests {
         );
         assert_eq!(mem.size_bytes() as isize, a + b);
         assert_eq!(all(&mem, u64::MAX), vec![second.clone()]);
-        assert_eq!(all(&mem, u64::MAX)[0].value, second.value);
+        assert_eq!(all(&mem, u64::MAX)[0].value(), second.value());
         assert_eq!(mem.len(), 1);
         // The live cell is the last of the two: a reversed lookup finds it, not the dead one.
         let mut s = mem.scanner(u64::MAX);
@@ -503,13 +505,11 @@ mod tests {
             put("b", 2, 1, "x"),
             put("b", 1, 3, "x"),
         ];
-        let drop = [
-            put("b", 3, 2, "y"),
-            Cell {
-                seq_id: 2,
-                ..Cell::put("b", "f", "z", 3, "y")
-            },
-        ];
+        let drop = [put("b", 3, 2, "y"), {
+            let mut c = Cell::put("b", "f", "z", 3, "y");
+            c.seq_id = 2;
+            c
+        }];
         keep.iter().chain(&drop).for_each(|c| {
             mem.insert(c);
         });
@@ -534,7 +534,7 @@ mod tests {
         mem.insert(&small);
         mem.insert(&big);
         assert_eq!(all(&mem, 0), vec![big.clone(), small]);
-        assert_eq!(all(&mem, 0)[0].value, big.value);
+        assert_eq!(all(&mem, 0)[0].value(), big.value());
     }
 
     /// Thread safety: writers inserting at once while a reader walks; every walk is in order,
@@ -566,7 +566,7 @@ mod tests {
         });
         let seen = all(&mem, u64::MAX);
         assert_eq!(seen.len(), (writers * per) as usize);
-        let distinct: BTreeSet<_> = seen.iter().map(|c| c.row.clone()).collect();
+        let distinct: BTreeSet<_> = seen.iter().map(basalt_model::Cell::row_bytes).collect();
         assert_eq!(distinct.len(), seen.len());
     }
 
@@ -583,9 +583,11 @@ mod tests {
             for q in 0..4u32 {
                 for v in 0..versions {
                     seq += 1;
-                    let c = Cell {
-                        seq_id: seq,
-                        ..Cell::put(format!("r{row:03}"), "f", format!("q{q}"), v.into(), "v")
+                    let c = {
+                        let mut c =
+                            Cell::put(format!("r{row:03}"), "f", format!("q{q}"), v.into(), "v");
+                        c.seq_id = seq;
+                        c
                     };
                     mem.insert(&c);
                 }
@@ -612,7 +614,7 @@ mod tests {
                     skipping.skip_column(&at).unwrap();
                     let mut searched = mem.scanner(read_point);
                     searched
-                        .seek(&Cell::last_on_column(&at.row, &at.family, &at.qualifier))
+                        .seek(&Cell::last_on_column(at.row(), &at.family, at.qualifier()))
                         .unwrap();
                     assert_eq!(
                         skipping.peek(),
@@ -620,8 +622,8 @@ mod tests {
                         "past the column of {at:?}"
                     );
                     // And past its row.
-                    skipping.skip_row(&at.row).unwrap();
-                    searched.seek(&first_on_next_row(&at.row)).unwrap();
+                    skipping.skip_row(at.row()).unwrap();
+                    searched.seek(&first_on_next_row(at.row())).unwrap();
                     assert_eq!(skipping.peek(), searched.peek(), "past the row of {at:?}");
                 }
                 for target in &targets {

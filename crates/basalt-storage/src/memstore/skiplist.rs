@@ -63,7 +63,7 @@ pub fn body_words(cell: &Cell) -> usize {
     2 + key::encoded_len(cell).div_ceil(8)
         + 1
         + usize::from(cell.ttl_ms.is_some())
-        + cell.value.len().div_ceil(8)
+        + cell.value().len().div_ceil(8)
 }
 
 /// The skip list.
@@ -209,13 +209,13 @@ impl SkipList {
             words[i].store(w, Relaxed);
             i += 1;
         });
-        words[i].store(cell.value.len() as u64, Relaxed);
+        words[i].store(cell.value().len() as u64, Relaxed);
         i += 1;
         if let Some(ttl) = cell.ttl_ms {
             words[i].store(ttl, Relaxed);
             i += 1;
         }
-        key::pack(&cell.value, |w| {
+        key::pack(cell.value(), |w| {
             words[i].store(w, Relaxed);
             i += 1;
         });
@@ -433,9 +433,10 @@ mod tests {
             }
         }
         for (seq, cell) in (1u64..).zip(merge_round_robin(columns)) {
-            list.insert(&Cell {
-                seq_id: seq,
-                ..cell
+            list.insert(&{
+                let mut c = cell;
+                c.seq_id = seq;
+                c
             });
         }
         let mut nodes = Vec::new();
@@ -450,7 +451,7 @@ mod tests {
     /// The row and qualifier of node `at`.
     fn column(list: &SkipList, at: u64) -> (Bytes, Bytes) {
         let c = list.node(at).cell(&mut CellBuf::default());
-        (c.row, c.qualifier)
+        (c.row_bytes(), c.qualifier_bytes())
     }
 
     /// The key just past the column of node `at`.
@@ -458,7 +459,7 @@ mod tests {
         let c = list.node(at).cell(&mut CellBuf::default());
         let mut past = Vec::new();
         key::encode_into(
-            &Cell::last_on_column(&c.row, &c.family, &c.qualifier),
+            &Cell::last_on_column(c.row(), &c.family, c.qualifier()),
             &mut past,
         );
         past

@@ -43,7 +43,10 @@ impl Region {
         }
         // Folding compares keys only: every cell gets the same sequence id below.
         fold_repeated_columns(&mut cells);
-        let row = cells.first().map(|c| c.row.clone()).unwrap_or_default();
+        let row = cells
+            .first()
+            .map(basalt_model::Cell::row_bytes)
+            .unwrap_or_default();
         let (seq, ticket) = if durability == Durability::SkipWal {
             let seq = self.mvcc.begin();
             cells.iter_mut().for_each(|c| c.seq_id = seq);

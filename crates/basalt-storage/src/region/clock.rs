@@ -54,7 +54,7 @@ impl RowClock {
 
     /// Notes that a write put `row`'s time at `ts` when the clock said `clock`: kept as the
     /// row's floor when it is ahead of the clock, by at most [`MAX_AHEAD_MS`].
-    pub(crate) fn ran_ahead(&self, row: &Bytes, ts: i64, clock: i64) {
+    pub(crate) fn ran_ahead(&self, row: &[u8], ts: i64, clock: i64) {
         if !within_reach(ts, clock) {
             return;
         }
@@ -62,8 +62,12 @@ impl RowClock {
         if floors.len() > 4096 {
             floors.retain(|_, f| *f > clock);
         }
-        let f = floors.entry(row.clone()).or_insert(ts);
-        *f = (*f).max(ts);
+        match floors.get_mut(row) {
+            Some(f) => *f = (*f).max(ts),
+            None => {
+                floors.insert(Bytes::copy_from_slice(row), ts);
+            }
+        }
         self.max.fetch_max(ts, Ordering::AcqRel);
     }
 

@@ -387,7 +387,7 @@ impl Region {
         for c in cells {
             let after = i64::from(c.cell_type.is_delete());
             self.row_clock
-                .ran_ahead(&c.row, c.timestamp.saturating_add(after), clock);
+                .ran_ahead(c.row(), c.timestamp.saturating_add(after), clock);
             let flushed = m
                 .stores
                 .get(&family_dir_name(&c.family))

@@ -150,8 +150,8 @@ impl Region {
                 let expected = value.as_ref().filter(|v| !v.is_empty());
                 Ok(match (stored, expected) {
                     (None, None) => true,
-                    (Some(c), None) => c.value.is_empty(),
-                    (Some(c), Some(v)) => op.matches(v[..].cmp(&c.value[..])),
+                    (Some(c), None) => c.value().is_empty(),
+                    (Some(c), Some(v)) => op.matches(v[..].cmp(c.value())),
                     (None, Some(_)) => false,
                 })
             }
@@ -235,11 +235,11 @@ impl Region {
                 // "Delete the latest version": the k-th mention of a column deletes its k-th
                 // newest version; with fewer versions the marker lands at now and masks nothing.
                 let n = seen
-                    .entry((m.family.clone(), m.qualifier.clone()))
+                    .entry((m.family.clone(), m.qualifier_bytes()))
                     .or_insert(0);
                 *n += 1;
                 let get = Get::new(d.row.clone())
-                    .add_column(m.family.clone(), m.qualifier.clone())
+                    .add_column(m.family.clone(), m.qualifier_bytes())
                     .with_max_versions(*n);
                 let versions = self.get(get)?;
                 m.timestamp = versions
@@ -281,7 +281,7 @@ impl Region {
         for (f, q, amount) in cols {
             let old = current.column_cells(&f, &q).next();
             let base = match old {
-                Some(c) => i64::from_be_bytes(c.value[..].try_into().map_err(|_| {
+                Some(c) => i64::from_be_bytes(c.value()[..].try_into().map_err(|_| {
                     Error::DoNotRetry("Attempted to increment field that isn't 64 bits wide".into())
                 })?),
                 None => 0,
@@ -327,9 +327,9 @@ impl Region {
             let old = writes
                 .iter()
                 .rev()
-                .find(|c| c.family == f && c.qualifier == q)
+                .find(|c| c.family == f && c.qualifier() == q)
                 .or_else(|| current.column_cells(f, q).next());
-            let mut value = old.map_or_else(Vec::new, |c| c.value.to_vec());
+            let mut value = old.map_or_else(Vec::new, |c| c.value().to_vec());
             value.extend_from_slice(v);
             let cell = self.rmw_cell(
                 &app.row,
@@ -341,7 +341,7 @@ impl Region {
                 app.ttl_ms,
                 now,
             )?;
-            writes.retain(|c| !(c.family == f && c.qualifier == q));
+            writes.retain(|c| !(c.family == f && c.qualifier() == q));
             writes.push(cell);
         }
         writes.sort();

@@ -231,9 +231,9 @@ impl RegionScanner {
             return Ok(self
                 .stores
                 .iter()
-                .filter_map(StoreScanner::peek_row)
-                .min()
-                .cloned());
+                .filter(|s| s.peek_row().is_some())
+                .min_by(|a, b| a.peek_row().cmp(&b.peek_row()))
+                .and_then(StoreScanner::peek_row_bytes));
         }
         let mut best: Option<Bytes> = None;
         for s in &mut self.stores {

@@ -30,7 +30,7 @@ impl RowRangeSource {
 
 impl CellSource for RowRangeSource {
     fn peek(&self) -> Option<&Cell> {
-        self.inner.peek().filter(|c| self.in_range(&c.row))
+        self.inner.peek().filter(|c| self.in_range(c.row()))
     }
 
     fn advance(&mut self) -> Result<()> {
@@ -48,7 +48,7 @@ impl CellSource for RowRangeSource {
     }
 
     fn seek(&mut self, key: &Cell) -> Result<()> {
-        if key.row[..] < self.start[..] {
+        if key.row()[..] < self.start[..] {
             self.inner.seek(&Cell::first_on_row(&self.start))
         } else {
             self.inner.seek(key)
@@ -90,7 +90,7 @@ mod tests {
         }
         fn last_row_before(&mut self, key: Option<&Cell>) -> Result<Option<Bytes>> {
             let p = key.map_or(self.0.len(), |k| self.0.partition_point(|c| c < k));
-            Ok(p.checked_sub(1).map(|i| self.0[i].row.clone()))
+            Ok(p.checked_sub(1).map(|i| self.0[i].row_bytes()))
         }
     }
 
@@ -113,7 +113,7 @@ mod tests {
         while s.take_into(&mut cells).unwrap() {}
         cells
             .iter()
-            .map(|c| String::from_utf8(c.row.to_vec()).unwrap())
+            .map(|c| String::from_utf8(c.row().to_vec()).unwrap())
             .collect()
     }
 

@@ -32,23 +32,25 @@ fn cell() -> impl Strategy<Value = Cell> {
         prop::collection::vec(any::<u8>(), 0..20),
         prop::option::of(1u64..9),
     )
-        .prop_map(|(r, q, ts, t, seq, v, ttl)| Cell {
-            row: Bytes::from(format!("row{r}")),
-            family: Bytes::from_static(b"f"),
-            qualifier: if t == CellType::DeleteFamily {
-                Bytes::new()
-            } else {
-                Bytes::from(format!("q{q}"))
-            },
-            timestamp: ts,
-            cell_type: t,
-            seq_id: seq,
-            value: if t == CellType::Put {
-                Bytes::from(v)
-            } else {
-                Bytes::new()
-            },
-            ttl_ms: ttl,
+        .prop_map(|(r, q, ts, t, seq, v, ttl)| {
+            Cell::from(basalt_model::CellParts {
+                row: Bytes::from(format!("row{r}")),
+                family: Bytes::from_static(b"f"),
+                qualifier: if t == CellType::DeleteFamily {
+                    Bytes::new()
+                } else {
+                    Bytes::from(format!("q{q}"))
+                },
+                timestamp: ts,
+                cell_type: t,
+                seq_id: seq,
+                value: if t == CellType::Put {
+                    Bytes::from(v)
+                } else {
+                    Bytes::new()
+                },
+                ttl_ms: ttl,
+            })
         })
 }
 
@@ -85,12 +87,16 @@ fn check_source(
     for p in probes {
         s.seek(p).unwrap();
         prop_assert_eq!(s.peek(), want.iter().find(|c| *c >= p), "seek to {:?}", p);
-        let before = want.iter().rev().find(|c| *c < p).map(|c| c.row.clone());
+        let before = want
+            .iter()
+            .rev()
+            .find(|c| *c < p)
+            .map(basalt_model::Cell::row_bytes);
         prop_assert_eq!(s.last_row_before(Some(p)).unwrap(), before);
     }
     prop_assert_eq!(
         s.last_row_before(None).unwrap(),
-        want.last().map(|c| c.row.clone())
+        want.last().map(basalt_model::Cell::row_bytes)
     );
     Ok(())
 }
@@ -101,14 +107,15 @@ fn probe() -> impl Strategy<Value = Cell> {
         match q {
             0 => Cell::first_on_row(&row),
             4 => crate::store::scanner::first_on_next_row(&row),
-            _ => Cell {
-                timestamp: ts,
-                ..Cell::first_on_column(
+            _ => {
+                let mut c = Cell::first_on_column(
                     &row,
                     &Bytes::from_static(b"f"),
                     &Bytes::from(format!("q{q}")),
-                )
-            },
+                );
+                c.timestamp = ts;
+                c
+            }
         }
     })
 }
@@ -143,8 +150,8 @@ proptest! {
         check_source(&mut f.scanner(read_point, Caching::QUERY).unwrap(), &want, &probes)?;
         for c in &all {
             // a bloom filter never denies a cell that is there
-            let q: &[u8] = if c.cell_type.is_family_delete() { b"any" } else { &c.qualifier };
-            prop_assert!(f.may_contain(&c.row, Some(q)).unwrap());
+            let q: &[u8] = if c.cell_type.is_family_delete() { b"any" } else { c.qualifier() };
+            prop_assert!(f.may_contain(c.row(), Some(q)).unwrap());
         }
     }
 }

@@ -313,7 +313,7 @@ impl Store {
             return Ok(None);
         };
         let info = largest.info();
-        let at_edge = |k: &Option<Cell>| k.as_ref().is_some_and(|k| k.row == mid);
+        let at_edge = |k: &Option<Cell>| k.as_ref().is_some_and(|k| k.row() == mid);
         if at_edge(&info.first_key) || at_edge(&info.last_key) {
             return Ok(None);
         }
@@ -505,8 +505,8 @@ fn file_may_match(f: &StoreFile, hint: &ReadHint<'_>) -> Result<bool> {
         return Ok(false);
     }
     if let Some((row, col)) = hint.get {
-        let outside = info.first_key.as_ref().is_some_and(|k| k.row > row)
-            || info.last_key.as_ref().is_some_and(|k| k.row < row);
+        let outside = info.first_key.as_ref().is_some_and(|k| k.row() > row)
+            || info.last_key.as_ref().is_some_and(|k| k.row() < row);
         if outside || !f.may_contain_in(row, col, hint.cache_only)? {
             return Ok(false);
         }

@@ -114,7 +114,7 @@ fn read_store(store: &Store, raw: bool, versions: u32, tr: TimeRange) -> Vec<Cel
         .unwrap();
     s.seek_to_first().unwrap();
     let mut out = Vec::new();
-    while let Some(row) = s.peek_row().cloned() {
+    while let Some(row) = s.peek_row_bytes() {
         s.read_row(&row, &mut out, None).unwrap();
     }
     out
@@ -122,11 +122,11 @@ fn read_store(store: &Store, raw: bool, versions: u32, tr: TimeRange) -> Vec<Cel
 
 fn key(c: &Cell) -> (Bytes, Bytes, i64, &'static str, Bytes) {
     (
-        c.row.clone(),
-        c.qualifier.clone(),
+        c.row_bytes(),
+        c.qualifier_bytes(),
         c.timestamp,
         c.cell_type.name(),
-        c.value.clone(),
+        c.value_bytes(),
     )
 }
 
@@ -150,12 +150,12 @@ proptest! {
             match op {
                 StoreOp::Put(p) => {
                     seq += 1;
-                    p.cells.iter().for_each(|c| { store.insert(&Cell { seq_id: seq, ..c.clone() }); });
+                    p.cells.iter().for_each(|c| { store.insert(&{ let mut c = c.clone(); c.seq_id = seq; c }); });
                     oracle.put(p, NOW);
                 }
                 StoreOp::Delete(d) => {
                     seq += 1;
-                    d.markers.iter().for_each(|c| { store.insert(&Cell { seq_id: seq, ..c.clone() }); });
+                    d.markers.iter().for_each(|c| { store.insert(&{ let mut c = c.clone(); c.seq_id = seq; c }); });
                     oracle.delete(d, NOW);
                 }
                 StoreOp::Flush => {
@@ -212,9 +212,10 @@ fn a_get_leaves_out_the_memstores_and_files_that_rule_its_row_out() {
         &cache,
     )
     .unwrap();
-    let put = |row: &str, seq: u64| Cell {
-        seq_id: seq,
-        ..Cell::put(row.to_owned(), "f", "q", 1, "v")
+    let put = |row: &str, seq: u64| {
+        let mut c = Cell::put(row.to_owned(), "f", "q", 1, "v");
+        c.seq_id = seq;
+        c
     };
     store.insert(&put("in-file", 1));
     let snap = store.take_snapshot().unwrap();
@@ -228,7 +229,7 @@ fn a_get_leaves_out_the_memstores_and_files_that_rule_its_row_out() {
     for row in ["in-memstore", "in-file"] {
         let got = get_row(&store, &Bytes::from(row));
         assert_eq!(
-            got.iter().map(|c| &c.row[..]).collect::<Vec<_>>(),
+            got.iter().map(basalt_model::Cell::row).collect::<Vec<_>>(),
             [row.as_bytes()]
         );
     }

@@ -205,7 +205,7 @@ impl QueryMatcher {
     }
 
     fn pre_check(&mut self, cell: &Cell) -> Option<MatchCode> {
-        if !self.row.is(&cell.row) {
+        if !self.row.is(cell.row()) {
             return Some(MatchCode::Done);
         }
         if self.columns.done() {
@@ -313,8 +313,8 @@ impl QueryMatcher {
         if code != M::Include {
             return code;
         }
-        if !self.filter_col.is(&cell.qualifier) {
-            self.filter_col.set(&cell.qualifier);
+        if !self.filter_col.is(cell.qualifier()) {
+            self.filter_col.set(cell.qualifier());
             self.filter_count = 0;
         }
         self.filter_count += 1;
@@ -459,14 +459,14 @@ impl ColumnTracker {
         let Some(cols) = &self.explicit else {
             return MatchCode::Include;
         };
-        while self.idx < cols.len() && cols[self.idx] < cell.qualifier {
+        while self.idx < cols.len() && cols[self.idx] < cell.qualifier() {
             self.idx += 1;
         }
         match cols.get(self.idx) {
             None => MatchCode::SeekNextRow,
-            Some(want) if *want == cell.qualifier => MatchCode::Include,
+            Some(want) if *want == cell.qualifier() => MatchCode::Include,
             Some(want) => MatchCode::SeekTo(Box::new(Cell::first_on_column(
-                &cell.row,
+                cell.row(),
                 &cell.family,
                 want,
             ))),
@@ -480,7 +480,7 @@ impl ColumnTracker {
     }
 
     fn check_versions(&mut self, cell: &Cell, ignore_count: bool) -> MatchCode {
-        if self.column.is(&cell.qualifier) {
+        if self.column.is(cell.qualifier()) {
             if ignore_count {
                 return MatchCode::Include;
             }
@@ -488,7 +488,7 @@ impl ColumnTracker {
                 return MatchCode::Skip;
             }
         } else {
-            self.column.set(&cell.qualifier);
+            self.column.set(cell.qualifier());
             self.count = 0;
             self.last_ts_type = None;
             if ignore_count {

@@ -58,9 +58,9 @@ pub trait CellSource: Send + std::fmt::Debug {
             |c| c.same_column(column),
             |s| {
                 s.seek(&Cell::last_on_column(
-                    &column.row,
+                    column.row(),
                     &column.family,
-                    &column.qualifier,
+                    column.qualifier(),
                 ))
             },
         )
@@ -71,8 +71,12 @@ pub trait CellSource: Send + std::fmt::Debug {
     ///
     /// # Errors
     /// A corrupt block.
-    fn skip_row(&mut self, row: &Bytes) -> Result<()> {
-        step_then_seek(self, |c| c.row == *row, |s| s.seek(&first_on_next_row(row)))
+    fn skip_row(&mut self, row: &[u8]) -> Result<()> {
+        step_then_seek(
+            self,
+            |c| c.row() == row,
+            |s| s.seek(&first_on_next_row(row)),
+        )
     }
     /// The row of the greatest visible cell below `key` (below nothing: the last cell), for
     /// reversed scans. Does not move.
@@ -104,10 +108,11 @@ fn step_then_seek<S: CellSource + ?Sized>(
 
 /// The smallest key of the row after `row`.
 #[must_use]
-pub fn first_on_next_row(row: &Bytes) -> Cell {
-    let mut next = row.to_vec();
+pub fn first_on_next_row(row: &[u8]) -> Cell {
+    let mut next = Vec::with_capacity(row.len() + 1);
+    next.extend_from_slice(row);
     next.push(0);
-    Cell::first_on_row(&Bytes::from(next))
+    Cell::first_on_row(&next)
 }
 
 /// Scans one store for one query.
@@ -161,8 +166,14 @@ impl StoreScanner {
 
     /// The row of the next cell, `None` when the store is exhausted.
     #[must_use]
-    pub fn peek_row(&self) -> Option<&Bytes> {
-        self.min().map(|c| &c.row)
+    pub fn peek_row(&self) -> Option<&[u8]> {
+        self.min().map(Cell::row)
+    }
+
+    /// The next cell's row as a handle of its own (sharing the cell's buffer).
+    #[must_use]
+    pub fn peek_row_bytes(&self) -> Option<Bytes> {
+        self.min().map(Cell::row_bytes)
     }
 
     /// Positions every source at the first cell at or after `key`.
@@ -343,7 +354,7 @@ impl StoreScanner {
     }
 
     /// Moves every source past `row` ([`CellSource::skip_row`]).
-    fn skip_row(&mut self, row: &Bytes) -> Result<()> {
+    fn skip_row(&mut self, row: &[u8]) -> Result<()> {
         self.sources.iter_mut().try_for_each(|s| s.skip_row(row))
     }
 
@@ -353,7 +364,7 @@ impl StoreScanner {
     /// A corrupt block, or an error from `sink`.
     pub fn compact_into(&mut self, mut sink: impl FnMut(Cell) -> Result<()>) -> Result<()> {
         let mut row_cells = Vec::new();
-        while let Some(row) = self.peek_row().cloned() {
+        while let Some(row) = self.peek_row_bytes() {
             self.read_row(&row, &mut row_cells, None)?;
             row_cells.drain(..).try_for_each(&mut sink)?;
         }
@@ -365,7 +376,7 @@ fn row_too_big(c: &Cell) -> basalt_model::Error {
     basalt_model::Error::RowTooBig(format!(
         "Max row size allowed exceeded: the row {} is bigger than hbase.table.max.rowsize \
          (reached in column family {}); read it with a batch size",
-        basalt_model::bytes_fmt::to_string_binary(&c.row),
+        basalt_model::bytes_fmt::to_string_binary(c.row()),
         basalt_model::bytes_fmt::to_string_binary(&c.family)
     ))
 }
@@ -392,9 +403,9 @@ impl Step {
     /// Past every version of `cell`'s column.
     fn column_after(cell: &Cell) -> Step {
         Step::SkipTo(Cell::last_on_column(
-            &cell.row,
+            cell.row(),
             &cell.family,
-            &cell.qualifier,
+            cell.qualifier(),
         ))
     }
 }
@@ -422,12 +433,12 @@ fn min_source(sources: &[Box<dyn CellSource>]) -> Option<usize> {
 /// puts; a seek past that column would skip them and let them mask nothing. Within the empty
 /// qualifier, seeks become steps so every marker reaches the delete tracker.
 fn protect_family_markers(cell: &Cell, code: MatchCode) -> MatchCode {
-    if !cell.qualifier.is_empty() {
+    if !cell.qualifier().is_empty() {
         return code;
     }
     match code {
         MatchCode::SeekNextCol => MatchCode::Skip,
-        MatchCode::SeekTo(key) if key.row == cell.row => MatchCode::Skip,
+        MatchCode::SeekTo(key) if key.row() == cell.row() => MatchCode::Skip,
         MatchCode::IncludeAndSeekNextCol => MatchCode::Include,
         other => other,
     }

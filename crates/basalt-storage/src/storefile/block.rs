@@ -27,10 +27,10 @@ fn codec_code(c: Compression) -> u8 {
 
 /// Encodes a cell's key (without family).
 pub fn encode_key(out: &mut Vec<u8>, c: &Cell) {
-    let row_len = u16::try_from(c.row.len()).expect("rows are validated to at most 32767 bytes");
+    let row_len = u16::try_from(c.row().len()).expect("rows are validated to at most 32767 bytes");
     out.extend_from_slice(&row_len.to_be_bytes());
-    out.extend_from_slice(&c.row);
-    out.extend_from_slice(&c.qualifier);
+    out.extend_from_slice(c.row());
+    out.extend_from_slice(c.qualifier());
     out.extend_from_slice(&c.timestamp.to_be_bytes());
     out.push(c.cell_type.code());
     out.extend_from_slice(&c.seq_id.to_be_bytes());
@@ -49,16 +49,16 @@ pub fn decode_key(key: &Bytes, family: &Bytes) -> Option<Cell> {
     let ts = i64::from_be_bytes(key[qual_end..qual_end + 8].try_into().ok()?);
     let cell_type = CellType::from_code(key[qual_end + 8])?;
     let seq_id = u64::from_be_bytes(key[qual_end + 9..].try_into().ok()?);
-    Some(Cell {
-        row: key.slice(2..2 + row_len),
-        family: family.clone(),
-        qualifier: key.slice(2 + row_len..qual_end),
-        timestamp: ts,
-        cell_type,
-        seq_id,
-        value: Bytes::new(),
-        ttl_ms: None,
-    })
+    let spans = basalt_model::Spans {
+        row: 2..2 + row_len,
+        qualifier: 2 + row_len..qual_end,
+        value: qual_end..qual_end,
+    };
+    let mut cell = Cell::in_buffer(key.clone(), &spans, family.clone())?;
+    cell.timestamp = ts;
+    cell.cell_type = cell_type;
+    cell.seq_id = seq_id;
+    Some(cell)
 }
 
 /// Builds one data block (format version 2: whole keys, every entry's offset).
@@ -75,9 +75,9 @@ impl DataBlockBuilder {
     pub fn add(&mut self, c: &Cell) {
         let at = u32::try_from(self.buf.len()).expect("blocks stay far below 4 GiB");
         self.offsets.push(at);
-        let key_len = KEY_FIXED_LEN + c.row.len() + c.qualifier.len();
+        let key_len = KEY_FIXED_LEN + c.row().len() + c.qualifier().len();
         put_varint(&mut self.buf, key_len as u64);
-        put_varint(&mut self.buf, c.value.len() as u64);
+        put_varint(&mut self.buf, c.value().len() as u64);
         match c.ttl_ms {
             Some(ttl) => {
                 self.buf.push(1);
@@ -88,7 +88,7 @@ impl DataBlockBuilder {
         let key_at = self.buf.len();
         encode_key(&mut self.buf, c);
         self.last_key = key_at..self.buf.len();
-        self.buf.extend_from_slice(&c.value);
+        self.buf.extend_from_slice(c.value());
     }
 
     /// Bytes of the body so far.

@@ -15,7 +15,7 @@ use std::cmp::Ordering;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::sync::OnceLock;
 
-use basalt_model::{Cell, CellType};
+use basalt_model::{Cell, CellType, Spans};
 use bytes::Bytes;
 
 use crate::codec::Reader;
@@ -69,9 +69,9 @@ impl<'a> RawKey<'a> {
     /// The key's order against `key` (cell.rs, invariant 1), for a key of `family`.
     fn cmp(self, family: &[u8], key: &Cell) -> Ordering {
         self.row()
-            .cmp(&key.row)
+            .cmp(key.row())
             .then_with(|| family.cmp(&key.family))
-            .then_with(|| self.qualifier().cmp(&key.qualifier))
+            .then_with(|| self.qualifier().cmp(key.qualifier()))
             .then_with(|| {
                 let (ts, code, seq) = self.tail();
                 key.timestamp
@@ -342,19 +342,23 @@ impl DataBlock {
         Ok(Visible::End)
     }
 
+    /// The cell of entry `e`: its row, qualifier and value share the block with one count.
     fn cell_of(&self, e: &Located) -> Cell {
-        let row_end = e.key.start + 2 + e.row_len;
+        let start = e.key.start + 2;
+        let spans = Spans {
+            row: 0..e.row_len,
+            qualifier: e.row_len..e.key.end - KEY_TAIL_LEN - start,
+            value: e.value.start - start..e.value.end - start,
+        };
+        let data = self.body.slice(start..e.value.end);
         let (timestamp, code, seq_id) = self.key(e).tail();
-        Cell {
-            row: self.body.slice(e.key.start + 2..row_end),
-            family: self.family.clone(),
-            qualifier: self.body.slice(row_end..e.key.end - KEY_TAIL_LEN),
-            timestamp,
-            cell_type: CellType::from_code(code).unwrap_or(CellType::Put),
-            seq_id,
-            value: self.body.slice(e.value.clone()),
-            ttl_ms: (e.ttl != u64::MAX).then_some(e.ttl),
-        }
+        let mut cell = Cell::in_buffer(data, &spans, self.family.clone())
+            .unwrap_or_else(|| unreachable!("a located entry's parts lie within it (invariant 1)"));
+        cell.timestamp = timestamp;
+        cell.cell_type = CellType::from_code(code).unwrap_or(CellType::Put);
+        cell.seq_id = seq_id;
+        cell.ttl_ms = (e.ttl != u64::MAX).then_some(e.ttl);
+        cell
     }
 
     fn row_range(e: &Located) -> std::ops::Range<usize> {
@@ -418,10 +422,10 @@ impl DataBlock {
             None => None,
         };
         let at = match probes.map(|p| (p, p.prefix.of(&self.body))) {
-            Some((p, prefix)) if key.row.starts_with(prefix) => {
+            Some((p, prefix)) if key.row().starts_with(prefix) => {
                 // A smaller window means a smaller row, a larger one a larger row; only equal
                 // windows need the whole key.
-                let w = window(&key.row, prefix.len());
+                let w = window(key.row(), prefix.len());
                 partition(self.len, |i| match p.windows[i].cmp(&w) {
                     Ordering::Less => true,
                     Ordering::Greater => false,
@@ -583,16 +587,16 @@ mod tests {
         let block = block_of(&cells);
         assert_eq!(block.len(), cells.len());
         for (i, a) in cells.iter().enumerate() {
-            assert_eq!(block.row(i), Ok(a.row.clone()));
+            assert_eq!(block.row(i), Ok(a.row_bytes()));
             assert_eq!(block.seq_id(i), Ok(a.seq_id));
             assert_eq!(block.cell(i).as_ref(), Ok(a));
             for b in &cells {
                 assert_eq!(block.cmp_at(i, b), Ok(a.cmp(b)), "{a:?} vs {b:?}");
             }
             // Search keys of other families and of the row's edges order too.
-            let first = Cell::first_on_row(&a.row);
+            let first = Cell::first_on_row(a.row());
             assert_eq!(block.cmp_at(i, &first), Ok(a.cmp(&first)));
-            let g = Cell::first_on_column(&a.row, &Bytes::from_static(b"g"), &a.qualifier);
+            let g = Cell::first_on_column(a.row(), &Bytes::from_static(b"g"), a.qualifier());
             assert_eq!(block.cmp_at(i, &g), Ok(a.cmp(&g)));
         }
     }
@@ -673,7 +677,10 @@ mod tests {
         for _ in 0..PLAIN_SEARCHES {
             assert_eq!(block.lower_bound(&first), Ok(0), "a plain search");
         }
-        assert_eq!(block.cell(39).map(|c| c.row), Ok(cells[39].row.clone()));
+        assert_eq!(
+            block.cell(39).map(|c| c.row_bytes()),
+            Ok(cells[39].row_bytes())
+        );
         assert_eq!(block.cell(40), Err("malformed key"));
         assert_eq!(
             block

@@ -636,20 +636,20 @@ impl CellSource for StoreFileScanner {
         }
         let of_column = |d: &DataBlock, i: usize| {
             let (row, qualifier) = d.column_at(i)?;
-            Ok(row == column.row && qualifier == column.qualifier)
+            Ok(row == column.row() && qualifier == column.qualifier())
         };
         if !self.pass_in_block(of_column)? {
             self.seek(&Cell::last_on_column(
-                &column.row,
+                column.row(),
                 &column.family,
-                &column.qualifier,
+                column.qualifier(),
             ))?;
         }
         Ok(())
     }
 
-    fn skip_row(&mut self, row: &Bytes) -> Result<()> {
-        if self.current.as_ref().is_none_or(|c| c.row != *row) {
+    fn skip_row(&mut self, row: &[u8]) -> Result<()> {
+        if self.current.as_ref().is_none_or(|c| c.row() != row) {
             return Ok(());
         }
         if !self.pass_in_block(|d, i| Ok(d.column_at(i)?.0 == row))? {

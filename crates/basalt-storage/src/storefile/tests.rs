@@ -120,7 +120,7 @@ fn seek_and_last_row_before_use_the_index() {
     let mut s = from_start(&f, u64::MAX);
     let row = Bytes::from("row00150");
     s.seek(&Cell::first_on_row(&row)).unwrap();
-    assert_eq!(s.peek().unwrap().row, row);
+    assert_eq!(s.peek().unwrap().row(), row);
     assert_eq!(
         s.last_row_before(Some(&Cell::first_on_row(&row))).unwrap(),
         Some(Bytes::from("row00149"))
@@ -144,7 +144,7 @@ fn seek_and_last_row_before_use_the_index() {
     // seeks go backwards too (reversed scans)
     s.seek(&Cell::first_on_row(&Bytes::from("row00001")))
         .unwrap();
-    assert_eq!(&s.peek().unwrap().row[..], b"row00001");
+    assert_eq!(s.peek().unwrap().row(), b"row00001");
     s.seek(&Cell::first_on_row(&Bytes::from("zzz"))).unwrap();
     assert!(s.peek().is_none());
     // read point hides newer cells
@@ -329,7 +329,7 @@ fn skips_land_where_a_seek_does() {
                 cells[(i + 1) % cells.len()].clone(),
                 cells[(i + 7) % cells.len()].clone(),
                 cells[(i + 40) % cells.len()].clone(),
-                Cell::last_on_column(&start.row, &start.family, &start.qualifier),
+                Cell::last_on_column(start.row(), &start.family, start.qualifier()),
             ];
             for target in &targets {
                 let mut skipping = at(read_point, from);
@@ -347,15 +347,15 @@ fn skips_land_where_a_seek_does() {
             }
             let mut skipping = at(read_point, from);
             skipping.skip_column(&start).unwrap();
-            let past = Cell::last_on_column(&start.row, &start.family, &start.qualifier);
+            let past = Cell::last_on_column(start.row(), &start.family, start.qualifier());
             assert_eq!(
                 skipping.peek(),
                 at(read_point, &past).peek(),
                 "past {start:?}'s column"
             );
             let mut skipping = at(read_point, from);
-            skipping.skip_row(&start.row).unwrap();
-            let next = crate::store::scanner::first_on_next_row(&start.row);
+            skipping.skip_row(start.row()).unwrap();
+            let next = crate::store::scanner::first_on_next_row(start.row());
             assert_eq!(
                 skipping.peek(),
                 at(read_point, &next).peek(),
@@ -385,7 +385,7 @@ fn a_row_scanner_reads_its_row_alone() {
             let row = Bytes::from(format!("row{r:03}"));
             let want: Vec<Cell> = everything
                 .iter()
-                .filter(|c| c.row == row)
+                .filter(|c| c.row() == row)
                 .cloned()
                 .collect();
             let at_row = || {

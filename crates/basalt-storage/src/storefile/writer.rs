@@ -84,9 +84,9 @@ impl StoreFileWriter {
             let q: &[u8] = if c.cell_type.is_family_delete() {
                 b""
             } else {
-                &c.qualifier
+                c.qualifier()
             };
-            bloom.add(&bloom_key(self.bloom_kind, &c.row, q));
+            bloom.add(&bloom_key(self.bloom_kind, c.row(), q));
         }
         let i = &mut self.info;
         if i.first_key.is_none() {
@@ -193,11 +193,9 @@ impl StoreFileWriter {
 
 /// The cell's key alone (no value), as file info keeps it.
 fn key_of(c: &Cell) -> Cell {
-    Cell {
-        value: bytes::Bytes::new(),
-        ttl_ms: None,
-        ..c.clone()
-    }
+    let mut key = c.clone().with_value(bytes::Bytes::new());
+    key.ttl_ms = None;
+    key
 }
 
 fn encode_info(i: &FileInfo) -> Vec<u8> {

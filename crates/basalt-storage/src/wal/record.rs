@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use basalt_model::{Cell, CellType, Error, Result};
+use basalt_model::{Cell, CellType, Error, Result, Spans};
 use bytes::Bytes;
 
 use crate::codec::{put_bytes, put_varint, Reader};
@@ -46,8 +46,8 @@ pub fn encode_record(out: &mut Vec<u8>, region_id: u64, seq_id: u64, cells: &[Ce
     put_varint(out, cells.len() as u64);
     for c in cells {
         put_bytes(out, &c.family);
-        put_bytes(out, &c.row);
-        put_bytes(out, &c.qualifier);
+        put_bytes(out, c.row());
+        put_bytes(out, c.qualifier());
         out.extend_from_slice(&c.timestamp.to_be_bytes());
         out.push(c.cell_type.code());
         match c.ttl_ms {
@@ -57,7 +57,7 @@ pub fn encode_record(out: &mut Vec<u8>, region_id: u64, seq_id: u64, cells: &[Ce
             }
             None => out.push(0),
         }
-        put_bytes(out, &c.value);
+        put_bytes(out, c.value());
     }
     let payload = &out[start + RECORD_HEADER_LEN..];
     let len = u32::try_from(payload.len()).expect("a WAL edit is bounded by the cell size limit");
@@ -84,11 +84,19 @@ pub fn decode_edit(payload: &[u8], path: &Path, offset: u64) -> Result<WalEdit> 
     let seq_id = r.varint().ok_or_else(|| bad("truncated sequence id"))?;
     let n = r.len().ok_or_else(|| bad("truncated cell count"))?;
     let mut cells = Vec::with_capacity(n.min(4096));
+    // The edit's cells share one copy of the payload.
+    let whole = Bytes::copy_from_slice(payload);
+    let part = |r: &mut Reader<'_>, what: &str| {
+        let len = r
+            .bytes()
+            .ok_or_else(|| bad(&format!("truncated {what}")))?
+            .len();
+        Ok::<_, Error>(r.position() - len..r.position())
+    };
     for _ in 0..n {
-        let family = Bytes::copy_from_slice(r.bytes().ok_or_else(|| bad("truncated family"))?);
-        let row = Bytes::copy_from_slice(r.bytes().ok_or_else(|| bad("truncated row"))?);
-        let qualifier =
-            Bytes::copy_from_slice(r.bytes().ok_or_else(|| bad("truncated qualifier"))?);
+        let family = whole.slice(part(&mut r, "family")?);
+        let row = part(&mut r, "row")?;
+        let qualifier = part(&mut r, "qualifier")?;
         let ts = r.u64_be().ok_or_else(|| bad("truncated timestamp"))?;
         let code = r.u8().ok_or_else(|| bad("truncated type"))?;
         let cell_type = CellType::from_code(code)
@@ -103,17 +111,19 @@ pub fn decode_edit(payload: &[u8], path: &Path, offset: u64) -> Result<WalEdit> 
         } else {
             None
         };
-        let value = Bytes::copy_from_slice(r.bytes().ok_or_else(|| bad("truncated value"))?);
-        cells.push(Cell {
+        let value = part(&mut r, "value")?;
+        let spans = Spans {
             row,
-            family,
             qualifier,
-            timestamp: i64::from_be_bytes(ts.to_be_bytes()),
-            cell_type,
-            seq_id,
             value,
-            ttl_ms,
-        });
+        };
+        let mut cell = Cell::in_buffer(whole.clone(), &spans, family)
+            .ok_or_else(|| bad("a cell larger than 4 GiB"))?;
+        cell.timestamp = i64::from_be_bytes(ts.to_be_bytes());
+        cell.cell_type = cell_type;
+        cell.seq_id = seq_id;
+        cell.ttl_ms = ttl_ms;
+        cells.push(cell);
     }
     if !r.is_empty() {
         return Err(bad("trailing bytes after the last cell"));

@@ -176,11 +176,11 @@ impl Oracle {
             let mut m = m.clone();
             if m.cell_type == CellType::Delete && m.timestamp == LATEST_TIMESTAMP {
                 let n = mentions
-                    .entry((m.family.clone(), m.qualifier.clone()))
+                    .entry((m.family.clone(), m.qualifier_bytes()))
                     .or_insert(0);
                 *n += 1;
                 let get = Get::new(d.row.clone())
-                    .add_column(m.family.clone(), m.qualifier.clone())
+                    .add_column(m.family.clone(), m.qualifier_bytes())
                     .all_versions();
                 let versions = self.get(&get, now);
                 m.timestamp = versions.cells.get(*n - 1).map_or(now, |c| c.timestamp);
@@ -206,7 +206,7 @@ impl Oracle {
             let old = self.current(&inc.row, &f, &q, now);
             let base = old
                 .as_ref()
-                .map_or(0, |c| i64::from_be_bytes(c.value[..].try_into().unwrap()));
+                .map_or(0, |c| i64::from_be_bytes(c.value()[..].try_into().unwrap()));
             if amount == 0 {
                 if let Some(c) = old {
                     out.push(c);
@@ -238,10 +238,10 @@ impl Oracle {
             let old = writes
                 .iter()
                 .rev()
-                .find(|c| c.family == f && c.qualifier == q)
+                .find(|c| c.family == f && c.qualifier() == q)
                 .cloned()
                 .or_else(|| self.current(&app.row, f, q, now));
-            let mut value = old.as_ref().map_or_else(Vec::new, |c| c.value.to_vec());
+            let mut value = old.as_ref().map_or_else(Vec::new, |c| c.value().to_vec());
             value.extend_from_slice(v);
             let cell = rmw_cell(
                 &app.row,
@@ -253,7 +253,7 @@ impl Oracle {
                 now,
             );
             self.ran_ahead(&app.row, cell.timestamp, clock);
-            writes.retain(|c| !(c.family == f && c.qualifier == q));
+            writes.retain(|c| !(c.family == f && c.qualifier() == q));
             writes.push(cell);
         }
         writes.sort();
@@ -330,7 +330,7 @@ impl Oracle {
         let mut v: Vec<Cell> = family
             .mem
             .iter()
-            .filter(|c| c.row == row)
+            .filter(|c| c.row() == row)
             .cloned()
             .collect();
         v.extend(
@@ -338,7 +338,7 @@ impl Oracle {
                 .files
                 .iter()
                 .flat_map(|f| &f.cells)
-                .filter(|c| c.row == row)
+                .filter(|c| c.row() == row)
                 .cloned(),
         );
         v.sort();
@@ -354,7 +354,7 @@ impl Oracle {
                 f.mem
                     .iter()
                     .chain(f.files.iter().flat_map(|f| &f.cells))
-                    .map(|c| c.row.clone())
+                    .map(basalt_model::Cell::row_bytes)
             })
             .collect()
     }

@@ -164,11 +164,11 @@ fn read_family(
     let mut i = 0;
     while i < cells.len() {
         let start = i;
-        while i < cells.len() && cells[i].qualifier == cells[start].qualifier {
+        while i < cells.len() && cells[i].qualifier() == cells[start].qualifier() {
             i += 1;
         }
         let column = &cells[start..i];
-        if wanted.is_some_and(|w| !w.contains(&column[0].qualifier)) {
+        if wanted.is_some_and(|w| !w.contains(column[0].qualifier())) {
             continue;
         }
         let mut masks = Masks::new(spec);
@@ -223,7 +223,7 @@ fn read_column(
             break;
         }
         last = Some((c.timestamp, c.cell_type));
-        if q.value_equals.as_ref().is_some_and(|v| c.value != v) {
+        if q.value_equals.as_ref().is_some_and(|v| c.value() != v) {
             continue;
         }
         if l.has_filter {

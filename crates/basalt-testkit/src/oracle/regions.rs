@@ -156,9 +156,9 @@ impl Oracle {
     pub fn part(&self, keep: impl Fn(&[u8]) -> bool) -> Oracle {
         let mut o = self.clone();
         for fam in o.families.values_mut() {
-            fam.mem.retain(|c| keep(&c.row));
+            fam.mem.retain(|c| keep(c.row()));
             for f in &mut fam.files {
-                f.cells.retain(|c| keep(&c.row));
+                f.cells.retain(|c| keep(c.row()));
             }
         }
         o

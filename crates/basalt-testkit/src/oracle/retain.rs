@@ -101,13 +101,13 @@ pub fn retain(cells: &[Cell], spec: &ColumnFamilyDescriptor, mode: Mode, now: i6
     let kdc = spec.keep_deleted_cells;
     let mut i = 0;
     while i < cells.len() {
-        let row = cells[i].row.clone();
+        let row = cells[i].row_bytes();
         let mut masks = Masks::new(spec);
-        while i < cells.len() && cells[i].row == row {
-            let q = cells[i].qualifier.clone();
+        while i < cells.len() && cells[i].row() == row {
+            let q = cells[i].qualifier_bytes();
             masks.new_column();
             let (mut count, mut last, mut stopped) = (0u32, None, false);
-            while i < cells.len() && cells[i].row == row && cells[i].qualifier == q {
+            while i < cells.len() && cells[i].row() == row && cells[i].qualifier() == q {
                 let c = &cells[i];
                 i += 1;
                 if stopped {

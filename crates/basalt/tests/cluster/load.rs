@@ -110,7 +110,9 @@ impl Writer {
         let call = at(self.began);
         let row = self.l.cam_row.clone();
         let got = self.t.get(Get::new(row.clone())).await.ok();
-        let value = got.as_ref().map(|r| r.value(b"f", b"v").cloned());
+        let value = got
+            .as_ref()
+            .map(|r| r.value(b"f", b"v").map(bytes::Bytes::copy_from_slice));
         self.record(
             format!("{row}/v"),
             CellOp::Get,
@@ -353,7 +355,9 @@ impl Load {
             let (row, q) = cell.rsplit_once('/').unwrap();
             let call = at(self.began);
             let r = t.get(Get::new(row.to_owned())).await.unwrap();
-            let value = r.value(b"f", q.as_bytes()).cloned();
+            let value = r
+                .value(b"f", q.as_bytes())
+                .map(bytes::Bytes::copy_from_slice);
             let op = Operation {
                 client: usize::MAX,
                 input: CellOp::Get,
@@ -383,7 +387,7 @@ impl Load {
         for key in &self.list_keys {
             let r = t.get(Get::new(list_row(key))).await.unwrap();
             if let Some(v) = r.value(b"f", b"ll") {
-                nodes.push((key.clone(), v.clone()));
+                nodes.push((key.clone(), bytes::Bytes::copy_from_slice(v)));
             }
         }
         let report = linked_list::verify(nodes);

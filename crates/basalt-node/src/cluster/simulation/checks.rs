@@ -146,7 +146,11 @@ impl Sim {
             match table.and_then(|t| {
                 t.get(Get::new(Bytes::copy_from_slice(row)).add_column("f", q.to_owned()))
             }) {
-                Ok(r) => return r.value(b"f", q.as_bytes()).cloned(),
+                Ok(r) => {
+                    return r
+                        .value(b"f", q.as_bytes())
+                        .map(bytes::Bytes::copy_from_slice)
+                }
                 Err(e) => last = Some(e),
             }
         }

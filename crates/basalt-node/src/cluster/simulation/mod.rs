@@ -556,7 +556,10 @@ fn apply(t: &dyn basalt_api::Table, row: &str, counter: bool, op: &CellOp) -> Re
     Ok(match op {
         CellOp::Get => {
             let r = t.get(Get::new(row.to_owned()).add_column("f", q))?;
-            CellAnswer::Value(r.value(b"f", q.as_bytes()).cloned())
+            CellAnswer::Value(
+                r.value(b"f", q.as_bytes())
+                    .map(bytes::Bytes::copy_from_slice),
+            )
         }
         CellOp::Put(v) => {
             t.put(Put::new(row.to_owned()).add("f", q, v.clone()))?;
@@ -578,7 +581,10 @@ fn apply(t: &dyn basalt_api::Table, row: &str, counter: bool, op: &CellOp) -> Re
         }
         CellOp::Increment(by) => {
             let r = t.increment(Increment::new(row.to_owned()).add("f", q, *by))?;
-            let v = r.value(b"f", q.as_bytes()).cloned().unwrap_or_default();
+            let v = r
+                .value(b"f", q.as_bytes())
+                .map(bytes::Bytes::copy_from_slice)
+                .unwrap_or_default();
             let bytes: [u8; 8] = v[..]
                 .try_into()
                 .map_err(|_| Error::Internal(format!("a counter of {} bytes", v.len())))?;

@@ -112,9 +112,9 @@ impl DeleteTracker {
             CellType::DeleteFamily => self.family.add(mark),
             CellType::DeleteFamilyVersion => self.family_versions.add(mark),
             CellType::DeleteColumn | CellType::Delete => {
-                if self.column.as_ref() != Some(&m.qualifier) {
+                if self.column.as_deref() != Some(m.qualifier()) {
                     // Invariant (2).
-                    self.column = Some(m.qualifier.clone());
+                    self.column = Some(m.qualifier_bytes());
                     self.columns = AtOrBelow::default();
                     self.versions = ExactlyAt::default();
                 }
@@ -137,7 +137,7 @@ impl DeleteTracker {
         if self.family_versions.masks(ts, seq) {
             return DeleteResult::FamilyVersionDeleted;
         }
-        if self.column.as_ref() == Some(&c.qualifier) {
+        if self.column.as_deref() == Some(c.qualifier()) {
             if self.columns.masks(ts, seq) {
                 return DeleteResult::ColumnDeleted;
             }

@@ -53,7 +53,7 @@ fn run(mode: Mode, info: ScanInfo, mut cells: Vec<Cell>) -> Vec<Cell> {
         }
         match code {
             MatchCode::SeekNextCol | MatchCode::IncludeAndSeekNextCol => {
-                skip_to = Some(Cell::last_on_column(&c.row, &c.family, &c.qualifier));
+                skip_to = Some(Cell::last_on_column(c.row(), &c.family, c.qualifier()));
             }
             MatchCode::SeekTo(k) => skip_to = Some(*k),
             MatchCode::SeekNextRow | MatchCode::Done | MatchCode::DoneScan => break,
@@ -70,7 +70,7 @@ fn kept(mode: Mode, info: ScanInfo, cells: Vec<Cell>) -> Vec<String> {
         .map(|c| {
             format!(
                 "{}@{}/{}",
-                String::from_utf8_lossy(&c.qualifier),
+                String::from_utf8_lossy(c.qualifier()),
                 c.timestamp,
                 c.cell_type.name()
             )

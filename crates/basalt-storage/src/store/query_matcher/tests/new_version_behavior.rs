@@ -8,16 +8,18 @@ use super::*;
 use crate::store::query_matcher::delete_tracker::{DeleteResult, DeleteTracker};
 
 fn put_at(q: &str, ts: i64, seq: u64) -> Cell {
-    Cell {
-        seq_id: seq,
-        ..put(q, ts)
+    {
+        let mut c = put(q, ts);
+        c.seq_id = seq;
+        c
     }
 }
 
 fn mark_at(q: &str, ts: i64, t: CellType, seq: u64) -> Cell {
-    Cell {
-        seq_id: seq,
-        ..mark(q, ts, t)
+    {
+        let mut c = mark(q, ts, t);
+        c.seq_id = seq;
+        c
     }
 }
 
@@ -34,7 +36,7 @@ fn show(cells: &[Cell]) -> Vec<String> {
         .map(|c| {
             format!(
                 "{}@{}/{}#{}",
-                String::from_utf8_lossy(&c.qualifier),
+                String::from_utf8_lossy(c.qualifier()),
                 c.timestamp,
                 c.cell_type.name(),
                 c.seq_id
@@ -273,7 +275,7 @@ fn tracked_cell() -> impl Strategy<Value = Cell> {
 fn masked_by_definition(markers: &[Cell], c: &Cell, by_seq: bool) -> bool {
     markers.iter().any(|m| {
         let newer = !by_seq || c.seq_id < m.seq_id;
-        let same_column = m.qualifier == c.qualifier;
+        let same_column = m.qualifier() == c.qualifier();
         let hits = match m.cell_type {
             CellType::DeleteFamily => c.timestamp <= m.timestamp,
             CellType::DeleteFamilyVersion => c.timestamp == m.timestamp,
@@ -304,7 +306,7 @@ proptest! {
             }
             let column_markers: Vec<Cell> = seen
                 .iter()
-                .filter(|m| m.cell_type.is_family_delete() || m.qualifier == c.qualifier)
+                .filter(|m| m.cell_type.is_family_delete() || m.qualifier() == c.qualifier())
                 .cloned()
                 .collect();
             let want = masked_by_definition(&column_markers, c, by_seq);
