@@ -123,7 +123,7 @@ impl Engine for BasaltEngine {
             Durability::AsyncWal
         };
         let put = Put::new(key.to_vec())
-            .add("f", "q", value.to_vec())
+            .add("f", "q", value)
             .with_durability(durability);
         Ok(self.parts()?.1.put(put)?)
     }

@@ -168,7 +168,7 @@ pub struct Spans {
 
 impl From<CellParts> for Cell {
     fn from(p: CellParts) -> Cell {
-        let mut c = Cell::packed(&p.row, &p.qualifier, &p.value, p.family);
+        let mut c = Cell::packed(p.row, p.qualifier, p.value, p.family);
         c.timestamp = p.timestamp;
         c.cell_type = p.cell_type;
         c.seq_id = p.seq_id;
@@ -180,31 +180,42 @@ impl From<CellParts> for Cell {
 impl Cell {
     /// A Put cell of `row`, `family`, `qualifier` and `value` in one buffer, timestamp
     /// `LATEST_TIMESTAMP`, sequence id 0. When at most one of the three parts is not empty,
-    /// the buffer is that part itself (search keys of a row copy nothing).
-    fn packed(row: &Bytes, qualifier: &Bytes, value: &Bytes, family: Bytes) -> Cell {
+    /// the buffer is that part itself; else the parts are copied into one.
+    fn packed(row: Bytes, qualifier: Bytes, value: Bytes, family: Bytes) -> Cell {
         let (r, q, v) = (row.len(), qualifier.len(), value.len());
-        let span = |start: usize, len: usize| Span {
+        match (r, q, v) {
+            (_, 0, 0) => Cell::laid_out(row, [0, r, r, r], family),
+            (0, _, 0) => Cell::laid_out(qualifier, [0, 0, q, q], family),
+            (0, 0, _) => Cell::laid_out(value, [0, 0, 0, v], family),
+            _ => Cell::copied(&row, &qualifier, &value, family),
+        }
+    }
+
+    /// A Put cell of the three parts copied into one buffer.
+    fn copied(row: &[u8], qualifier: &[u8], value: &[u8], family: Bytes) -> Cell {
+        let (r, q) = (row.len(), qualifier.len());
+        let mut buf = Vec::with_capacity(r + q + value.len());
+        buf.extend_from_slice(row);
+        buf.extend_from_slice(qualifier);
+        buf.extend_from_slice(value);
+        let end = buf.len();
+        Cell::laid_out(Bytes::from(buf), [0, r, r + q, end], family)
+    }
+
+    /// A Put cell of `data` holding row, qualifier and value one after another, from
+    /// `at[0]`, `at[1]` and `at[2]` to `at[3]`. A cell's parts together stay far below 4 GiB
+    /// (rows are at most 32,767 bytes, and a value is bounded by the cell-size limit).
+    fn laid_out(data: Bytes, at: [usize; 4], family: Bytes) -> Cell {
+        debug_assert!(at[3] <= data.len() && u32::try_from(at[3]).is_ok());
+        let span = |start: usize, end: usize| Span {
             start: start as u32,
-            end: (start + len) as u32,
-        };
-        let none = Span::default();
-        let (data, row, qualifier, value) = match (r, q, v) {
-            (_, 0, 0) => (row.clone(), span(0, r), none, none),
-            (0, _, 0) => (qualifier.clone(), none, span(0, q), none),
-            (0, 0, _) => (value.clone(), none, none, span(0, v)),
-            _ => {
-                let mut buf = Vec::with_capacity(r + q + v);
-                buf.extend_from_slice(row);
-                buf.extend_from_slice(qualifier);
-                buf.extend_from_slice(value);
-                (Bytes::from(buf), span(0, r), span(r, q), span(r + q, v))
-            }
+            end: end as u32,
         };
         Cell {
+            row: span(at[0], at[1]),
+            qualifier: span(at[1], at[2]),
+            value: span(at[2], at[3]),
             data,
-            row,
-            qualifier,
-            value,
             family,
             timestamp: LATEST_TIMESTAMP,
             cell_type: CellType::Put,
@@ -241,7 +252,20 @@ impl Cell {
         timestamp: Timestamp,
         value: impl Into<Bytes>,
     ) -> Cell {
-        let mut c = Cell::packed(&row.into(), &qualifier.into(), &value.into(), family.into());
+        let mut c = Cell::packed(row.into(), qualifier.into(), value.into(), family.into());
+        c.timestamp = timestamp;
+        c
+    }
+
+    /// A Put cell with sequence id 0, its parts copied into one buffer from where they lie.
+    pub fn put_from_slices(
+        row: &[u8],
+        family: impl Into<Bytes>,
+        qualifier: &[u8],
+        timestamp: Timestamp,
+        value: &[u8],
+    ) -> Cell {
+        let mut c = Cell::copied(row, qualifier, value, family.into());
         c.timestamp = timestamp;
         c
     }
@@ -254,7 +278,7 @@ impl Cell {
         timestamp: Timestamp,
         cell_type: CellType,
     ) -> Cell {
-        let mut c = Cell::packed(&row.into(), &qualifier.into(), &Bytes::new(), family.into());
+        let mut c = Cell::packed(row.into(), qualifier.into(), Bytes::new(), family.into());
         c.timestamp = timestamp;
         c.cell_type = cell_type;
         c
@@ -365,12 +389,7 @@ impl Cell {
         cell_type: CellType,
         family: Bytes,
     ) -> Cell {
-        let mut c = Cell::packed(
-            &Bytes::copy_from_slice(row),
-            &Bytes::copy_from_slice(qualifier),
-            &Bytes::new(),
-            family,
-        );
+        let mut c = Cell::copied(row, qualifier, &[], family);
         c.timestamp = timestamp;
         c.cell_type = cell_type;
         c.seq_id = if cell_type == CellType::Maximum {

@@ -266,7 +266,7 @@ fn put_of(key: &str, values: Vec<Vec<u8>>) -> Put {
 
 /// An update of one field.
 fn field_put(key: &str, field: u32, value: &[u8]) -> Put {
-    Put::new(key.to_owned()).add(FAMILY, workload::field_name(field), value.to_vec())
+    Put::new(key.to_owned()).add(FAMILY, workload::field_name(field), value)
 }
 
 async fn load_native(args: YcsbArgs, t: Table, worker: u64) -> anyhow::Result<Measured> {

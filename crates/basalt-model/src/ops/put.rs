@@ -37,15 +37,13 @@ impl Put {
     /// Adds `family:qualifier = value` at the Put's timestamp.
     #[must_use]
     pub fn add(
-        mut self,
+        self,
         family: impl Into<Bytes>,
-        qualifier: impl Into<Bytes>,
-        value: impl Into<Bytes>,
+        qualifier: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
     ) -> Put {
         let ts = self.timestamp;
-        self.cells
-            .push(Cell::put(self.row.clone(), family, qualifier, ts, value));
-        self
+        self.add_at(family, qualifier, ts, value)
     }
 
     /// Adds `family:qualifier = value` at timestamp `ts`.
@@ -53,12 +51,19 @@ impl Put {
     pub fn add_at(
         mut self,
         family: impl Into<Bytes>,
-        qualifier: impl Into<Bytes>,
+        qualifier: impl AsRef<[u8]>,
         ts: Timestamp,
-        value: impl Into<Bytes>,
+        value: impl AsRef<[u8]>,
     ) -> Put {
-        self.cells
-            .push(Cell::put(self.row.clone(), family, qualifier, ts, value));
+        // The cell's parts are copied into one buffer (cell.rs, invariant 4), so the row is
+        // not shared and the qualifier and value need not become buffers of their own.
+        self.cells.push(Cell::put_from_slices(
+            &self.row,
+            family,
+            qualifier.as_ref(),
+            ts,
+            value.as_ref(),
+        ));
         self
     }
 

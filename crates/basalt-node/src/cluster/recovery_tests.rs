@@ -54,11 +54,7 @@ fn put_row(
 ) -> basalt_model::Result<()> {
     let (info, _) = m.locate(t, row.as_bytes()).unwrap();
     let region = rs.region(info.id)?;
-    region.mutate(&Mutation::Put(Put::new(row.to_owned()).add(
-        "f",
-        "q",
-        v.to_owned(),
-    )))?;
+    region.mutate(&Mutation::Put(Put::new(row.to_owned()).add("f", "q", v)))?;
     Ok(())
 }
 

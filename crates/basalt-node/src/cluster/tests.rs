@@ -129,7 +129,7 @@ impl Cluster {
     pub(super) fn put(&self, m: &ClusterMaster, table: &TableName, row: &str, value: &str) {
         let (info, server) = m.locate(table, row.as_bytes()).unwrap();
         let region = self.server(&server.unwrap()).region(info.id).unwrap();
-        let put = Put::new(row.to_owned()).add("f", "q", value.to_owned());
+        let put = Put::new(row.to_owned()).add("f", "q", value);
         region.mutate(&Mutation::Put(put)).unwrap();
     }
 

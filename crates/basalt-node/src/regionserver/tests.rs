@@ -53,7 +53,7 @@ fn whole_table_region() -> RegionInfo {
 }
 
 fn put(r: &Region, row: &str, v: &str) {
-    let m = Mutation::Put(Put::new(row.to_owned()).add("f", "q", v.to_owned()));
+    let m = Mutation::Put(Put::new(row.to_owned()).add("f", "q", v));
     r.mutate(&m).unwrap();
 }
 
@@ -305,7 +305,7 @@ fn daughters_and_a_merged_region_on_a_lagging_server_write_above_inherited_marke
     let put_at = |r: &Region, row: &str, v: &str| {
         write(
             r,
-            Mutation::Put(Put::new(row.to_owned()).add_at("f", "q", 5, v.to_owned())),
+            Mutation::Put(Put::new(row.to_owned()).add_at("f", "q", 5, v)),
         );
     };
     let put_and_delete = |r: &Region, row: &str| {

@@ -22,8 +22,8 @@ fn fixture() -> (Fixture, Table) {
 /// The same mutation on both families.
 fn put(t: &Table, row: &str, ts: i64, v: &str) {
     let p = Put::new(row.to_owned())
-        .add_at("n", "q", ts, v.to_owned())
-        .add_at("d", "q", ts, v.to_owned());
+        .add_at("n", "q", ts, v)
+        .add_at("d", "q", ts, v);
     t.put(p).unwrap();
 }
 

@@ -550,7 +550,7 @@ fn case_39_family_ttl_in_seconds() {
 fn case_40_cell_ttl_shortens_life_and_reveals_older_version() {
     let fx = Fixture::new();
     let t = fx.create("t", vec![cf("f", 3).with_ttl_seconds(10)]);
-    t.put(Put::new("r").add("f", "c", 1i64.to_be_bytes().to_vec()))
+    t.put(Put::new("r").add("f", "c", 1i64.to_be_bytes()))
         .unwrap();
     fx.clock.advance(1);
     t.increment(Increment::new("r").add("f", "c", 1).with_ttl_ms(5000))
@@ -818,7 +818,7 @@ fn case_64_65_66_67_increments() {
             .unwrap()[..],
         1i64.to_be_bytes()
     );
-    t.put(Put::new("bad").add("f", "c", 1i32.to_be_bytes().to_vec()))
+    t.put(Put::new("bad").add("f", "c", 1i32.to_be_bytes()))
         .unwrap();
     let e = t.increment_column_value("bad", "f", "c", 1).unwrap_err();
     assert_eq!(

@@ -456,7 +456,7 @@ fn a_write_right_after_increments_in_the_same_millisecond_is_not_hidden() {
         t.increment_column_value("r", "f", "c", 5).unwrap();
     }
     assert_eq!(counter(&t), 15);
-    t.put(Put::new("r").add("f", "c", 0i64.to_be_bytes().to_vec()))
+    t.put(Put::new("r").add("f", "c", 0i64.to_be_bytes()))
         .unwrap();
     assert_eq!(
         counter(&t),

@@ -213,8 +213,7 @@ mod tests {
     }
 
     fn put(table: &str, row: &str, family: &str, value: &str) -> pb::MutateRequest {
-        let m =
-            Mutation::Put(Put::new(row.to_owned()).add(family.to_owned(), "q", value.to_owned()));
+        let m = Mutation::Put(Put::new(row.to_owned()).add(family.to_owned(), "q", value));
         pb::MutateRequest {
             table: table.to_owned(),
             mutation: Some(mutation_to_pb(&m)),

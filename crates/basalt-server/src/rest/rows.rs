@@ -228,7 +228,7 @@ fn puts(rows: &[RowModel], spec: &RowSpec) -> Result<Vec<Mutation>, RestError> {
         let mut put = Put::new(key_of(row, spec));
         for (i, cell) in row.cells.iter().enumerate() {
             let (f, q) = family_qualifier(column(cell, spec, i)?)?;
-            put = put.add_at(f, q, cell.timestamp, cell.value.clone());
+            put = put.add_at(f, q, cell.timestamp, &cell.value);
         }
         out.push(Mutation::Put(put));
     }
@@ -341,7 +341,7 @@ fn check_and_put(g: &Gateway, table: &str, key: Bytes, row: &RowModel) -> Answer
         let col = named_column(cell)?;
         let (f, q) = family_qualifier(col)?;
         matched |= col == check_col;
-        put = put.add_at(f, q, cell.timestamp, cell.value.clone());
+        put = put.add_at(f, q, cell.timestamp, &cell.value);
     }
     if !matched {
         return Err(RestError::bad_request(
