@@ -363,6 +363,16 @@ impl Cell {
         Cell::search_key(row, &[], LATEST_TIMESTAMP, CellType::Maximum, Bytes::new())
     }
 
+    /// [`Cell::first_on_row`] sharing `row`'s buffer (a scan's start row: a Get takes no copy).
+    #[must_use]
+    pub fn first_on_row_shared(row: &Bytes) -> Cell {
+        let r = row.len();
+        let mut c = Cell::laid_out(row.clone(), [0, r, r, r], Bytes::new());
+        c.cell_type = CellType::Maximum;
+        c.seq_id = u64::MAX;
+        c
+    }
+
     /// The smallest key of the column `family:qualifier` in `row`: all its versions sort at or
     /// after it.
     #[must_use]
@@ -572,6 +582,7 @@ mod tests {
         assert!(
             Cell::first_on_row(&row) < Cell::marker("r", "", "", i64::MAX, CellType::DeleteFamily)
         );
+        assert_eq!(Cell::first_on_row_shared(&row), Cell::first_on_row(&row));
         let f = Bytes::from_static(b"f");
         let q = Bytes::from_static(b"q");
         assert!(Cell::last_on_column(&row, &f, &q) > Cell::put("r", "f", "q", 0, ""));
