@@ -16,11 +16,11 @@
 //!    `convert::result_from_pb` made of it; a cell type the model does not know is a decode
 //!    error (it was the conversion's error).
 
-use basalt_model::{Cell, CellParts, CellType, RowResult};
-use bytes::{Buf, BufMut};
+use basalt_model::{Cell, CellType, RowResult, Spans};
+use bytes::{Buf, BufMut, Bytes};
 use prost::encoding::{
-    bool as pbool, bytes as pbytes, encoded_len_varint, int32, int64, key_len, message, skip_field,
-    uint64, DecodeContext, WireType,
+    bool as pbool, bytes as pbytes, check_wire_type, decode_key, decode_varint, encoded_len_varint,
+    int32, int64, key_len, message, skip_field, uint64, DecodeContext, WireType,
 };
 use prost::{DecodeError, Message};
 
@@ -39,6 +39,10 @@ fn type_code(t: CellType) -> u8 {
 // `DecodeError::new` is prost's only way for a message to refuse a field's value; it is
 // marked for removal, and a prost that removes it will say so here at build time.
 #[allow(deprecated)]
+fn malformed(what: &'static str) -> DecodeError {
+    DecodeError::new(what)
+}
+
 fn type_of(code: i32) -> Result<CellType, DecodeError> {
     Ok(match code {
         0 => CellType::Put,
@@ -46,25 +50,8 @@ fn type_of(code: i32) -> Result<CellType, DecodeError> {
         2 => CellType::DeleteColumn,
         3 => CellType::DeleteFamily,
         4 => CellType::DeleteFamilyVersion,
-        _ => return Err(DecodeError::new("unknown cell type")),
+        _ => return Err(malformed("unknown cell type")),
     })
-}
-
-/// A cell as a `pb::Cell`, borrowed: decoded in place, encoded where it lies. Its type's
-/// code is kept as read until the message ends, as the last of repeated fields wins: only
-/// the code that stands is checked ([`CellMessage::finish`]).
-#[derive(Debug)]
-struct CellMessage<'a> {
-    cell: &'a mut CellParts,
-    code: i32,
-}
-
-impl CellMessage<'_> {
-    /// The cell, its type from the code that stands.
-    fn finish(self) -> Result<Cell, DecodeError> {
-        self.cell.cell_type = type_of(self.code)?;
-        Ok(Cell::from(std::mem::take(self.cell)))
-    }
 }
 
 fn cell_len(c: &Cell) -> usize {
@@ -147,39 +134,60 @@ fn encode_cell(c: &Cell, buf: &mut impl BufMut) {
     }
 }
 
-impl Message for CellMessage<'_> {
-    fn encode_raw(&self, buf: &mut impl BufMut) {
-        encode_cell(&Cell::from(self.cell.clone()), buf);
+/// Cell `msg` (a `pb::Cell`'s bytes) as a cell sharing them: its row, qualifier and value are
+/// found where they lie in the message (cell.rs, invariant 4), so a decoded cell costs one
+/// count on the answer's buffer and one for its family, and no copy. As prost decodes a
+/// message, the last of repeated fields wins, unknown fields are skipped, and only the type
+/// code that stands is checked.
+fn decode_cell(msg: Bytes, ctx: &DecodeContext) -> Result<Cell, DecodeError> {
+    let mut rest: &[u8] = &msg;
+    let (mut row, mut family, mut qualifier, mut value) = (0..0, 0..0, 0..0, 0..0);
+    let (mut timestamp, mut code, mut ttl_ms) = (0i64, 0i32, None);
+    while rest.has_remaining() {
+        let (tag, wire_type) = decode_key(&mut rest)?;
+        let field = match tag {
+            1 => &mut row,
+            2 => &mut family,
+            3 => &mut qualifier,
+            6 => &mut value,
+            4 => {
+                int64::merge(wire_type, &mut timestamp, &mut rest, ctx.clone())?;
+                continue;
+            }
+            5 => {
+                int32::merge(wire_type, &mut code, &mut rest, ctx.clone())?;
+                continue;
+            }
+            7 => {
+                uint64::merge(wire_type, ttl_ms.get_or_insert(0), &mut rest, ctx.clone())?;
+                continue;
+            }
+            _ => {
+                skip_field(wire_type, tag, &mut rest, ctx.clone())?;
+                continue;
+            }
+        };
+        check_wire_type(WireType::LengthDelimited, wire_type)?;
+        let len = usize::try_from(decode_varint(&mut rest)?)
+            .ok()
+            .filter(|&len| len <= rest.len())
+            .ok_or_else(|| malformed("buffer underflow"))?;
+        let start = msg.len() - rest.len();
+        *field = start..start + len;
+        rest.advance(len);
     }
-
-    fn merge_field(
-        &mut self,
-        tag: u32,
-        wire_type: WireType,
-        buf: &mut impl Buf,
-        ctx: DecodeContext,
-    ) -> Result<(), DecodeError> {
-        let c = &mut *self.cell;
-        match tag {
-            1 => pbytes::merge(wire_type, &mut c.row, buf, ctx),
-            2 => pbytes::merge(wire_type, &mut c.family, buf, ctx),
-            3 => pbytes::merge(wire_type, &mut c.qualifier, buf, ctx),
-            4 => int64::merge(wire_type, &mut c.timestamp, buf, ctx),
-            5 => int32::merge(wire_type, &mut self.code, buf, ctx),
-            6 => pbytes::merge(wire_type, &mut c.value, buf, ctx),
-            7 => uint64::merge(wire_type, c.ttl_ms.get_or_insert(0), buf, ctx),
-            _ => skip_field(wire_type, tag, buf, ctx),
-        }
-    }
-
-    fn encoded_len(&self) -> usize {
-        cell_len(&Cell::from(self.cell.clone()))
-    }
-
-    fn clear(&mut self) {
-        *self.cell = CellParts::default();
-        self.code = 0;
-    }
+    let family = msg.slice(family);
+    let spans = Spans {
+        row,
+        qualifier,
+        value,
+    };
+    let mut cell = Cell::in_buffer(msg, &spans, family)
+        .ok_or_else(|| malformed("a cell larger than 4 GiB"))?;
+    cell.timestamp = timestamp;
+    cell.cell_type = type_of(code)?;
+    cell.ttl_ms = ttl_ms;
+    Ok(cell)
 }
 
 /// The body of a `Result` message for `r`, and its length.
@@ -228,14 +236,12 @@ fn merge_row_field(
     match tag {
         1 => pbytes::merge(wire_type, &mut r.row, buf, ctx),
         2 => {
-            // Every field at its wire default, to decode into.
-            let mut parts = CellParts::default();
-            let mut cell = CellMessage {
-                cell: &mut parts,
-                code: 0,
-            };
-            message::merge(wire_type, &mut cell, buf, ctx)?;
-            r.cells.push(cell.finish()?);
+            check_wire_type(WireType::LengthDelimited, wire_type)?;
+            let len = usize::try_from(decode_varint(buf)?)
+                .ok()
+                .filter(|&len| len <= buf.remaining())
+                .ok_or_else(|| malformed("buffer underflow"))?;
+            r.cells.push(decode_cell(buf.copy_to_bytes(len), &ctx)?);
             Ok(())
         }
         3 => pbool::merge(wire_type, &mut r.partial, buf, ctx),
@@ -404,7 +410,6 @@ mod tests {
     use super::*;
     use crate::convert::{result_from_pb, result_to_pb};
     use crate::pb;
-    use bytes::Bytes;
     use proptest::prelude::*;
 
     fn cell() -> impl Strategy<Value = Cell> {
@@ -531,6 +536,39 @@ mod tests {
         bytes.extend_from_slice(&[5 << 3, 9, 5 << 3, 1]);
         let back = RowMessage::decode(Bytes::from(bytes.clone())).unwrap().0;
         assert_eq!(back.cells[0].cell_type, CellType::Delete);
+        let generated = pb::Result::decode(&bytes[..]).unwrap();
+        assert_eq!(back, result_from_pb(generated).unwrap());
+    }
+
+    /// A cell's bytes fields read where they lie: the last of a repeated one stands, and an
+    /// unknown field between them is passed over, as the generated decoder does.
+    #[test]
+    fn a_cell_field_read_twice_is_the_last_one_and_unknown_fields_are_passed() {
+        let mut bytes = RowMessage(RowResult::new(
+            Bytes::from_static(b"r"),
+            vec![Cell::put("r", "f", "q", 1, "v")],
+        ))
+        .encode_to_vec();
+        let more = [
+            &[1 << 3 | 2, 2, b'x', b'y'][..], // the row again
+            &[9 << 3, 0x96, 0x01],            // an unknown varint field
+            &[15 << 3 | 2, 3, 1, 2, 3],       // an unknown bytes field
+            &[6 << 3 | 2, 2, b'w', b'z'],     // the value again
+            &[3 << 3 | 2, 0],                 // an empty qualifier
+        ]
+        .concat();
+        let cell_len_at = bytes.iter().position(|&b| b == (2 << 3 | 2)).unwrap() + 1;
+        bytes[cell_len_at] += u8::try_from(more.len()).unwrap();
+        bytes.extend_from_slice(&more);
+        let back = RowMessage::decode(Bytes::from(bytes.clone())).unwrap().0;
+        assert_eq!(
+            (
+                back.cells[0].row(),
+                back.cells[0].qualifier(),
+                back.cells[0].value()
+            ),
+            (&b"xy"[..], &b""[..], &b"wz"[..])
+        );
         let generated = pb::Result::decode(&bytes[..]).unwrap();
         assert_eq!(back, result_from_pb(generated).unwrap());
     }
