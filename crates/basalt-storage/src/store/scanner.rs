@@ -295,7 +295,7 @@ impl StoreScanner {
 
     /// Moves source `i`'s cell into `out` (transformed by the filter) and the source on;
     /// false when it had none. The cell is moved once, from the source into `out`: a cell is
-    /// 168 bytes, and each of the moves a return by value made was a call to `memcpy`. The
+    /// 128 bytes, and each of the moves a return by value made was a call to `memcpy`. The
     /// caller restores invariant (1), once for the cell and the step after it.
     fn keep(
         &mut self,

@@ -314,7 +314,7 @@ impl DataBlock {
 
     /// The first cell at or after `i` whose sequence id is at most `read_point`, built into
     /// `slot` (where the scanner keeps it: a cell returned by value was one more move of
-    /// 168 bytes), and where it is; each entry passed over is parsed once. For a reader of
+    /// 128 bytes), and where it is; each entry passed over is parsed once. For a reader of
     /// `row` alone (when it names one), it stops at the first cell of another row without
     /// building it. `slot` is left alone unless a cell is built.
     ///

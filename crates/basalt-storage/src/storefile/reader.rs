@@ -598,7 +598,7 @@ impl StoreFileScanner {
 }
 
 /// The skips compare the keys of the cells they pass where the keys lie in the block: a cell
-/// built is three counts taken on the block's buffer and dropped again.
+/// built is a count taken on the block's buffer and dropped again, and 128 bytes written.
 impl CellSource for StoreFileScanner {
     fn peek(&self) -> Option<&Cell> {
         self.current.as_ref()
