@@ -9,7 +9,7 @@
 //! let users = conn.table("users")?;
 //! users.put(Put::new("alice").add("cf", "email", "alice@example.com")).await?;
 //! let row = users.get(Get::new("alice")).await?;
-//! assert_eq!(row.value(b"cf", b"email").map(|v| &v[..]), Some(&b"alice@example.com"[..]));
+//! assert_eq!(row.value(b"cf", b"email"), Some(&b"alice@example.com"[..]));
 //!
 //! // A scan is a stream of rows, fetched from the server a batch at a time.
 //! use futures_util::TryStreamExt;

@@ -16,7 +16,7 @@
 //! let users = db.table("users")?;
 //! users.put(Put::new("alice").add("cf", "email", "alice@example.com"))?;
 //! let row = users.get(Get::new("alice"))?;
-//! assert_eq!(row.value(b"cf", b"email").map(|v| &v[..]), Some(&b"alice@example.com"[..]));
+//! assert_eq!(row.value(b"cf", b"email"), Some(&b"alice@example.com"[..]));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
