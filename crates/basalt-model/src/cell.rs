@@ -211,11 +211,19 @@ impl Cell {
             start: start as u32,
             end: end as u32,
         };
+        let spans = [span(at[0], at[1]), span(at[1], at[2]), span(at[2], at[3])];
+        Cell::at_spans(data, spans, family)
+    }
+
+    /// A Put cell of `data` with row, qualifier and value at `spans` (checked by the caller,
+    /// invariant 4), timestamp `LATEST_TIMESTAMP`, sequence id 0.
+    #[inline]
+    fn at_spans(data: Bytes, [row, qualifier, value]: [Span; 3], family: Bytes) -> Cell {
         Cell {
-            row: span(at[0], at[1]),
-            qualifier: span(at[1], at[2]),
-            value: span(at[2], at[3]),
             data,
+            row,
+            qualifier,
+            value,
             family,
             timestamp: LATEST_TIMESTAMP,
             cell_type: CellType::Put,
@@ -231,17 +239,12 @@ impl Cell {
     #[inline]
     pub fn in_buffer(data: Bytes, spans: &Spans, family: Bytes) -> Option<Cell> {
         let len = data.len();
-        Some(Cell {
-            row: Span::of(spans.row.clone(), len)?,
-            qualifier: Span::of(spans.qualifier.clone(), len)?,
-            value: Span::of(spans.value.clone(), len)?,
-            data,
-            family,
-            timestamp: LATEST_TIMESTAMP,
-            cell_type: CellType::Put,
-            seq_id: 0,
-            ttl_ms: None,
-        })
+        let spans = [
+            Span::of(spans.row.clone(), len)?,
+            Span::of(spans.qualifier.clone(), len)?,
+            Span::of(spans.value.clone(), len)?,
+        ];
+        Some(Cell::at_spans(data, spans, family))
     }
 
     /// A Put cell with sequence id 0 (assigned when the write commits).
@@ -349,25 +352,18 @@ impl Cell {
         Cell::from(parts)
     }
 
-    /// The same cell with `row` in place of its row.
-    #[must_use]
-    pub fn with_row(self, row: impl Into<Bytes>) -> Cell {
-        let mut parts = self.into_parts();
-        parts.row = row.into();
-        Cell::from(parts)
-    }
-
     /// The smallest key of `row`: every cell of the row sorts at or after it.
     #[must_use]
     pub fn first_on_row(row: &[u8]) -> Cell {
-        Cell::search_key(row, &[], LATEST_TIMESTAMP, CellType::Maximum, Bytes::new())
+        Cell::first_on_row_in(Bytes::copy_from_slice(row))
     }
 
-    /// [`Cell::first_on_row`] sharing `row`'s buffer (a scan's start row: a Get takes no copy).
+    /// [`Cell::first_on_row`] in `row`'s own buffer: a scan's start row, a row just built,
+    /// taken without a copy.
     #[must_use]
-    pub fn first_on_row_shared(row: &Bytes) -> Cell {
+    pub fn first_on_row_in(row: Bytes) -> Cell {
         let r = row.len();
-        let mut c = Cell::laid_out(row.clone(), [0, r, r, r], Bytes::new());
+        let mut c = Cell::laid_out(row, [0, r, r, r], Bytes::new());
         c.cell_type = CellType::Maximum;
         c.seq_id = u64::MAX;
         c
@@ -582,7 +578,7 @@ mod tests {
         assert!(
             Cell::first_on_row(&row) < Cell::marker("r", "", "", i64::MAX, CellType::DeleteFamily)
         );
-        assert_eq!(Cell::first_on_row_shared(&row), Cell::first_on_row(&row));
+        assert_eq!(Cell::first_on_row_in(row.clone()), Cell::first_on_row(&row));
         let f = Bytes::from_static(b"f");
         let q = Bytes::from_static(b"q");
         assert!(Cell::last_on_column(&row, &f, &q) > Cell::put("r", "f", "q", 0, ""));

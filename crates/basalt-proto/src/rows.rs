@@ -521,19 +521,26 @@ mod tests {
         }
     }
 
-    /// The last of a repeated type field stands, whatever came before it (found by the
-    /// damaged-answers property: a changed byte made a second type field).
-    #[test]
-    fn a_cell_type_read_twice_is_the_last_one() {
+    /// A row of one cell `r/f:q@1 = v`, encoded, with `more` fields added to its cell (the
+    /// cell is the row's last field, so they go at the end and its length grows by theirs).
+    fn one_cell_with(more: &[u8]) -> Vec<u8> {
         let mut bytes = RowMessage(RowResult::new(
             Bytes::from_static(b"r"),
             vec![Cell::put("r", "f", "q", 1, "v")],
         ))
         .encode_to_vec();
-        // The cell is the last field: its message's length, then an unknown type and Delete.
         let cell_len_at = bytes.iter().position(|&b| b == (2 << 3 | 2)).unwrap() + 1;
-        bytes[cell_len_at] += 4;
-        bytes.extend_from_slice(&[5 << 3, 9, 5 << 3, 1]);
+        bytes[cell_len_at] += u8::try_from(more.len()).unwrap();
+        bytes.extend_from_slice(more);
+        bytes
+    }
+
+    /// The last of a repeated type field stands, whatever came before it (found by the
+    /// damaged-answers property: a changed byte made a second type field).
+    #[test]
+    fn a_cell_type_read_twice_is_the_last_one() {
+        // An unknown type, then Delete.
+        let bytes = one_cell_with(&[5 << 3, 9, 5 << 3, 1]);
         let back = RowMessage::decode(Bytes::from(bytes.clone())).unwrap().0;
         assert_eq!(back.cells[0].cell_type, CellType::Delete);
         let generated = pb::Result::decode(&bytes[..]).unwrap();
@@ -544,22 +551,16 @@ mod tests {
     /// unknown field between them is passed over, as the generated decoder does.
     #[test]
     fn a_cell_field_read_twice_is_the_last_one_and_unknown_fields_are_passed() {
-        let mut bytes = RowMessage(RowResult::new(
-            Bytes::from_static(b"r"),
-            vec![Cell::put("r", "f", "q", 1, "v")],
-        ))
-        .encode_to_vec();
-        let more = [
-            &[1 << 3 | 2, 2, b'x', b'y'][..], // the row again
-            &[9 << 3, 0x96, 0x01],            // an unknown varint field
-            &[15 << 3 | 2, 3, 1, 2, 3],       // an unknown bytes field
-            &[6 << 3 | 2, 2, b'w', b'z'],     // the value again
-            &[3 << 3 | 2, 0],                 // an empty qualifier
-        ]
-        .concat();
-        let cell_len_at = bytes.iter().position(|&b| b == (2 << 3 | 2)).unwrap() + 1;
-        bytes[cell_len_at] += u8::try_from(more.len()).unwrap();
-        bytes.extend_from_slice(&more);
+        let bytes = one_cell_with(
+            &[
+                &[1 << 3 | 2, 2, b'x', b'y'][..], // the row again
+                &[9 << 3, 0x96, 0x01],            // an unknown varint field
+                &[15 << 3 | 2, 3, 1, 2, 3],       // an unknown bytes field
+                &[6 << 3 | 2, 2, b'w', b'z'],     // the value again
+                &[3 << 3 | 2, 0],                 // an empty qualifier
+            ]
+            .concat(),
+        );
         let back = RowMessage::decode(Bytes::from(bytes.clone())).unwrap().0;
         assert_eq!(
             (

@@ -193,7 +193,7 @@ impl RegionScanner {
             return Ok(());
         }
         let key = if self.include_start {
-            Cell::first_on_row_shared(&self.start)
+            Cell::first_on_row_in(self.start.clone())
         } else {
             first_on_next_row(&self.start)
         };
@@ -203,7 +203,7 @@ impl RegionScanner {
             self.cursor = Some(if self.include_start {
                 first_on_next_row(&self.start)
             } else {
-                Cell::first_on_row_shared(&self.start)
+                Cell::first_on_row_in(self.start.clone())
             });
         } else {
             for s in &mut self.stores {

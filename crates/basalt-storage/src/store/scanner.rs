@@ -112,7 +112,7 @@ pub fn first_on_next_row(row: &[u8]) -> Cell {
     let mut next = Vec::with_capacity(row.len() + 1);
     next.extend_from_slice(row);
     next.push(0);
-    Cell::first_on_row(&next)
+    Cell::first_on_row_in(Bytes::from(next))
 }
 
 /// Scans one store for one query.
