@@ -11,6 +11,7 @@
 //! HBase class, it carries the HBase name so that an HBase user can find their way.
 
 pub mod bytes_fmt;
+pub mod bytes_order;
 pub mod cell;
 pub mod descriptor;
 pub mod descriptor_values;

@@ -37,7 +37,7 @@ mod skiplist;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use basalt_model::{Cell, Result};
+use basalt_model::{bytes_order, Cell, Result};
 use bytes::Bytes;
 
 use crate::store::scanner::{first_on_next_row, CellSource};
@@ -326,7 +326,11 @@ impl CellSource for MemStoreScanner {
     /// Searches forward to the next row's first key: stepping would copy out each cell of
     /// the row passed (a Get of named columns leaves the rest of its row this way).
     fn skip_row(&mut self, row: &[u8]) -> Result<()> {
-        if self.current.as_ref().is_none_or(|c| c.row() != row) {
+        if self
+            .current
+            .as_ref()
+            .is_none_or(|c| !bytes_order::equal(c.row(), row))
+        {
             return Ok(());
         }
         self.skip_to(&first_on_next_row(row))
@@ -401,7 +405,7 @@ mod tests {
         for read_point in [0, 2, 13, u64::MAX] {
             let everything = all(&mem, read_point);
             for row in rows {
-                let of_row = |c: &&Cell| c.row() == row;
+                let of_row = |c: &&Cell| bytes_order::equal(c.row(), row);
                 let want: Vec<Cell> = everything.iter().filter(of_row).cloned().collect();
                 let mut s = mem.row_scanner(read_point, row);
                 s.seek(&Cell::first_on_row(&Bytes::copy_from_slice(row)))

@@ -24,7 +24,7 @@
 mod delete_tracker;
 
 use basalt_model::filter::{Filter, ReturnCode};
-use basalt_model::{Cell, CellType, KeepDeletedCells, TimeRange, Timestamp};
+use basalt_model::{bytes_order, Cell, CellType, KeepDeletedCells, TimeRange, Timestamp};
 use bytes::Bytes;
 use delete_tracker::{DeleteResult, DeleteTracker};
 
@@ -386,7 +386,7 @@ struct KeyCopy {
 
 impl KeyCopy {
     fn is(&self, key: &[u8]) -> bool {
-        self.held && self.bytes == key
+        self.held && bytes_order::equal(&self.bytes, key)
     }
 
     fn set(&mut self, key: &[u8]) {

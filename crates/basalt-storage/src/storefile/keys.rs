@@ -15,7 +15,8 @@ use std::cmp::Ordering;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::sync::OnceLock;
 
-use basalt_model::{Cell, CellType, Spans};
+use basalt_model::cell::compare_families;
+use basalt_model::{bytes_order, Cell, CellType, Spans};
 use bytes::Bytes;
 
 use crate::codec::Reader;
@@ -68,10 +69,9 @@ impl<'a> RawKey<'a> {
 
     /// The key's order against `key` (cell.rs, invariant 1), for a key of `family`.
     fn cmp(self, family: &[u8], key: &Cell) -> Ordering {
-        self.row()
-            .cmp(key.row())
-            .then_with(|| family.cmp(&key.family))
-            .then_with(|| self.qualifier().cmp(key.qualifier()))
+        bytes_order::compare(self.row(), key.row())
+            .then_with(|| compare_families(family, &key.family))
+            .then_with(|| bytes_order::compare(self.qualifier(), key.qualifier()))
             .then_with(|| {
                 let (ts, code, seq) = self.tail();
                 key.timestamp
@@ -330,7 +330,7 @@ impl DataBlock {
         while i < self.len {
             let e = self.locate(i)?;
             let key = self.key(&e);
-            if row.is_some_and(|r| key.row() != r) {
+            if row.is_some_and(|r| !bytes_order::equal(key.row(), r)) {
                 return Ok(Visible::PastRow(i));
             }
             if key.seq_id() <= read_point {

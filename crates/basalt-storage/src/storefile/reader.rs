@@ -4,7 +4,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use basalt_model::{BloomType, Cell, Error, Result};
+use basalt_model::{bytes_order, BloomType, Cell, Error, Result};
 use bytes::Bytes;
 
 use super::block::{self, decode_data_block, decode_legacy_data_block};
@@ -649,10 +649,14 @@ impl CellSource for StoreFileScanner {
     }
 
     fn skip_row(&mut self, row: &[u8]) -> Result<()> {
-        if self.current.as_ref().is_none_or(|c| c.row() != row) {
+        if self
+            .current
+            .as_ref()
+            .is_none_or(|c| !bytes_order::equal(c.row(), row))
+        {
             return Ok(());
         }
-        if !self.pass_in_block(|d, i| Ok(d.column_at(i)?.0 == row))? {
+        if !self.pass_in_block(|d, i| Ok(bytes_order::equal(d.column_at(i)?.0, row)))? {
             self.seek(&first_on_next_row(row))?;
         }
         Ok(())
