@@ -54,30 +54,84 @@ fn type_of(code: i32) -> Result<CellType, DecodeError> {
     })
 }
 
-fn cell_len(c: &Cell) -> usize {
-    let bytes = |tag, b: &[u8]| {
-        if b.is_empty() {
-            0
-        } else {
-            key_len(tag) + encoded_len_varint(b.len() as u64) + b.len()
+/// A cell's fields as a `pb::Cell` carries them, read from the cell once: its length and
+/// its encoding both come from here, where each had read the cell's parts through their
+/// checked accessors again.
+struct WireCell<'a> {
+    row: &'a [u8],
+    family: &'a [u8],
+    qualifier: &'a [u8],
+    value: &'a [u8],
+    timestamp: i64,
+    code: u8,
+    ttl_ms: Option<u64>,
+}
+
+impl<'a> WireCell<'a> {
+    #[inline]
+    fn of(c: &'a Cell) -> WireCell<'a> {
+        WireCell {
+            row: c.row(),
+            family: &c.family,
+            qualifier: c.qualifier(),
+            value: c.value(),
+            timestamp: c.timestamp,
+            code: type_code(c.cell_type),
+            ttl_ms: c.ttl_ms,
         }
-    };
-    let code = type_code(c.cell_type);
-    bytes(1, c.row())
-        + bytes(2, &c.family)
-        + bytes(3, c.qualifier())
-        + if c.timestamp == 0 {
-            0
-        } else {
-            int64::encoded_len(4, &c.timestamp)
+    }
+
+    /// The message's length.
+    #[inline]
+    fn len(&self) -> usize {
+        let bytes = |tag, b: &[u8]| {
+            if b.is_empty() {
+                0
+            } else {
+                key_len(tag) + encoded_len_varint(b.len() as u64) + b.len()
+            }
+        };
+        bytes(1, self.row)
+            + bytes(2, self.family)
+            + bytes(3, self.qualifier)
+            + if self.timestamp == 0 {
+                0
+            } else {
+                int64::encoded_len(4, &self.timestamp)
+            }
+            + if self.code == 0 {
+                0
+            } else {
+                key_len(5) + encoded_len_varint(u64::from(self.code))
+            }
+            + bytes(6, self.value)
+            + self.ttl_ms.map_or(0, |t| uint64::encoded_len(7, &t))
+    }
+
+    /// The message, its fields in tag order and those at their default left out, as prost
+    /// writes them.
+    #[inline]
+    fn encode(&self, buf: &mut impl BufMut) {
+        let bytes = |tag, b: &[u8], buf: &mut _| {
+            if !b.is_empty() {
+                encode_bytes(tag, b, buf);
+            }
+        };
+        bytes(1, self.row, buf);
+        bytes(2, self.family, buf);
+        bytes(3, self.qualifier, buf);
+        if self.timestamp != 0 {
+            // As prost writes an int64: its two's complement bits.
+            put_varint_field(4, self.timestamp as u64, buf);
         }
-        + if code == 0 {
-            0
-        } else {
-            key_len(5) + encoded_len_varint(u64::from(code))
+        if self.code != 0 {
+            put_varint_field(5, u64::from(self.code), buf);
         }
-        + bytes(6, c.value())
-        + c.ttl_ms.map_or(0, |t| uint64::encoded_len(7, &t))
+        bytes(6, self.value, buf);
+        if let Some(t) = self.ttl_ms {
+            put_varint_field(7, t, buf);
+        }
+    }
 }
 
 /// Field `tag`'s key of `wire_type`: one byte, as every tag written here is below 16.
@@ -105,33 +159,20 @@ fn put_varint_field(tag: u8, v: u64, buf: &mut impl BufMut) {
 
 /// A bytes field, copied from where it lies. prost's `bytes::encode` copies a `Bytes` by
 /// cloning it, an atomic count up and down for every field of every cell of an answer.
+#[inline]
 fn encode_bytes(tag: u8, b: &[u8], buf: &mut impl BufMut) {
-    put_key(tag, WireType::LengthDelimited, buf);
-    put_varint(b.len() as u64, buf);
-    buf.put_slice(b);
-}
-
-fn encode_cell(c: &Cell, buf: &mut impl BufMut) {
-    let bytes = |tag, b: &[u8], buf: &mut _| {
-        if !b.is_empty() {
-            encode_bytes(tag, b, buf);
+    match u8::try_from(b.len()) {
+        // The key and a one-byte length in one write.
+        Ok(len) if len < 0x80 => {
+            debug_assert!(tag < 16, "a one-byte key");
+            buf.put_slice(&[(tag << 3) | WireType::LengthDelimited as u8, len]);
         }
-    };
-    bytes(1, c.row(), buf);
-    bytes(2, &c.family, buf);
-    bytes(3, c.qualifier(), buf);
-    if c.timestamp != 0 {
-        // As prost writes an int64: its two's complement bits.
-        put_varint_field(4, c.timestamp as u64, buf);
+        _ => {
+            put_key(tag, WireType::LengthDelimited, buf);
+            put_varint(b.len() as u64, buf);
+        }
     }
-    let code = type_code(c.cell_type);
-    if code != 0 {
-        put_varint_field(5, u64::from(code), buf);
-    }
-    bytes(6, c.value(), buf);
-    if let Some(t) = c.ttl_ms {
-        put_varint_field(7, t, buf);
-    }
+    buf.put_slice(b);
 }
 
 /// Cell `msg` (a `pb::Cell`'s bytes) as a cell sharing them: its row, qualifier and value are
@@ -196,7 +237,7 @@ fn row_len(r: &RowResult) -> usize {
         .cells
         .iter()
         .map(|c| {
-            let len = cell_len(c);
+            let len = WireCell::of(c).len();
             key_len(2) + encoded_len_varint(len as u64) + len
         })
         .sum();
@@ -218,8 +259,9 @@ fn encode_row(r: &RowResult, buf: &mut impl BufMut) {
     }
     for c in &r.cells {
         put_key(2, WireType::LengthDelimited, buf);
-        put_varint(cell_len(c) as u64, buf);
-        encode_cell(c, buf);
+        let cell = WireCell::of(c);
+        put_varint(cell.len() as u64, buf);
+        cell.encode(buf);
     }
     if r.partial {
         put_varint_field(3, 1, buf);
@@ -419,7 +461,11 @@ mod tests {
             proptest::collection::vec(any::<u8>(), 0..4),
             prop_oneof![Just(0i64), Just(-1), any::<i64>()],
             0..7u8,
-            proptest::collection::vec(any::<u8>(), 0..9),
+            // Short values, and values on both sides of a one-byte length (127 and 128).
+            prop_oneof![
+                proptest::collection::vec(any::<u8>(), 0..9),
+                proptest::collection::vec(any::<u8>(), 120..140),
+            ],
             proptest::option::of(prop_oneof![Just(0u64), any::<u64>()]),
         )
             .prop_map(|(row, family, qualifier, timestamp, t, value, ttl_ms)| {
