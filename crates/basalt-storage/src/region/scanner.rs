@@ -113,8 +113,9 @@ impl Region {
         let read_point = self.mvcc.read_point();
         let now = self.env.now_ms();
         let purge = self.config.time_to_purge_deletes_ms;
-        let mut stores = Vec::new();
-        for store in self.stores() {
+        let families = self.stores();
+        let mut stores = Vec::with_capacity(families.len());
+        for store in families {
             let name = store.name().clone();
             if !scan.columns.includes_family(&name) {
                 continue;

@@ -18,7 +18,7 @@ mod model_tests;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use basalt_model::{Cell, ColumnFamilyDescriptor, Result, TimeRange};
+use basalt_model::{bytes_order, Cell, ColumnFamilyDescriptor, Result, TimeRange};
 use bytes::Bytes;
 use parking_lot::{Mutex, MutexGuard, RwLock};
 
@@ -505,8 +505,14 @@ fn file_may_match(f: &StoreFile, hint: &ReadHint<'_>) -> Result<bool> {
         return Ok(false);
     }
     if let Some((row, col)) = hint.get {
-        let outside = info.first_key.as_ref().is_some_and(|k| k.row() > row)
-            || info.last_key.as_ref().is_some_and(|k| k.row() < row);
+        let outside = info
+            .first_key
+            .as_ref()
+            .is_some_and(|k| bytes_order::compare(k.row(), row).is_gt())
+            || info
+                .last_key
+                .as_ref()
+                .is_some_and(|k| bytes_order::compare(k.row(), row).is_lt());
         if outside || !f.may_contain_in(row, col, hint.cache_only)? {
             return Ok(false);
         }

@@ -636,7 +636,8 @@ impl CellSource for StoreFileScanner {
         }
         let of_column = |d: &DataBlock, i: usize| {
             let (row, qualifier) = d.column_at(i)?;
-            Ok(row == column.row() && qualifier == column.qualifier())
+            Ok(bytes_order::equal(row, column.row())
+                && bytes_order::equal(qualifier, column.qualifier()))
         };
         if !self.pass_in_block(of_column)? {
             self.seek(&Cell::last_on_column(

@@ -86,6 +86,9 @@ pub(super) struct DeleteTracker {
     column: Option<Bytes>,
     columns: AtOrBelow,
     versions: ExactlyAt,
+    /// Whether a marker was added since the row started. Most rows have none: their cells
+    /// are then answered, and the next row started, without a look at the lists.
+    any: bool,
 }
 
 impl DeleteTracker {
@@ -99,11 +102,14 @@ impl DeleteTracker {
 
     /// Forgets the row's markers (a new row starts).
     pub(super) fn reset(&mut self) {
-        *self = DeleteTracker::new(self.by_seq);
+        if self.any {
+            *self = DeleteTracker::new(self.by_seq);
+        }
     }
 
     /// Remembers marker `m`.
     pub(super) fn add(&mut self, m: &Cell) {
+        self.any = true;
         let mark = Mark {
             ts: m.timestamp,
             seq: if self.by_seq { m.seq_id } else { u64::MAX },
@@ -130,6 +136,9 @@ impl DeleteTracker {
 
     /// Whether a marker seen so far masks `c`, and which kind.
     pub(super) fn is_deleted(&self, c: &Cell) -> DeleteResult {
+        if !self.any {
+            return DeleteResult::NotDeleted;
+        }
         let (ts, seq) = (c.timestamp, if self.by_seq { c.seq_id } else { 0 });
         if self.family.masks(ts, seq) {
             return DeleteResult::FamilyDeleted;
