@@ -482,8 +482,18 @@ impl std::fmt::Debug for Cell {
 #[must_use]
 #[inline]
 pub fn compare_keys(a: &Cell, b: &Cell) -> Ordering {
-    bytes_order::compare(a.row(), b.row())
-        .then_with(|| compare_families(&a.family, &b.family))
+    // Most compares of a merge are of cells of different rows: the row decides them inline,
+    // and the rest of the key is compared out of line.
+    match bytes_order::compare(a.row(), b.row()) {
+        Ordering::Equal => compare_within_row(a, b),
+        by_row => by_row,
+    }
+}
+
+/// [`compare_keys`] of two cells of one row.
+#[inline(never)]
+fn compare_within_row(a: &Cell, b: &Cell) -> Ordering {
+    compare_families(&a.family, &b.family)
         .then_with(|| bytes_order::compare(a.qualifier(), b.qualifier()))
         .then_with(|| b.timestamp.cmp(&a.timestamp))
         .then_with(|| b.cell_type.code().cmp(&a.cell_type.code()))
