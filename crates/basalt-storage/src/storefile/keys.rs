@@ -102,21 +102,8 @@ struct Located {
 /// Parses the entry at `at` that must end at `end` (docs/formats/storefile.md, version 2),
 /// its key checked by [`check_key`]; the entries end at `limit`.
 fn parse_entry(body: &[u8], at: usize, end: usize, limit: usize) -> Result<Located, Damage> {
-    let mut r = Reader::new(body.get(at..limit).ok_or("entry offset out of place")?);
-    let header = (|| {
-        let key_len = r.len()?;
-        let value_len = r.len()?;
-        let ttl = match r.u8()? {
-            0 => u64::MAX,
-            1 => r.varint()?,
-            _ => return None,
-        };
-        let key = at + r.position();
-        let value = key.checked_add(key_len)?;
-        let value_end = value.checked_add(value_len)?;
-        (value_end <= limit).then_some((key..value, value..value_end, ttl))
-    })();
-    let (key, value, ttl) = header.ok_or("malformed entry header")?;
+    let entry = body.get(at..limit).ok_or("entry offset out of place")?;
+    let (key, value, ttl) = header_of(entry, at, limit).ok_or("malformed entry header")?;
     let row_len = check_key(&body[key.clone()]).ok_or("malformed key")?;
     if value.end != end {
         return Err(if end == limit {
@@ -131,6 +118,42 @@ fn parse_entry(body: &[u8], at: usize, end: usize, limit: usize) -> Result<Locat
         value,
         ttl,
     })
+}
+
+/// Where an entry's key and value lie in the block's body, and its TTL.
+type Header = (std::ops::Range<usize>, std::ops::Range<usize>, u64);
+
+/// The header of the entry at `at` (`entry` is the body from there to `limit`): the usual
+/// one, one-byte key and value lengths and no TTL, read at once, any other by
+/// [`parse_header`], which answers alike for the usual one too.
+#[inline]
+fn header_of(entry: &[u8], at: usize, limit: usize) -> Option<Header> {
+    match *entry {
+        [key_len, value_len, 0, ..] if key_len < 0x80 && value_len < 0x80 => {
+            let key = at + 3;
+            let value = key + usize::from(key_len);
+            let value_end = value + usize::from(value_len);
+            (value_end <= limit).then_some((key..value, value..value_end, u64::MAX))
+        }
+        _ => parse_header(entry, at, limit),
+    }
+}
+
+/// The header of the entry at `at`, in any form (varint lengths, a TTL or none); the entries
+/// end at `limit`.
+fn parse_header(entry: &[u8], at: usize, limit: usize) -> Option<Header> {
+    let mut r = Reader::new(entry);
+    let key_len = r.len()?;
+    let value_len = r.len()?;
+    let ttl = match r.u8()? {
+        0 => u64::MAX,
+        1 => r.varint()?,
+        _ => return None,
+    };
+    let key = at + r.position();
+    let value = key.checked_add(key_len)?;
+    let value_end = value.checked_add(value_len)?;
+    (value_end <= limit).then_some((key..value, value..value_end, ttl))
 }
 
 /// A data block, searched and read where it lies: the block cache holds the body as read
@@ -567,6 +590,26 @@ mod tests {
 
     fn block_of(cells: &[Cell]) -> DataBlock {
         DataBlock::new(Bytes::from_static(b"f"), Bytes::from(body_of(cells))).unwrap()
+    }
+
+    proptest::proptest! {
+        /// The usual header read at once answers as the general parse does, for any bytes:
+        /// the headers it reads (short lengths, no TTL), the ones beside them (a TTL, a
+        /// length of 128 or more, a bad TTL flag) and any entry that ends too soon.
+        #[test]
+        fn a_header_read_at_once_is_the_header_parsed(
+            entry in proptest::collection::vec(
+                proptest::prop_oneof![0u8..3, 0x7eu8..0x82, proptest::arbitrary::any::<u8>()],
+                0..200,
+            ),
+            at in 0usize..1000,
+        ) {
+            let limit = at + entry.len();
+            proptest::prop_assert_eq!(
+                header_of(&entry, at, limit),
+                parse_header(&entry, at, limit)
+            );
+        }
     }
 
     #[test]
