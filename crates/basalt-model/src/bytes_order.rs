@@ -26,18 +26,20 @@ pub fn compare(a: &[u8], b: &[u8]) -> Ordering {
         return a.cmp(b);
     }
     let n = a.len().min(b.len());
-    let (x, y) = (a[..n].chunks_exact(8), b[..n].chunks_exact(8));
-    let (x_tail, y_tail) = (x.remainder(), y.remainder());
-    for (u, v) in x.zip(y) {
-        let (u, v) = (word(u), word(v));
+    let (x, y) = (&a[..n], &b[..n]);
+    let mut i = 0;
+    while i + 8 <= n {
+        let (u, v) = (word(&x[i..i + 8]), word(&y[i..i + 8]));
         if u != v {
             return u.cmp(&v);
         }
+        i += 8;
     }
-    for (u, v) in x_tail.iter().zip(y_tail) {
-        if u != v {
-            return u.cmp(v);
+    while i < n {
+        if x[i] != y[i] {
+            return x[i].cmp(&y[i]);
         }
+        i += 1;
     }
     a.len().cmp(&b.len())
 }
@@ -56,9 +58,22 @@ pub fn equal(a: &[u8], b: &[u8]) -> bool {
     if a.len() > INLINE_MAX {
         return a == b;
     }
-    let (x, y) = (a.chunks_exact(8), b.chunks_exact(8));
-    let (x_tail, y_tail) = (x.remainder(), y.remainder());
-    x.zip(y).all(|(u, v)| word(u) == word(v)) && x_tail.iter().zip(y_tail).all(|(u, v)| u == v)
+    let n = a.len();
+    let b = &b[..n];
+    let mut i = 0;
+    while i + 8 <= n {
+        if word(&a[i..i + 8]) != word(&b[i..i + 8]) {
+            return false;
+        }
+        i += 8;
+    }
+    while i < n {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
 }
 
 /// Eight bytes as a big-endian number: numbers order as the bytes do.
