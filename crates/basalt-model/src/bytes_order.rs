@@ -13,8 +13,9 @@
 
 use std::cmp::Ordering;
 
-/// Keys longer than this go to `memcmp`: past it the vector loop wins over eight bytes a
-/// step.
+/// Keys longer than this go to `memcmp`, whose vector loop is made for long keys. The limit
+/// is a choice, not a measured crossing: the keys measured (rows of 16 to 23 bytes, families
+/// and qualifiers of a few) are all well under it.
 const INLINE_MAX: usize = 64;
 
 /// `a`'s order against `b` as unsigned bytes, a shorter key first when one is the start of
