@@ -431,9 +431,10 @@ impl Cell {
     #[must_use]
     #[inline]
     pub fn same_column(&self, other: &Cell) -> bool {
-        bytes_order::equal(self.qualifier(), other.qualifier())
+        // Rows first: the cells a merge asks about are most often of another row.
+        bytes_order::equal(self.row(), other.row())
+            && bytes_order::equal(self.qualifier(), other.qualifier())
             && bytes_order::equal(&self.family, &other.family)
-            && bytes_order::equal(self.row(), other.row())
     }
 }
 
