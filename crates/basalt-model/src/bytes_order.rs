@@ -19,7 +19,8 @@ use std::cmp::Ordering;
 const INLINE_MAX: usize = 64;
 
 /// `a`'s order against `b` as unsigned bytes, a shorter key first when one is the start of
-/// the other (invariant 1).
+/// the other (invariant 1). It does not look for two handles on the same bytes, as
+/// [`equal`] does: rows, compared most, are never that ([`crate::cell::compare_families`]).
 #[inline]
 #[must_use]
 pub fn compare(a: &[u8], b: &[u8]) -> Ordering {
@@ -53,7 +54,7 @@ pub fn equal(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
     }
-    if std::ptr::eq(a.as_ptr(), b.as_ptr()) {
+    if std::ptr::eq(a, b) {
         return true;
     }
     if a.len() > INLINE_MAX {

@@ -136,8 +136,13 @@ impl<'a> WireCell<'a> {
 
 /// Field `tag`'s key of `wire_type`: one byte, as every tag written here is below 16.
 fn put_key(tag: u8, wire_type: WireType, buf: &mut impl BufMut) {
+    buf.put_u8(key_byte(tag, wire_type));
+}
+
+/// Field `tag`'s key of `wire_type` as its one byte.
+fn key_byte(tag: u8, wire_type: WireType) -> u8 {
     debug_assert!(tag < 16, "a one-byte key");
-    buf.put_u8((tag << 3) | wire_type as u8);
+    (tag << 3) | wire_type as u8
 }
 
 /// `v` as a varint, a byte at a time. prost's `encode_varint` was not inlined into the
@@ -163,10 +168,7 @@ fn put_varint_field(tag: u8, v: u64, buf: &mut impl BufMut) {
 fn encode_bytes(tag: u8, b: &[u8], buf: &mut impl BufMut) {
     match u8::try_from(b.len()) {
         // The key and a one-byte length in one write.
-        Ok(len) if len < 0x80 => {
-            debug_assert!(tag < 16, "a one-byte key");
-            buf.put_slice(&[(tag << 3) | WireType::LengthDelimited as u8, len]);
-        }
+        Ok(len) if len < 0x80 => buf.put_slice(&[key_byte(tag, WireType::LengthDelimited), len]),
         _ => {
             put_key(tag, WireType::LengthDelimited, buf);
             put_varint(b.len() as u64, buf);

@@ -37,7 +37,7 @@ mod skiplist;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use basalt_model::{bytes_order, Cell, Result};
+use basalt_model::{Cell, Result};
 use bytes::Bytes;
 
 use crate::store::scanner::{first_on_next_row, CellSource};
@@ -326,11 +326,7 @@ impl CellSource for MemStoreScanner {
     /// Searches forward to the next row's first key: stepping would copy out each cell of
     /// the row passed (a Get of named columns leaves the rest of its row this way).
     fn skip_row(&mut self, row: &[u8]) -> Result<()> {
-        if self
-            .current
-            .as_ref()
-            .is_none_or(|c| !bytes_order::equal(c.row(), row))
-        {
+        if self.current.as_ref().is_none_or(|c| !c.is_of_row(row)) {
             return Ok(());
         }
         self.skip_to(&first_on_next_row(row))

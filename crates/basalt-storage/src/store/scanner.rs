@@ -2,7 +2,7 @@
 //! decisions into steps and seeks (HBase's StoreScanner and KeyValueHeap).
 
 use basalt_model::filter::Filter;
-use basalt_model::{bytes_order, Cell, Result};
+use basalt_model::{Cell, Result};
 use bytes::Bytes;
 
 use super::query_matcher::{MatchCode, QueryMatcher};
@@ -74,7 +74,7 @@ pub trait CellSource: Send + std::fmt::Debug {
     fn skip_row(&mut self, row: &[u8]) -> Result<()> {
         step_then_seek(
             self,
-            |c| bytes_order::equal(c.row(), row),
+            |c| c.is_of_row(row),
             |s| s.seek(&first_on_next_row(row)),
         )
     }

@@ -650,11 +650,7 @@ impl CellSource for StoreFileScanner {
     }
 
     fn skip_row(&mut self, row: &[u8]) -> Result<()> {
-        if self
-            .current
-            .as_ref()
-            .is_none_or(|c| !bytes_order::equal(c.row(), row))
-        {
+        if self.current.as_ref().is_none_or(|c| !c.is_of_row(row)) {
             return Ok(());
         }
         if !self.pass_in_block(|d, i| Ok(bytes_order::equal(d.column_at(i)?.0, row)))? {
