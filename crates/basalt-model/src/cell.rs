@@ -611,6 +611,11 @@ mod tests {
             Cell::first_on_row(&row) < Cell::marker("r", "", "", i64::MAX, CellType::DeleteFamily)
         );
         assert_eq!(Cell::first_on_row_in(row.clone()), Cell::first_on_row(&row));
+        let c = Cell::put("row1", "f", "q", 1, "v");
+        assert!(c.is_of_row(b"row1"));
+        assert!(!c.is_of_row(b"row"), "a prefix of the row is another row");
+        assert!(!c.is_of_row(b"row10"));
+        assert!(!c.is_of_row(b""));
         let f = Bytes::from_static(b"f");
         let q = Bytes::from_static(b"q");
         assert!(Cell::last_on_column(&row, &f, &q) > Cell::put("r", "f", "q", 0, ""));
