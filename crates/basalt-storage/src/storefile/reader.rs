@@ -4,12 +4,12 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use basalt_model::{bytes_order, BloomType, Cell, Error, Result};
+use basalt_model::{BloomType, Cell, Error, Result};
 use bytes::Bytes;
 
 use super::block::{self, decode_data_block, decode_legacy_data_block};
 use super::bloom::Bloom;
-use super::keys::{check_key, Damage, DataBlock, IndexKeys, Visible};
+use super::keys::{check_key, Damage, DataBlock, IndexKeys, Passing, Visible};
 use super::{FileId, FileInfo, FORMAT_VERSION, LEGACY_FORMAT_VERSION, MAGIC, TRAILER_LEN};
 use crate::block_cache::{Block, BlockCache, BlockKey, Priority};
 use crate::codec::Reader;
@@ -569,31 +569,36 @@ impl StoreFileScanner {
     /// [`STEPS_BEFORE_SEEK`] of them. Then it loads the first cell not passed and answers
     /// true; false when the cells passed reach the block's end or the steps' limit (the
     /// caller then seeks).
-    fn pass_in_block(
-        &mut self,
-        passing: impl Fn(&DataBlock, usize) -> std::result::Result<bool, Damage>,
-    ) -> Result<bool> {
+    fn pass_in_block(&mut self, passing: &Passing<'_>) -> Result<bool> {
         let Some(d) = self.data.as_deref() else {
             return Ok(false);
         };
-        let end = d.len().min(self.pos + 1 + STEPS_BEFORE_SEEK);
-        let mut pos = self.pos + 1;
-        let stop = loop {
-            if pos == end {
-                break None;
+        let (from, row) = (self.pos + 1, self.row.as_deref());
+        let passed = d.pass(
+            from,
+            from + STEPS_BEFORE_SEEK,
+            passing,
+            self.read_point,
+            row,
+            &mut self.current,
+        );
+        match passed.map_err(|what| self.damaged(self.block, what))? {
+            None => Ok(false),
+            Some(Visible::Cell(at)) => {
+                self.pos = at;
+                Ok(true)
             }
-            match passing(d, pos) {
-                Ok(true) => pos += 1,
-                Ok(false) => break Some(pos),
-                Err(what) => return Err(self.damaged(self.block, what)),
+            Some(Visible::PastRow(at)) => {
+                self.current = None;
+                self.pos = at;
+                Ok(true)
             }
-        };
-        let Some(pos) = stop else {
-            return Ok(false);
-        };
-        self.current = None;
-        self.load(self.block, pos)?;
-        Ok(true)
+            Some(Visible::End) => {
+                self.current = None;
+                self.load(self.block + 1, 0)?;
+                Ok(true)
+            }
+        }
     }
 }
 
@@ -624,7 +629,7 @@ impl CellSource for StoreFileScanner {
         if self.current.as_ref().is_none_or(|c| c >= key) {
             return Ok(());
         }
-        if !self.pass_in_block(|d, i| Ok(d.cmp_at(i, key)?.is_lt()))? {
+        if !self.pass_in_block(&Passing::Below(key))? {
             self.seek(key)?;
         }
         Ok(())
@@ -634,12 +639,11 @@ impl CellSource for StoreFileScanner {
         if !self.current.as_ref().is_some_and(|c| c.same_column(column)) {
             return Ok(());
         }
-        let of_column = |d: &DataBlock, i: usize| {
-            let (row, qualifier) = d.column_at(i)?;
-            Ok(bytes_order::equal(row, column.row())
-                && bytes_order::equal(qualifier, column.qualifier()))
+        let of_column = Passing::Column {
+            row: column.row(),
+            qualifier: column.qualifier(),
         };
-        if !self.pass_in_block(of_column)? {
+        if !self.pass_in_block(&of_column)? {
             self.seek(&Cell::last_on_column(
                 column.row(),
                 &column.family,
@@ -653,7 +657,7 @@ impl CellSource for StoreFileScanner {
         if self.current.as_ref().is_none_or(|c| !c.is_of_row(row)) {
             return Ok(());
         }
-        if !self.pass_in_block(|d, i| Ok(bytes_order::equal(d.column_at(i)?.0, row)))? {
+        if !self.pass_in_block(&Passing::Row(row))? {
             self.seek(&first_on_next_row(row))?;
         }
         Ok(())

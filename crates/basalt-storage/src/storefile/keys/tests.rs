@@ -1,0 +1,266 @@
+use super::*;
+use crate::storefile::block::DataBlockBuilder;
+
+/// The body of a block of `cells`.
+fn body_of(cells: &[Cell]) -> Vec<u8> {
+    let mut b = DataBlockBuilder::default();
+    cells.iter().for_each(|c| b.add(c));
+    b.finish()
+}
+
+fn block_of(cells: &[Cell]) -> DataBlock {
+    DataBlock::new(Bytes::from_static(b"f"), Bytes::from(body_of(cells))).unwrap()
+}
+
+proptest::proptest! {
+    /// The usual header read at once answers as the general parse does, for any bytes:
+    /// the headers it reads (short lengths, no TTL), the ones beside them (a TTL, a
+    /// length of 128 or more, a bad TTL flag) and any entry that ends too soon.
+    #[test]
+    fn a_header_read_at_once_is_the_header_parsed(
+        entry in proptest::collection::vec(
+            proptest::prop_oneof![0u8..3, 0x7eu8..0x82, proptest::arbitrary::any::<u8>()],
+            0..200,
+        ),
+        at in 0usize..1000,
+    ) {
+        let limit = at + entry.len();
+        proptest::prop_assert_eq!(
+            header_of(&entry, at, limit),
+            parse_header(&entry, at, limit)
+        );
+    }
+}
+
+#[test]
+fn raw_keys_order_like_cells() {
+    let mut cells = Vec::new();
+    for row in ["a", "ab", "b"] {
+        for q in ["", "q", "qq"] {
+            for ts in [9, 5] {
+                for t in [CellType::DeleteFamily, CellType::Put] {
+                    let mut c = Cell::marker(row, "f", q, ts, t);
+                    c.seq_id = 3;
+                    cells.push(c);
+                }
+            }
+        }
+    }
+    cells.sort();
+    let block = block_of(&cells);
+    assert_eq!(block.len(), cells.len());
+    for (i, a) in cells.iter().enumerate() {
+        assert_eq!(block.row(i), Ok(a.row_bytes()));
+        assert_eq!(block.seq_id(i), Ok(a.seq_id));
+        assert_eq!(block.cell(i).as_ref(), Ok(a));
+        for b in &cells {
+            assert_eq!(block.cmp_at(i, b), Ok(a.cmp(b)), "{a:?} vs {b:?}");
+        }
+        // Search keys of other families and of the row's edges order too.
+        let first = Cell::first_on_row(a.row());
+        assert_eq!(block.cmp_at(i, &first), Ok(a.cmp(&first)));
+        let g = Cell::first_on_column(a.row(), &Bytes::from_static(b"g"), a.qualifier());
+        assert_eq!(block.cmp_at(i, &g), Ok(a.cmp(&g)));
+    }
+}
+
+/// Every entry of `body` read as a scan and a search would read it: the block built, each
+/// cell read, and each searched for until the row probes are built; the block's length,
+/// or the first damage found.
+fn read_whole(body: Vec<u8>) -> Result<usize, Damage> {
+    let block = DataBlock::new(Bytes::from_static(b"f"), Bytes::from(body))?;
+    for i in 0..block.len() {
+        let cell = block.cell(i)?;
+        for _ in 0..=PLAIN_SEARCHES {
+            assert!(block.lower_bound(&cell)? <= i);
+        }
+        block.row(i)?;
+        block.seq_id(i)?;
+    }
+    Ok(block.len())
+}
+
+/// A block whose layout is off is refused when it is read, naming what is wrong, and
+/// never read past: the accessors rely on it.
+#[test]
+fn a_damaged_layout_is_refused() {
+    let cells: Vec<Cell> = (0..3u8)
+        .map(|i| Cell::put(vec![b'r', i], "f", "q", 1, "value"))
+        .collect();
+    let good = body_of(&cells);
+    assert_eq!(read_whole(good.clone()), Ok(3));
+    let n = good.len();
+    let damaged = |at: usize, byte: u8| {
+        let mut d = good.clone();
+        d[at] = byte;
+        read_whole(d).unwrap_err()
+    };
+    // Entry 0: key_len 22 (2 + 2 row + 1 qualifier + 17), value_len 5, flags, key, value.
+    assert_eq!(damaged(n - 1, 0x40), "offset array larger than the block");
+    assert_eq!(damaged(n - 4, 4), "entry offset out of place");
+    let mut junk = good.clone();
+    junk.insert(n - 16, 0);
+    assert_eq!(
+        read_whole(junk).unwrap_err(),
+        "bytes between the last entry and the offset array"
+    );
+    assert_eq!(damaged(n - 12, 1), "entry offset out of place");
+    assert_eq!(damaged(n - 16, 1), "entry offset out of place");
+    assert_eq!(damaged(0, 0x80), "malformed entry header");
+    assert_eq!(damaged(1, 200), "malformed entry header");
+    assert_eq!(damaged(2, 2), "malformed entry header");
+    assert_eq!(damaged(3, 9), "malformed key");
+    assert_eq!(damaged(3 + 22 - 9, 0), "malformed key");
+    // A value shorter than stored leaves a gap before the next entry.
+    assert_eq!(damaged(1, 4), "entry offset out of place");
+    assert_eq!(
+        read_whole(good[..3].to_vec()).unwrap_err(),
+        "block shorter than its entry count"
+    );
+    assert_eq!(read_whole(vec![0; 4]), Ok(0));
+    assert_eq!(
+        read_whole(vec![7, 0, 0, 0, 0]).unwrap_err(),
+        "bytes between the last entry and the offset array"
+    );
+}
+
+/// Damage in an entry a search does not touch is found when the entry is read, or when
+/// the row probes are built, whichever comes first.
+#[test]
+fn damage_is_found_when_the_entry_is_read() {
+    let cells: Vec<Cell> = (0..64u8)
+        .map(|i| Cell::put(vec![b'r', i], "f", "q", 1, "value"))
+        .collect();
+    let mut body = body_of(&cells);
+    // Entry 40's key: its type byte (9 before the key's end) is no type.
+    let entry = 3 + 22 + 5;
+    body[40 * entry + 3 + 22 - 9] = 0xEE;
+    let block = DataBlock::new(Bytes::from_static(b"f"), Bytes::from(body)).unwrap();
+    let first = Cell::first_on_row(&Bytes::from_static(b"r\x00"));
+    for _ in 0..PLAIN_SEARCHES {
+        assert_eq!(block.lower_bound(&first), Ok(0), "a plain search");
+    }
+    assert_eq!(
+        block.cell(39).map(|c| c.row_bytes()),
+        Ok(cells[39].row_bytes())
+    );
+    assert_eq!(block.cell(40), Err("malformed key"));
+    assert_eq!(
+        block
+            .next_visible(38, u64::MAX, None, &mut None)
+            .map(|v| match v {
+                Visible::Cell(i) => Some(i),
+                Visible::PastRow(_) | Visible::End => None,
+            }),
+        Ok(Some(38))
+    );
+    assert_eq!(
+        block.lower_bound(&first),
+        Err("malformed key"),
+        "the probes' walk"
+    );
+}
+
+/// [`Visible`] as a value to compare.
+fn seen(v: &Visible) -> (u8, usize) {
+    match *v {
+        Visible::Cell(i) => (0, i),
+        Visible::PastRow(i) => (1, i),
+        Visible::End => (2, 0),
+    }
+}
+
+proptest::proptest! {
+    /// A skip within the block stops where a walk over the cells stops: at the first cell
+    /// within the steps allowed that the skip does not pass (a row's, a column's, or those
+    /// below a key), and from there finds what `next_visible` finds, building the same
+    /// cell; none when the steps run out first.
+    #[test]
+    fn a_skip_stops_where_a_walk_over_the_cells_stops(
+        keys in proptest::collection::btree_set(
+            (proptest::collection::vec(0u8..3, 1..3), 0usize..3, 1i64..4, 1u64..6), 1..40),
+        from in 0usize..45,
+        steps in 0usize..10,
+        read_point in 0u64..7,
+        which in 0usize..3,
+        at in 0usize..40,
+        one_row in proptest::arbitrary::any::<bool>(),
+    ) {
+        let qualifiers = ["", "a", "b"];
+        let mut cells: Vec<Cell> = keys
+            .iter()
+            .map(|(row, q, ts, seq)| {
+                let mut c = Cell::put(row.clone(), "f", qualifiers[*q], *ts, "v");
+                c.seq_id = *seq;
+                c
+            })
+            .collect();
+        cells.sort();
+        cells.dedup_by(|a, b| (*a).cmp(b).is_eq());
+        let block = block_of(&cells);
+        let pick = &cells[at % cells.len()];
+        let passing = match which {
+            0 => Passing::Row(pick.row()),
+            1 => Passing::Column { row: pick.row(), qualifier: pick.qualifier() },
+            _ => Passing::Below(pick),
+        };
+        let passes = |c: &Cell| match which {
+            0 => c.row() == pick.row(),
+            1 => c.row() == pick.row() && c.qualifier() == pick.qualifier(),
+            _ => c < pick,
+        };
+        let row = one_row.then(|| pick.row());
+        let end = (from + steps).min(cells.len());
+        let want = (from..end).find(|&j| !passes(&cells[j])).map(|j| {
+            (j..cells.len())
+                .find_map(|k| {
+                    if row.is_some_and(|r| cells[k].row() != r) {
+                        Some((1, k))
+                    } else {
+                        (cells[k].seq_id <= read_point).then_some((0, k))
+                    }
+                })
+                .unwrap_or((2, 0))
+        });
+        let mut slot = None;
+        let got = block.pass(from, from + steps, &passing, read_point, row, &mut slot).unwrap();
+        proptest::prop_assert_eq!(got.as_ref().map(seen), want);
+        let built = match want {
+            Some((0, k)) => Some(&cells[k]),
+            _ => None,
+        };
+        proptest::prop_assert_eq!(slot.as_ref(), built);
+    }
+}
+
+proptest::proptest! {
+    /// The block's search, plain and through the row probes, finds what a binary search over
+    /// the cells finds: for rows that share a prefix kept inline or one too long for that,
+    /// and for keys with the prefix, with part of it, or without it.
+    #[test]
+    fn lower_bound_agrees_with_a_plain_search(
+        tails in proptest::collection::btree_set(proptest::collection::vec(0u8..4, 0..12), 1..60),
+        shared in proptest::sample::select(vec![0, 5, PREFIX_INLINE, PREFIX_INLINE + 1, 40]),
+        probes in proptest::collection::vec((0usize..3, proptest::collection::vec(0u8..4, 0..12)), 1..30),
+    ) {
+        let prefixed = |kept: usize, tail: &[u8]| [&vec![7u8; kept][..], tail].concat();
+        let rows: Vec<Vec<u8>> = tails.iter().map(|t| prefixed(shared, t)).collect();
+        let probes: Vec<Vec<u8>> = probes
+            .iter()
+            .map(|(part, t)| prefixed([shared, shared / 2, 0][*part], t))
+            .collect();
+        let cells: Vec<Cell> = rows.iter().map(|r| Cell::put(r.clone(), "f", "q", 1, "v")).collect();
+        let block = block_of(&cells);
+        // The first searches are plain ones; the probes are built by a later one.
+        let searches = 2 * probes.len();
+        for p in probes {
+            for key in [Cell::first_on_row(&Bytes::from(p.clone())), Cell::put(p.clone(), "f", "q", 1, "")] {
+                let want = cells.partition_point(|c| c < &key);
+                proptest::prop_assert_eq!(block.lower_bound(&key), Ok(want));
+            }
+        }
+        let built = block.probes.get().map(|p| p.windows.len());
+        let want = (searches > PLAIN_SEARCHES as usize).then_some(cells.len());
+        proptest::prop_assert_eq!(built, want);
+    }
+}
