@@ -239,6 +239,19 @@ thread_local! {
 }
 
 impl MemStoreScanner {
+    /// The first node past `column`'s column, from `at`, a node of that column: node with
+    /// node, unless the column's nodes run on past the steps allowed (then a search).
+    fn past_column_of(&self, column: &Cell) -> u64 {
+        match self.mem.cells.past_column(self.at, COLUMN_STEPS) {
+            Ok(next) => next,
+            Err(last) => SEARCH_KEY.with_borrow_mut(|words| {
+                let past = Cell::last_on_column(column.row(), &column.family, column.qualifier());
+                key::encode_into(&past, words);
+                self.mem.cells.seek_from(last, words)
+            }),
+        }
+    }
+
     /// Moves from `at` to the first live node visible at the read point, and copies its cell;
     /// none past the scanner's row, when it has one.
     fn settle(&mut self) {
@@ -279,6 +292,18 @@ impl CellSource for MemStoreScanner {
         Ok(true)
     }
 
+    /// Leaves the column of the cell taken node with node, as `skip_column` does: its older
+    /// versions are never copied out.
+    fn take_last_version_into(&mut self, out: &mut Vec<Cell>) -> Result<bool> {
+        let Some(cell) = self.current.take() else {
+            return Ok(false);
+        };
+        self.at = self.past_column_of(&cell);
+        out.push(cell);
+        self.settle();
+        Ok(true)
+    }
+
     fn seek(&mut self, key: &Cell) -> Result<()> {
         self.at = SEARCH_KEY.with_borrow_mut(|words| {
             key::encode_into(key, words);
@@ -311,14 +336,7 @@ impl CellSource for MemStoreScanner {
         if !self.current.as_ref().is_some_and(|c| c.same_column(column)) {
             return Ok(());
         }
-        self.at = match self.mem.cells.past_column(self.at, COLUMN_STEPS) {
-            Ok(next) => next,
-            Err(last) => SEARCH_KEY.with_borrow_mut(|words| {
-                let past = Cell::last_on_column(column.row(), &column.family, column.qualifier());
-                key::encode_into(&past, words);
-                self.mem.cells.seek_from(last, words)
-            }),
-        };
+        self.at = self.past_column_of(column);
         self.settle();
         Ok(())
     }
@@ -376,6 +394,45 @@ mod tests {
         let mut out = Vec::new();
         while s.take_into(&mut out).unwrap() {}
         out
+    }
+
+    /// Taking a column's last kept version leaves the column itself: the next cell is the
+    /// next column's, whether the column's versions came newest first (each node's tail is
+    /// the column's last) or oldest first (the tail goes stale: node by node, and past the
+    /// steps allowed a search), at read points that hide the last version written.
+    #[test]
+    fn taking_a_columns_last_version_leaves_the_column() {
+        let past_the_steps = COLUMN_STEPS as i64 + 5;
+        for (versions, oldest_first) in [(1, false), (3, false), (3, true), (past_the_steps, true)]
+        {
+            let mem = Arc::new(MemStore::new());
+            let mut seq = 0;
+            for (q, n) in [("b", 2), ("a", versions)] {
+                let mut stamps: Vec<i64> = (1..=n).collect();
+                if oldest_first {
+                    stamps.reverse();
+                }
+                for ts in stamps {
+                    seq += 1;
+                    let mut c = Cell::put("r", "f", q, ts, "v");
+                    c.seq_id = seq;
+                    mem.insert(&c);
+                }
+            }
+            for read_point in [seq - 1, u64::MAX] {
+                let visible = all(&mem, read_point);
+                let mut s = mem.scanner(read_point);
+                s.seek(&Cell::first_on_row(&Bytes::from_static(b"r")))
+                    .unwrap();
+                let mut out = Vec::new();
+                assert!(s.take_last_version_into(&mut out).unwrap());
+                let case =
+                    format!("{versions} versions, oldest first {oldest_first}, at {read_point}");
+                assert_eq!(out, visible[..1], "{case}");
+                let next = visible.iter().find(|c| !c.same_column(&out[0]));
+                assert_eq!(s.peek(), next, "{case}");
+            }
+        }
     }
 
     /// A row scanner reads what the whole memstore's scanner reads of its row, and nothing

@@ -47,6 +47,13 @@ impl CellSource for RowRangeSource {
         self.inner.take_into(out)
     }
 
+    fn take_last_version_into(&mut self, out: &mut Vec<Cell>) -> Result<bool> {
+        if self.peek().is_none() {
+            return Ok(false);
+        }
+        self.inner.take_last_version_into(out)
+    }
+
     fn seek(&mut self, key: &Cell) -> Result<()> {
         if key.row()[..] < self.start[..] {
             self.inner.seek(&Cell::first_on_row(&self.start))

@@ -30,6 +30,19 @@ pub trait CellSource: Send + std::fmt::Debug {
         out.push(c);
         Ok(true)
     }
+    /// Moves the current cell, the last version of its column that the read keeps, to the
+    /// end of `out`, and the source on; false when there is no cell. What `take_into` does,
+    /// and a source may also pass the column's other versions here, where that costs less
+    /// than building the next of them: the memstore copies each cell out of its arena, and
+    /// a column updated since the last flush has a version there for each update. The store
+    /// scanner passes what is left of the column, in every source, after
+    /// (`StoreScanner::past_kept_column`).
+    ///
+    /// # Errors
+    /// A corrupt block.
+    fn take_last_version_into(&mut self, out: &mut Vec<Cell>) -> Result<bool> {
+        self.take_into(out)
+    }
     /// Moves to the first visible cell at or after `key` (never backwards past the current).
     ///
     /// # Errors
@@ -255,7 +268,8 @@ impl StoreScanner {
                         MatchCode::IncludeAndSeekNextRow => Step::NextRow,
                         _ => Step::Taken,
                     };
-                    match self.keep(i, out, filter.as_deref(), budget_bytes) {
+                    let last_version = matches!(step, Step::PastKeptColumn);
+                    match self.keep(i, last_version, out, filter.as_deref(), budget_bytes) {
                         Ok(true) => step,
                         // The source had no cell after all: nothing more to do for it.
                         Ok(false) => Step::Taken,
@@ -293,18 +307,26 @@ impl StoreScanner {
         }
     }
 
-    /// Moves source `i`'s cell into `out` (transformed by the filter) and the source on;
-    /// false when it had none. The cell is moved once, from the source into `out`: a cell is
-    /// 128 bytes, and each of the moves a return by value made was a call to `memcpy`. The
+    /// Moves source `i`'s cell into `out` (transformed by the filter) and the source on, as
+    /// [`CellSource::take_last_version_into`] when the read keeps no more of its column
+    /// (`last_version`); false when it had none. The cell is moved once, from the source into `out`: a cell is 128
+    /// bytes, and each of the moves a return by value made was a call to `memcpy`. The
     /// caller restores invariant (1), once for the cell and the step after it.
     fn keep(
         &mut self,
         i: usize,
+        last_version: bool,
         out: &mut Vec<Cell>,
         filter: Option<&Filter>,
         budget_bytes: &mut usize,
     ) -> Result<bool> {
-        if !self.sources[i].take_into(out)? {
+        let source = &mut self.sources[i];
+        let taken = if last_version {
+            source.take_last_version_into(out)?
+        } else {
+            source.take_into(out)?
+        };
+        if !taken {
             return Ok(false);
         }
         if let Some(f) = filter {
