@@ -292,13 +292,20 @@ impl CellSource for MemStoreScanner {
         Ok(true)
     }
 
-    /// Leaves the column of the cell taken node with node, as `skip_column` does: its older
-    /// versions are never copied out.
+    /// Leaves the column of the cell taken node with node, as `skip_column` does, when the
+    /// node's tail shows older versions after it: they are never copied out. Otherwise it
+    /// steps to the next node, as `take_into` does: a column of one version (the usual one)
+    /// costs no comparison, and older versions written after the newest (whose tail then
+    /// stops short) are left to the store scanner.
     fn take_last_version_into(&mut self, out: &mut Vec<Cell>) -> Result<bool> {
         let Some(cell) = self.current.take() else {
             return Ok(false);
         };
-        self.at = self.past_column_of(&cell);
+        self.at = if self.mem.cells.tail_goes_on(self.at) {
+            self.past_column_of(&cell)
+        } else {
+            self.mem.cells.node(self.at).next(0)
+        };
         out.push(cell);
         self.settle();
         Ok(true)
@@ -396,42 +403,49 @@ mod tests {
         out
     }
 
-    /// Taking a column's last kept version leaves the column itself: the next cell is the
-    /// next column's, whether the column's versions came newest first (each node's tail is
-    /// the column's last) or oldest first (the tail goes stale: node by node, and past the
-    /// steps allowed a search), at read points that hide the last version written.
+    /// Taking a column's last kept version leaves the column itself when the node's tail
+    /// goes on: versions written oldest first (each newer node's tail is the column's last),
+    /// and with older ones written after those, past the steps taken node by node (then a
+    /// search). Versions written newest first leave each node its own tail: the source may
+    /// stop inside the column, and the skip the store scanner makes after leaves it.
     #[test]
     fn taking_a_columns_last_version_leaves_the_column() {
-        let past_the_steps = COLUMN_STEPS as i64 + 5;
-        for (versions, oldest_first) in [(1, false), (3, false), (3, true), (past_the_steps, true)]
-        {
+        let past_the_steps: Vec<i64> = (1..=COLUMN_STEPS as i64 + 4).collect();
+        let cases: [(&str, Vec<Vec<i64>>, bool); 4] = [
+            ("one version", vec![vec![1]], true),
+            ("oldest first", vec![vec![1, 2, 3]], true),
+            (
+                "then older ones",
+                vec![(20..=30).collect(), past_the_steps],
+                true,
+            ),
+            ("newest first", vec![vec![3, 2, 1]], false),
+        ];
+        for (case, writes, leaves_itself) in cases {
             let mem = Arc::new(MemStore::new());
             let mut seq = 0;
-            for (q, n) in [("b", 2), ("a", versions)] {
-                let mut stamps: Vec<i64> = (1..=n).collect();
-                if oldest_first {
-                    stamps.reverse();
-                }
-                for ts in stamps {
+            let column_b = [vec![1, 2]];
+            for (q, stamps) in [("b", &column_b[..]), ("a", &writes[..])] {
+                for ts in stamps.iter().flatten() {
                     seq += 1;
-                    let mut c = Cell::put("r", "f", q, ts, "v");
+                    let mut c = Cell::put("r", "f", q, *ts, "v");
                     c.seq_id = seq;
                     mem.insert(&c);
                 }
             }
-            for read_point in [seq - 1, u64::MAX] {
-                let visible = all(&mem, read_point);
-                let mut s = mem.scanner(read_point);
-                s.seek(&Cell::first_on_row(&Bytes::from_static(b"r")))
-                    .unwrap();
-                let mut out = Vec::new();
-                assert!(s.take_last_version_into(&mut out).unwrap());
-                let case =
-                    format!("{versions} versions, oldest first {oldest_first}, at {read_point}");
-                assert_eq!(out, visible[..1], "{case}");
-                let next = visible.iter().find(|c| !c.same_column(&out[0]));
+            let mut s = mem.scanner(u64::MAX);
+            s.seek(&Cell::first_on_row(&Bytes::from_static(b"r")))
+                .unwrap();
+            let mut out = Vec::new();
+            assert!(s.take_last_version_into(&mut out).unwrap());
+            let visible = all(&mem, u64::MAX);
+            assert_eq!(out, visible[..1], "{case}");
+            let next = visible.iter().find(|c| !c.same_column(&out[0]));
+            if leaves_itself {
                 assert_eq!(s.peek(), next, "{case}");
             }
+            s.skip_column(&out[0]).unwrap();
+            assert_eq!(s.peek(), next, "{case}");
         }
     }
 

@@ -272,6 +272,13 @@ impl SkipList {
         }
     }
 
+    /// Whether node `at`'s tail names a later node of its column (invariant 5). False when
+    /// the column ends at `at`, or gained older versions after `at` was linked: a caller that
+    /// must leave the column finds those by comparing.
+    pub fn tail_goes_on(&self, at: u64) -> bool {
+        self.node(at).tail() != at
+    }
+
     /// The first node past the column of node `at` (NIL at the list's end): from `at`'s tail
     /// (invariant 5), one node at a time for at most `steps` nodes. `Err` names the last node
     /// of the column reached, when those steps did not leave it (the column gained older
