@@ -309,9 +309,10 @@ impl StoreScanner {
 
     /// Moves source `i`'s cell into `out` (transformed by the filter) and the source on, as
     /// [`CellSource::take_last_version_into`] when the read keeps no more of its column
-    /// (`last_version`); false when it had none. The cell is moved once, from the source into `out`: a cell is 128
-    /// bytes, and each of the moves a return by value made was a call to `memcpy`. The
-    /// caller restores invariant (1), once for the cell and the step after it.
+    /// (`last_version`); false when it had none. The cell is moved once, from the source
+    /// into `out`: a cell is 128 bytes, and each of the moves a return by value made was a
+    /// call to `memcpy`. The caller restores invariant (1), once for the cell and the step
+    /// after it.
     fn keep(
         &mut self,
         i: usize,
