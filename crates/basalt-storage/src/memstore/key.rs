@@ -259,15 +259,15 @@ fn parts(buf: &mut BytesMut) -> [std::ops::Range<usize>; 3] {
     let mut found = [0..0, 0..0, 0..0];
     let mut read = 0;
     for part in &mut found {
-        let start = read;
-        let mut write = read;
+        // `read` is past the end only for a key without its terminators, which `encode`
+        // never writes; the part then ends there, and what follows is empty.
+        let start = read.min(buf.len());
+        let mut write = start;
         loop {
-            // `read` is past the end only for a key without its terminators, which `encode`
-            // never writes; the part then ends there.
             let run = buf.get(read..).map_or(0, |rest| {
                 rest.iter().position(|&b| b == 0).unwrap_or(rest.len())
             });
-            if read != write {
+            if run > 0 && read != write {
                 buf.copy_within(read..read + run, write);
             }
             (read, write) = (read + run + 2, write + run);
@@ -278,7 +278,7 @@ fn parts(buf: &mut BytesMut) -> [std::ops::Range<usize>; 3] {
             buf[write] = 0;
             write += 1;
         }
-        *part = start..write;
+        *part = start..write.min(buf.len());
     }
     found
 }
@@ -482,6 +482,22 @@ mod tests {
                 (c.seq_id, c.cell_type, &c.value(), c.ttl_ms)
             );
         }
+    }
+
+    /// Part bytes without their terminators (which `encode` never writes) give parts that
+    /// end where the bytes do, and empty ones after: never a span past the buffer.
+    #[test]
+    fn parts_without_terminators_stay_within_the_buffer() {
+        for bytes in [&b"row"[..], b"row\0\x01fam", b"r\0\xFF", b""] {
+            let mut buf = BytesMut::from(bytes);
+            let found = parts(&mut buf);
+            assert!(
+                found.iter().all(|p| p.start <= p.end && p.end <= buf.len()),
+                "{bytes:?}: {found:?}"
+            );
+        }
+        let mut buf = BytesMut::from(&b"row\0\x01fam"[..]);
+        assert_eq!(parts(&mut buf), [0..3, 5..8, 8..8]);
     }
 
     #[test]
