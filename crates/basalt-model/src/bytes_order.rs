@@ -54,28 +54,7 @@ pub fn equal(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
     }
-    if std::ptr::eq(a, b) {
-        return true;
-    }
-    if a.len() > INLINE_MAX {
-        return a == b;
-    }
-    let n = a.len();
-    let b = &b[..n];
-    let mut i = 0;
-    while i + 8 <= n {
-        if word(&a[i..i + 8]) != word(&b[i..i + 8]) {
-            return false;
-        }
-        i += 8;
-    }
-    while i < n {
-        if a[i] != b[i] {
-            return false;
-        }
-        i += 1;
-    }
-    true
+    std::ptr::eq(a, b) || compare(a, b).is_eq()
 }
 
 /// Eight bytes as a big-endian number: numbers order as the bytes do.
