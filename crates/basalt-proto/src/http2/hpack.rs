@@ -127,6 +127,8 @@ pub struct Decoder {
     limit: usize,
     /// Scratch for Huffman-coded strings.
     scratch: Vec<u8>,
+    /// How many times a block changed the dynamic table (an insert or a size update).
+    changes: u64,
 }
 
 impl Decoder {
@@ -137,7 +139,16 @@ impl Decoder {
             max_size: limit,
             limit,
             scratch: Vec::new(),
+            changes: 0,
         }
+    }
+
+    /// A count that moves whenever a block changes the dynamic table. While it stands
+    /// still, a block decodes to the fields an identical block decoded to before: a block's
+    /// fields depend only on its bytes and the table.
+    #[must_use]
+    pub fn changes(&self) -> u64 {
+        self.changes
     }
 
     /// Decodes the header block `block`, handing each field to `field` in order.
@@ -171,6 +182,7 @@ impl Decoder {
                 }
                 self.max_size = size;
                 self.evict_to(size);
+                self.changes += 1;
                 continue;
             } else {
                 // Without indexing (0000) or never indexed (0001): a 4-bit prefix.
@@ -238,6 +250,7 @@ impl Decoder {
     /// Adds `field` to the dynamic table, evicting the oldest entries to make room; a field
     /// larger than the whole table empties it and is not kept (RFC 7541 4.4).
     fn insert(&mut self, field: Field) {
+        self.changes += 1;
         let size = field.size();
         if size > self.max_size {
             self.table.clear();

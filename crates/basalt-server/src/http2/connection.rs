@@ -117,6 +117,8 @@ pub struct Connection<T> {
     /// Where a header block is encoded before it is framed into `write`.
     scratch: Vec<u8>,
     hpack: Decoder,
+    /// Header blocks read before and their heads, reused while the table stands.
+    recent: request::RecentHeads,
     continuing: Option<Continuing>,
     streams: Vec<Stream>,
     /// The highest stream id the peer opened; streams below it and not open are closed.
@@ -173,6 +175,7 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Connection<T> {
             written: 0,
             scratch: Vec::new(),
             hpack: Decoder::new(HEADER_TABLE_SIZE),
+            recent: request::RecentHeads::default(),
             continuing: None,
             streams: Vec::new(),
             last_stream: 0,
@@ -405,11 +408,12 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Connection<T> {
         block: &Bytes,
         accepted: &mut Vec<Accepted>,
     ) -> Result<(), String> {
-        // Decoded whatever becomes of the stream: the table must follow the peer's.
-        let mut head = request::Head::new(self.settings.max_header_list);
-        if let Err(why) = self.hpack.decode(block, |field| head.add(field)) {
-            return Err(self.fail(Reason::COMPRESSION_ERROR, &why));
-        }
+        // Read whatever becomes of the stream: the table must follow the peer's.
+        let limit = self.settings.max_header_list;
+        let head = match self.recent.read(&mut self.hpack, block, limit) {
+            Ok(head) => head,
+            Err(why) => return Err(self.fail(Reason::COMPRESSION_ERROR, &why)),
+        };
         if let Some(i) = self.find(id) {
             let stream = &mut self.streams[i];
             if stream.remote_closed || !end_stream {
@@ -436,7 +440,7 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Connection<T> {
             f::put_rst_stream(&mut self.write, id, Reason::REFUSED_STREAM);
             return Ok(());
         }
-        let head = match head.finish() {
+        let head = match head {
             Ok(head) => head,
             Err(Refused::TooLarge(size)) => {
                 tracing::debug!(size, "a request's header list was too large");
