@@ -3,6 +3,7 @@
 
 use std::collections::VecDeque;
 use std::pin::Pin;
+use std::sync::LazyLock;
 use std::task::{Context, Poll};
 
 use http::HeaderMap;
@@ -12,6 +13,23 @@ use super::{Connection, Reply, RETAINED, WRITE_LIMIT};
 use crate::http2::frame::{self as f, Reason};
 use crate::http2::hpack;
 use crate::http2::stream::{Outgoing, Trailers};
+
+/// A unary answer's head (`:status: 200`, `content-type: application/grpc`), encoded once:
+/// every such answer sends the same block, and encoding it looked its name up in the static
+/// table each time.
+static UNARY_HEAD: LazyLock<Vec<u8>> = LazyLock::new(|| {
+    let mut block = Vec::new();
+    hpack::put_status(&mut block, 200);
+    hpack::put_field(&mut block, b"content-type", b"application/grpc");
+    block
+});
+
+/// A unary answer's trailers (`grpc-status: 0`), encoded once.
+static GRPC_OK: LazyLock<Vec<u8>> = LazyLock::new(|| {
+    let mut block = Vec::new();
+    hpack::put_field(&mut block, b"grpc-status", b"0");
+    block
+});
 
 impl<T: AsyncRead + AsyncWrite + Unpin> Connection<T> {
     /// Writes the answer to stream `id`, as far as the windows let it; an answer to a stream
@@ -27,10 +45,7 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Connection<T> {
                 return;
             }
             Reply::Unary(message) => {
-                self.scratch.clear();
-                hpack::put_status(&mut self.scratch, 200);
-                hpack::put_field(&mut self.scratch, b"content-type", b"application/grpc");
-                f::put_headers(&mut self.write, id, &self.scratch, false, self.max_frame);
+                f::put_headers(&mut self.write, id, &UNARY_HEAD, false, self.max_frame);
                 Outgoing {
                     data: VecDeque::from([message]),
                     trailers: Some(Trailers::GrpcOk),
@@ -121,9 +136,7 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Connection<T> {
                 );
             }
             Some(Trailers::GrpcOk) => {
-                scratch.clear();
-                hpack::put_field(scratch, b"grpc-status", b"0");
-                f::put_headers(write, stream.id, scratch, true, *max_frame);
+                f::put_headers(write, stream.id, &GRPC_OK, true, *max_frame);
             }
             None => {}
         }
