@@ -1,12 +1,12 @@
 //! HTTP/2 on the native API's hot path: a gRPC request's header block decoded by the server,
 //! as h2's client sends it once the connection's first request has filled the dynamic
-//! table, and made into the request's head; and encoded by Basalt's own client once its
-//! first request has.
+//! table, and made into the request's head, the first time and when the block comes again;
+//! and encoded by Basalt's own client once its first request has.
 //!
 //! `cargo bench -p basalt-server --bench http2`
 
 use basalt_server::http2::hpack::{Decoder, Encoder};
-use basalt_server::http2::request::Head;
+use basalt_server::http2::request::{Head, RecentHeads};
 use bytes::Bytes;
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 
@@ -93,6 +93,19 @@ fn decode(c: &mut Criterion) {
                 .decode(black_box(&later), |field| head.add(field))
                 .expect("decodes");
             let head = head.finish().expect("a good head");
+            assert_eq!(head.uri.path(), "/basalt.v1.Table/Get");
+            black_box(head)
+        });
+    });
+    // The same block read as the connection reads it: after its first time, while the
+    // table stands, its head is the one read then.
+    let mut recent = RecentHeads::default();
+    c.bench_function("request/head_of_a_repeated_grpc_request", |b| {
+        b.iter(|| {
+            let head = recent
+                .read(&mut decoder, black_box(&later), 16 << 10)
+                .expect("decodes")
+                .expect("a good head");
             assert_eq!(head.uri.path(), "/basalt.v1.Table/Get");
             black_box(head)
         });

@@ -68,7 +68,7 @@ pub struct Settings {
 #[derive(Debug)]
 pub struct Accepted {
     pub stream: u32,
-    pub head: RequestHead,
+    pub head: Arc<RequestHead>,
     pub body: Incoming,
 }
 

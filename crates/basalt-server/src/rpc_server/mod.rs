@@ -35,6 +35,7 @@
 use std::convert::Infallible;
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -103,7 +104,7 @@ impl From<Response<Body>> for Answered {
 /// Where a connection's calls go: a service for each call's path.
 pub trait Route: Clone + Send + 'static {
     /// Starts the call `head` names, whose request's body is `body`.
-    fn call(&mut self, head: RequestHead, body: Body) -> Answer;
+    fn call(&mut self, head: Arc<RequestHead>, body: Body) -> Answer;
 }
 
 /// The native API's services, found by the service name that starts a call's path
@@ -117,19 +118,23 @@ pub struct Routes {
 }
 
 impl Route for Routes {
-    fn call(&mut self, head: RequestHead, body: Body) -> Answer {
+    fn call(&mut self, head: Arc<RequestHead>, body: Body) -> Answer {
         // The generated services are always ready (`poll_ready` answers at once), so a call
         // goes straight to them.
         let path = head.uri.path();
         let service = path.strip_prefix('/').and_then(|p| p.split_once('/'));
         match service.map(|(name, _)| name) {
             Some(TableCalls::SERVICE) => self.table.call(&head, body),
-            Some(name) if name == Budgeted::<AdminServer<Services>>::NAME => {
-                responded(self.admin.call(head.into_http().map(|()| body)))
-            }
+            Some(name) if name == Budgeted::<AdminServer<Services>>::NAME => responded(
+                self.admin
+                    .call(Arc::unwrap_or_clone(head).into_http().map(|()| body)),
+            ),
             Some(name) if name == RegionServerAdminServer::<RegionServerAdminService>::NAME => {
                 match &mut self.region_server_admin {
-                    Some(service) => responded(service.call(head.into_http().map(|()| body))),
+                    Some(service) => {
+                        let request = Arc::unwrap_or_clone(head).into_http();
+                        responded(service.call(request.map(|()| body)))
+                    }
                     None => unimplemented(path),
                 }
             }

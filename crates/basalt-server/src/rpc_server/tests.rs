@@ -53,8 +53,8 @@ impl Drop for CountsDrop {
 }
 
 impl Route for Test {
-    fn call(&mut self, head: RequestHead, body: Body) -> Answer {
-        let request = head.into_http().map(|()| body);
+    fn call(&mut self, head: Arc<RequestHead>, body: Body) -> Answer {
+        let request = Arc::unwrap_or_clone(head).into_http().map(|()| body);
         let path = request.uri().path().to_owned();
         let gate = Arc::clone(&self.gate);
         let slow_begun = Arc::clone(&self.slow_begun);
