@@ -152,18 +152,22 @@ fn memstore(c: &mut Criterion) {
 
 /// A Get of a row whose ten columns were each written `versions` times since the last
 /// flush (a hot row under updates), among 10k rows of one cell: the store scanner keeps
-/// each column's newest version and skips the rest.
+/// each column's newest version and skips the rest. The row is a binary number, or a YCSB
+/// row's string.
 fn hot_row(c: &mut Criterion) {
     let mut g = c.benchmark_group("memstore");
     g.throughput(Throughput::Elements(1));
-    for versions in [1, 4, 200] {
+    // Rows of binary numbers (each with zero bytes, escaped in the memstore's keys), and a
+    // YCSB row: a string without any.
+    let binary = Bytes::from(5_000u64.to_be_bytes().repeat(2));
+    let string = Bytes::from_static(b"user6284781860667377211");
+    for (versions, row) in [(1, &binary), (4, &binary), (200, &binary), (1, &string)] {
         let m = Arc::new(MemStore::new());
         let mut seq = 0;
         for i in 0..10_000u64 {
             seq += 1;
             m.insert(&cell(i, seq));
         }
-        let row = Bytes::from(5_000u64.to_be_bytes().repeat(2));
         for v in 0..versions {
             for q in 0..10 {
                 seq += 1;
@@ -172,12 +176,14 @@ fn hot_row(c: &mut Criterion) {
                 m.insert(&c);
             }
         }
-        // The whole row, then one column named (the Get then leaves the row early).
+        // The whole row (with the binary row's cell among the 10k), then one column named
+        // (the Get then leaves the row early).
         for (what, named, cells) in [
-            ("10_columns", None, 11),
+            ("10_columns", None, 10 + usize::from(*row == binary)),
             ("column_3_of_10", Some("field3"), 1),
         ] {
-            let name = format!("get_hot_row_{what}_{versions}_versions");
+            let kind = if *row == string { "string_row" } else { "row" };
+            let name = format!("get_hot_{kind}_{what}_{versions}_versions");
             let mode = user_mode_naming(named.map(|q| vec![Bytes::from(q)]));
             g.bench_function(name, |b| {
                 b.iter(|| {
