@@ -187,7 +187,7 @@ fn hot_row(c: &mut Criterion) {
             let mode = user_mode_naming(named.map(|q| vec![Bytes::from(q)]));
             g.bench_function(name, |b| {
                 b.iter(|| {
-                    let got = get_row(vec![Box::new(m.row_scanner(u64::MAX, &row))], &mode, &row);
+                    let got = get_row(vec![Box::new(m.row_scanner(u64::MAX, row))], &mode, row);
                     assert_eq!(got, cells);
                     black_box(got)
                 });
