@@ -211,14 +211,21 @@ pub fn decode(
     let buf = out.room(key_len + value_len);
     let at = key_len - 17;
     // The parts' bytes go in as they are, and the cell's spans skip their terminators; only
-    // a part with an escaped zero is unescaped, where it lies.
-    unpack(key, at, buf);
-    let [row, family, qualifier] = parts(buf);
-    let value_at = buf.len();
+    // a part with an escaped zero is unescaped, where it lies. The value follows them. The
+    // buffer is grown once for both (growing it writes zeros, a call of `memset`).
+    debug_assert!(
+        buf.is_empty(),
+        "each cell takes the whole of what it copied"
+    );
+    buf.resize(at + value_len, 0);
+    let (parts_bytes, value_bytes) = buf.split_at_mut(at);
+    unpack(key, parts_bytes);
+    unpack(value, value_bytes);
+    let [row, family, qualifier] = parts(parts_bytes);
+    let value_at = at;
     let timestamp = ((!read_u64(key, at)) ^ SIGN) as i64;
     let code = !(read_u64(key, at + 8) >> 56) as u8;
     let seq_id = !read_u64(key, at + 9);
-    unpack(value, value_len, buf);
     let all = buf.split().freeze();
     let family = out.family(&all[family]);
     let spans = Spans {
@@ -238,11 +245,10 @@ pub fn decode(
     cell
 }
 
-/// Appends the first `len` bytes packed in `words` to `out`.
-fn unpack(words: &[AtomicU64], len: usize, out: &mut BytesMut) {
-    let start = out.len();
-    out.resize(start + len, 0);
-    let mut chunks = out[start..].chunks_exact_mut(8);
+/// Fills `out` with the first `out.len()` bytes packed in `words`.
+fn unpack(words: &[AtomicU64], out: &mut [u8]) {
+    let len = out.len();
+    let mut chunks = out.chunks_exact_mut(8);
     for (c, w) in (&mut chunks).zip(words) {
         c.copy_from_slice(&w.load(Relaxed).to_be_bytes());
     }
@@ -255,7 +261,7 @@ fn unpack(words: &[AtomicU64], len: usize, out: &mut BytesMut) {
 /// Where the row, family and qualifier lie in `buf`, which holds the key's three parts: each
 /// runs to its terminator (`0x00 0x01`). A part with an escaped zero (`0x00 0xFF`) is
 /// unescaped where it lies (an unescaped part is never longer); the others are not moved.
-fn parts(buf: &mut BytesMut) -> [std::ops::Range<usize>; 3] {
+fn parts(buf: &mut [u8]) -> [std::ops::Range<usize>; 3] {
     let mut found = [0..0, 0..0, 0..0];
     let mut read = 0;
     for part in &mut found {
