@@ -222,7 +222,6 @@ pub fn decode(
     unpack(key, parts_bytes);
     unpack(value, value_bytes);
     let [row, family, qualifier] = parts(parts_bytes);
-    let value_at = at;
     let timestamp = ((!read_u64(key, at)) ^ SIGN) as i64;
     let code = !(read_u64(key, at + 8) >> 56) as u8;
     let seq_id = !read_u64(key, at + 9);
@@ -231,7 +230,7 @@ pub fn decode(
     let spans = Spans {
         row,
         qualifier,
-        value: value_at..all.len(),
+        value: at..all.len(),
     };
     // The cell takes the chunk's handle itself: its parts share one count.
     let mut cell = Cell::in_buffer(all, &spans, family)
