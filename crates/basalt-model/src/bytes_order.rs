@@ -115,8 +115,9 @@ mod tests {
     }
 
     proptest! {
-        /// Short keys of one length, the tail compared in one read: every length under
-        /// eight, bytes drawn from a few values so that most pairs share a prefix.
+        /// Keys of one length up to 19: every length under eight (a short key read at once)
+        /// and every tail after one or two whole words (the last eight bytes read at once),
+        /// bytes drawn from a few values so that most pairs share a prefix.
         #[test]
         fn short_keys_compare_as_the_slices_do(
             (a, b) in (0usize..20).prop_flat_map(|n| {

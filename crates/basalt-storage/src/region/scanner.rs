@@ -44,7 +44,7 @@ const ROW_WIDTH_HINT_MAX: usize = 256;
 
 /// The capacity the first row's vector starts with: a Get's only row has no row before it
 /// to size it by, and from empty a vector of ten cells (a YCSB row) was allocated and then
-/// grown and copied twice, about 500 instructions of a Get through the server. Java's
+/// grown and copied twice, about 750 instructions of a Get through the server. Java's
 /// `ArrayList`, which HBase's scanner fills, starts at ten.
 const FIRST_ROW_WIDTH: usize = 16;
 
