@@ -365,22 +365,30 @@ impl StoreScanner {
     }
 
     /// Moves every source past the column of the cell just kept (the last in `out`), and
-    /// restores invariant (1). The sources are looked at only when the next cell is of that
-    /// column: most often it is not (a column of one version), and no source moves.
+    /// restores invariant (1). Only the source whose cell comes first is looked at, and moved
+    /// while its cell is of that column: when the first cell is past the column, every
+    /// source's is. Most often it already is (a column of one version), and nothing moves;
+    /// an older version in another file moves that file alone, where asking every source
+    /// to leave the column cost each of the others a call and a compare.
     fn past_kept_column(&mut self, out: &[Cell]) -> Result<()> {
         self.find_top();
         let Some(column) = out.last() else {
             return Ok(());
         };
-        if !top_cell(&self.sources, self.top).is_some_and(|(_, next)| next.same_column(column)) {
-            return Ok(());
+        // A source leaves the column when asked (the trait's contract), so each turn leaves
+        // one source fewer of it: one turn a source is all it takes.
+        for _ in 0..self.sources.len() {
+            let Some((i, next)) = top_cell(&self.sources, self.top) else {
+                break;
+            };
+            if !next.same_column(column) {
+                break;
+            }
+            let moved = self.sources[i].skip_column(column);
+            self.find_top();
+            moved?;
         }
-        let moved = self
-            .sources
-            .iter_mut()
-            .try_for_each(|s| s.skip_column(column));
-        self.find_top();
-        moved
+        Ok(())
     }
 
     /// Moves every source past `row` ([`CellSource::skip_row`]).
