@@ -295,10 +295,10 @@ impl StoreScanner {
                 Step::PastKeptColumn => {
                     // Restores invariant (1) itself: most often nothing moves.
                     self.past_kept_column(out)?;
-                    // The row's last column is the usual one kept: a cell of another row
-                    // next is the end of this one, which the matcher would answer (`Done`,
-                    // before it looks at anything else) only after a call. A filter may end
-                    // the whole scan there instead, so it is asked.
+                    // Most often the column just kept was the row's last: a cell of another
+                    // row next ends this one, as the matcher would answer (`Done`, before it
+                    // looks at anything else) after a call. A filter may end the whole scan
+                    // there instead, so with one the matcher is asked.
                     if filter.is_none() && !self.min().is_some_and(|next| next.is_of_row(row)) {
                         return Ok(false);
                     }
