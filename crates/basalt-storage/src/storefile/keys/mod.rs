@@ -199,11 +199,57 @@ pub struct DataBlock {
 /// the second or the fifth.
 const PLAIN_SEARCHES: u32 = 4;
 
-/// A block's rows as a shared prefix and one eight-byte window each (see [`DataBlock`]).
+/// Sorted rows as a shared prefix and one eight-byte window each (see [`DataBlock`]): a
+/// data block's, and the index's last rows of its blocks ([`IndexKeys`]).
 #[derive(Debug)]
 struct RowProbes {
     prefix: Prefix,
     windows: Vec<u64>,
+}
+
+impl RowProbes {
+    /// The probes of `n` sorted rows, row `i` lying in `buf` at `row(i)`.
+    fn of<E>(
+        buf: &[u8],
+        n: usize,
+        row: impl Fn(usize) -> Result<std::ops::Range<usize>, E>,
+    ) -> Result<RowProbes, E> {
+        // Rows are sorted: what the first and last share, every row between shares.
+        let prefix = match n.checked_sub(1) {
+            Some(last) => {
+                let (first, last) = (row(0)?, row(last)?);
+                let (a, b) = (&buf[first.clone()], &buf[last]);
+                first.start..first.start + a.iter().zip(b).take_while(|(x, y)| x == y).count()
+            }
+            None => 0..0,
+        };
+        let windows = (0..n)
+            .map(|i| Ok(window(&buf[row(i)?], prefix.len())))
+            .collect::<Result<_, E>>()?;
+        Ok(RowProbes {
+            prefix: Prefix::new(buf, prefix),
+            windows,
+        })
+    }
+
+    /// The first row `i` for which `below(i)` (row `i`'s key is below `key`) is false, the
+    /// rows lying in `buf`; `None` when `key`'s row lacks the prefix, and the caller
+    /// searches without the probes. A smaller window means a smaller row, a larger one a
+    /// larger row; only equal windows need the whole key.
+    fn partition(&self, buf: &[u8], key: &Cell, below: impl Fn(usize) -> bool) -> Option<usize> {
+        let prefix = self.prefix.of(buf);
+        if !key.row().starts_with(prefix) {
+            return None;
+        }
+        let w = window(key.row(), prefix.len());
+        Some(partition(self.windows.len(), |i| {
+            match self.windows[i].cmp(&w) {
+                Ordering::Less => true,
+                Ordering::Greater => false,
+                Ordering::Equal => below(i),
+            }
+        }))
+    }
 }
 
 /// The longest shared prefix copied into the block's own struct.
@@ -481,40 +527,16 @@ impl DataBlock {
             }
             None => None,
         };
-        let at = match probes.map(|p| (p, p.prefix.of(&self.body))) {
-            Some((p, prefix)) if key.row().starts_with(prefix) => {
-                // A smaller window means a smaller row, a larger one a larger row; only equal
-                // windows need the whole key.
-                let w = window(key.row(), prefix.len());
-                partition(self.len, |i| match p.windows[i].cmp(&w) {
-                    Ordering::Less => true,
-                    Ordering::Greater => false,
-                    Ordering::Equal => below(i),
-                })
-            }
-            _ => partition(self.len, below),
-        };
+        let at = probes
+            .and_then(|p| p.partition(&self.body, key, below))
+            .unwrap_or_else(|| partition(self.len, below));
         damage.get().map_or(Ok(at), Err)
     }
 
     /// Every entry located, and the windows of their rows (invariant 2).
     fn row_probes(&self) -> Result<RowProbes, Damage> {
-        let row = |i| Ok::<_, Damage>(Self::row_range(&self.locate(i)?));
-        // Rows are sorted: what the first and last share, every row between shares.
-        let prefix = match self.len.checked_sub(1) {
-            Some(last) => {
-                let (first, last) = (row(0)?, row(last)?);
-                let (a, b) = (&self.body[first.clone()], &self.body[last]);
-                first.start..first.start + a.iter().zip(b).take_while(|(x, y)| x == y).count()
-            }
-            None => 0..0,
-        };
-        let windows = (0..self.len)
-            .map(|i| Ok(window(&self.body[row(i)?], prefix.len())))
-            .collect::<Result<_, Damage>>()?;
-        Ok(RowProbes {
-            prefix: Prefix::new(&self.body, prefix),
-            windows,
+        RowProbes::of(&self.body, self.len, |i| {
+            Ok(Self::row_range(&self.locate(i)?))
         })
     }
 
@@ -526,22 +548,36 @@ impl DataBlock {
     }
 }
 
-/// A decoded index: each data block's last key (encoded, in one buffer), offset and length.
+/// A decoded index: each data block's last key (encoded, in one buffer), offset and length,
+/// and the row probes of those keys' rows, so that a search compares one `u64` a step, as a
+/// data block's does, where a whole key took about a hundred instructions.
+///
+/// # Invariants
+/// 1. The keys are checked ([`check_key`]) and sorted, each block's last key being below
+///    the next block's first.
 #[derive(Debug)]
 pub struct IndexKeys {
     family: Bytes,
     keys: Bytes,
     /// (key offset, key length, block offset, block length).
     entries: Vec<(u32, u32, u64, u32)>,
+    probes: RowProbes,
 }
 
 impl IndexKeys {
-    /// An index of checked keys.
+    /// An index of checked, sorted keys (invariant 1).
     pub(crate) fn new(family: Bytes, keys: Bytes, entries: Vec<(u32, u32, u64, u32)>) -> Self {
+        let row = |i: usize| {
+            let at = entries[i].0 as usize;
+            let key = RawKey(&keys[at..at + entries[i].1 as usize]);
+            Ok::<_, std::convert::Infallible>(at + 2..at + 2 + key.row_len())
+        };
+        let Ok(probes) = RowProbes::of(&keys, entries.len(), row);
         IndexKeys {
             family,
             keys,
             entries,
+            probes,
         }
     }
 
@@ -572,18 +608,21 @@ impl IndexKeys {
     /// The first block whose last key is at or after `key` (the length if none).
     #[must_use]
     pub fn lower_bound(&self, key: &Cell) -> usize {
-        partition(self.len(), |i| {
+        let below = |i: usize| {
             let (at, len, _, _) = self.entries[i];
             RawKey(&self.keys[at as usize..(at + len) as usize])
                 .cmp(&self.family, key)
                 .is_lt()
-        })
+        };
+        self.probes
+            .partition(&self.keys, key, below)
+            .unwrap_or_else(|| partition(self.len(), below))
     }
 
     /// Bytes held, the index's weight in the cache.
     #[must_use]
     pub fn weight(&self) -> usize {
-        self.keys.len() + self.entries.len() * 24 + std::mem::size_of::<IndexKeys>()
+        self.keys.len() + self.entries.len() * (24 + 8) + std::mem::size_of::<IndexKeys>()
     }
 }
 

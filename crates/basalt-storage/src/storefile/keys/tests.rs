@@ -264,3 +264,50 @@ proptest::proptest! {
         proptest::prop_assert_eq!(built, want);
     }
 }
+
+/// An index over `cells` as the last keys of blocks of one cell each.
+fn index_of(cells: &[Cell]) -> IndexKeys {
+    let mut keys = Vec::new();
+    let mut entries = Vec::new();
+    for (i, c) in cells.iter().enumerate() {
+        let at = u32::try_from(keys.len()).unwrap();
+        crate::storefile::block::encode_key(&mut keys, c);
+        let len = u32::try_from(keys.len()).unwrap() - at;
+        entries.push((at, len, 100 * i as u64, 100));
+    }
+    IndexKeys::new(Bytes::from_static(b"f"), Bytes::from(keys), entries)
+}
+
+proptest::proptest! {
+    /// The index's search through its row probes finds the block a binary search over the
+    /// blocks' last keys finds: rows that share a prefix kept inline or one too long for
+    /// that, keys with the prefix, part of it or none of it, and keys of one row that sort
+    /// before, at and after a block's last key.
+    #[test]
+    fn the_index_finds_the_block_a_plain_search_finds(
+        tails in proptest::collection::btree_set(proptest::collection::vec(0u8..4, 0..12), 0..60),
+        shared in proptest::sample::select(vec![0, 5, PREFIX_INLINE, PREFIX_INLINE + 1, 40]),
+        probes in proptest::collection::vec((0usize..3, proptest::collection::vec(0u8..4, 0..12)), 1..30),
+    ) {
+        let prefixed = |kept: usize, tail: &[u8]| [&vec![7u8; kept][..], tail].concat();
+        let cells: Vec<Cell> = tails
+            .iter()
+            .map(|t| Cell::put(prefixed(shared, t), "f", "q", 5, "v"))
+            .collect();
+        let index = index_of(&cells);
+        for (part, t) in probes {
+            let row = Bytes::from(prefixed([shared, shared / 2, 0][part], &t));
+            let keys = [
+                Cell::first_on_row(&row),
+                Cell::put(row.clone(), "f", "q", 9, ""),
+                Cell::put(row.clone(), "f", "q", 5, ""),
+                Cell::put(row.clone(), "f", "q", 1, ""),
+                Cell::put(row.clone(), "f", "r", 5, ""),
+            ];
+            for key in keys {
+                let want = cells.partition_point(|c| c < &key);
+                proptest::prop_assert_eq!(index.lower_bound(&key), want, "{:?}", key);
+            }
+        }
+    }
+}
