@@ -553,8 +553,10 @@ impl DataBlock {
 /// data block's does, where a whole key took about a hundred instructions.
 ///
 /// # Invariants
-/// 1. The keys are checked ([`check_key`]) and sorted, each block's last key being below
-///    the next block's first.
+/// 1. The keys are checked ([`check_key`], when the index is decoded) and sorted, as the
+///    writer adds blocks in key order. Sorting is not checked: the index block's checksum
+///    guards it, and an index out of order (a file written wrong) misleads a search, with
+///    the probes or without, but makes none panic.
 #[derive(Debug)]
 pub struct IndexKeys {
     family: Bytes,
