@@ -233,22 +233,37 @@ proptest::proptest! {
     }
 }
 
+/// Sorted rows (at least `min_rows`) that share a prefix of 0, 5, [`PREFIX_INLINE`],
+/// `PREFIX_INLINE + 1` or 40 bytes (kept inline by the probes or not), and rows to search for
+/// with all of that prefix, half of it or none of it: the cases a search through the row
+/// probes must answer as a plain one does.
+fn rows_and_probes(
+    min_rows: usize,
+) -> impl proptest::strategy::Strategy<Value = (Vec<Vec<u8>>, Vec<Vec<u8>>)> {
+    use proptest::collection::{btree_set, vec};
+    use proptest::strategy::Strategy;
+    (
+        btree_set(vec(0u8..4, 0..12), min_rows..60),
+        proptest::sample::select(vec![0, 5, PREFIX_INLINE, PREFIX_INLINE + 1, 40]),
+        vec((0usize..3, vec(0u8..4, 0..12)), 1..30),
+    )
+        .prop_map(|(tails, shared, probes)| {
+            let prefixed = |kept: usize, tail: &[u8]| [&vec![7u8; kept][..], tail].concat();
+            let rows = tails.iter().map(|t| prefixed(shared, t)).collect();
+            let probes = probes
+                .iter()
+                .map(|(part, t)| prefixed([shared, shared / 2, 0][*part], t))
+                .collect();
+            (rows, probes)
+        })
+}
+
 proptest::proptest! {
     /// The block's search, plain and through the row probes, finds what a binary search over
     /// the cells finds: for rows that share a prefix kept inline or one too long for that,
     /// and for keys with the prefix, with part of it, or without it.
     #[test]
-    fn lower_bound_agrees_with_a_plain_search(
-        tails in proptest::collection::btree_set(proptest::collection::vec(0u8..4, 0..12), 1..60),
-        shared in proptest::sample::select(vec![0, 5, PREFIX_INLINE, PREFIX_INLINE + 1, 40]),
-        probes in proptest::collection::vec((0usize..3, proptest::collection::vec(0u8..4, 0..12)), 1..30),
-    ) {
-        let prefixed = |kept: usize, tail: &[u8]| [&vec![7u8; kept][..], tail].concat();
-        let rows: Vec<Vec<u8>> = tails.iter().map(|t| prefixed(shared, t)).collect();
-        let probes: Vec<Vec<u8>> = probes
-            .iter()
-            .map(|(part, t)| prefixed([shared, shared / 2, 0][*part], t))
-            .collect();
+    fn lower_bound_agrees_with_a_plain_search((rows, probes) in rows_and_probes(1)) {
         let cells: Vec<Cell> = rows.iter().map(|r| Cell::put(r.clone(), "f", "q", 1, "v")).collect();
         let block = block_of(&cells);
         // The first searches are plain ones; the probes are built by a later one.
@@ -284,19 +299,11 @@ proptest::proptest! {
     /// that, keys with the prefix, part of it or none of it, and keys of one row that sort
     /// before, at and after a block's last key.
     #[test]
-    fn the_index_finds_the_block_a_plain_search_finds(
-        tails in proptest::collection::btree_set(proptest::collection::vec(0u8..4, 0..12), 0..60),
-        shared in proptest::sample::select(vec![0, 5, PREFIX_INLINE, PREFIX_INLINE + 1, 40]),
-        probes in proptest::collection::vec((0usize..3, proptest::collection::vec(0u8..4, 0..12)), 1..30),
-    ) {
-        let prefixed = |kept: usize, tail: &[u8]| [&vec![7u8; kept][..], tail].concat();
-        let cells: Vec<Cell> = tails
-            .iter()
-            .map(|t| Cell::put(prefixed(shared, t), "f", "q", 5, "v"))
-            .collect();
+    fn the_index_finds_the_block_a_plain_search_finds((rows, probes) in rows_and_probes(0)) {
+        let cells: Vec<Cell> = rows.into_iter().map(|r| Cell::put(r, "f", "q", 5, "v")).collect();
         let index = index_of(&cells);
-        for (part, t) in probes {
-            let row = Bytes::from(prefixed([shared, shared / 2, 0][part], &t));
+        for p in probes {
+            let row = Bytes::from(p);
             let keys = [
                 Cell::first_on_row(&row),
                 Cell::put(row.clone(), "f", "q", 9, ""),
