@@ -221,6 +221,21 @@ impl Store {
         purge_ms: i64,
         hint: &ReadHint<'_>,
     ) -> Result<StoreScanner> {
+        // A Get of named columns lets files wait at its first column (HBase's lazy seek). A
+        // filter may look at rows and cells the Get never keeps, so with one every file seeks.
+        let lazy_to = match (&mode, hint.get) {
+            (
+                Mode::User {
+                    has_filter: false,
+                    explicit_columns: Some(columns),
+                    ..
+                },
+                Some((row, _)),
+            ) => columns
+                .first()
+                .map(|q| Cell::first_on_column(row, &self.name, q)),
+            _ => None,
+        };
         let matcher = QueryMatcher::new(mode, self.scan_info(purge_ms), now_ms, u64::MAX);
         let caching = {
             let f = self.family.read();
@@ -256,7 +271,11 @@ impl Store {
                 sources.push(self.file_source(f, read_point, caching, row)?);
             }
         }
-        Ok(StoreScanner::new(sources, matcher))
+        let scanner = StoreScanner::new(sources, matcher);
+        Ok(match lazy_to {
+            Some(column) => scanner.with_lazy_seek(column),
+            None => scanner,
+        })
     }
 
     /// A scanner of file `f` (of `row` alone, for a Get), cut to the region's rows when the

@@ -157,6 +157,17 @@ impl QueryMatcher {
 
     /// Decides about `cell`, consulting `filter` for user scans.
     pub fn matches(&mut self, cell: &Cell, filter: Option<&mut Filter>) -> MatchCode {
+        let code = self.decide(cell, filter);
+        // Past the last column named, the row holds nothing more the read wants: it leaves
+        // the row, as HBase's ExplicitColumnTracker does, and no source reads further (a
+        // file that put off its seek never reads at all).
+        if code == MatchCode::SeekNextCol && self.columns.is_last_wanted(cell.qualifier()) {
+            return MatchCode::SeekNextRow;
+        }
+        code
+    }
+
+    fn decide(&mut self, cell: &Cell, filter: Option<&mut Filter>) -> MatchCode {
         let is_user = matches!(self.mode, Mode::User { .. });
         if is_user && filter.as_ref().is_some_and(|f| f.filter_all_remaining()) {
             return MatchCode::DoneScan;
@@ -262,9 +273,14 @@ impl QueryMatcher {
             // SeekNextCol (a put past the limit) or Skip (a marker, or a cell it masks, which
             // a scan that is not raw never returns). So the scan leaves the column now,
             // instead of reading its next cell only to leave it then, as HBase's
-            // ExplicitColumnTracker does for the columns a Get names.
+            // ExplicitColumnTracker does for the columns a Get names. After the last column
+            // named, it leaves the row (`matches`).
             (MatchCode::Include, None) if self.is_cooked() && self.columns.is_full() => {
-                MatchCode::IncludeAndSeekNextCol
+                if self.columns.is_last_wanted(cell.qualifier()) {
+                    MatchCode::IncludeAndSeekNextRow
+                } else {
+                    MatchCode::IncludeAndSeekNextCol
+                }
             }
             (_, None) => code,
             (_, Some(f)) => {
@@ -471,6 +487,14 @@ impl ColumnTracker {
                 want,
             ))),
         }
+    }
+
+    /// Whether `qualifier` is the last column of the explicit list, or past it.
+    fn is_last_wanted(&self, qualifier: &[u8]) -> bool {
+        self.explicit
+            .as_ref()
+            .and_then(|cols| cols.last())
+            .is_some_and(|last| qualifier >= &last[..])
     }
 
     /// The column gave as many versions as are wanted: any older put of it is past the

@@ -91,6 +91,31 @@ pub trait CellSource: Send + std::fmt::Debug {
             |s| s.seek(&first_on_next_row(row)),
         )
     }
+    /// What `seek(key)` does, or, for a source that can put the seek off, a wait at
+    /// `column` (at or after `key`): the first key of the first column a Get reads, when
+    /// the source holds nothing before it that the Get needs. Until the merge reaches it,
+    /// the source's cell is a stand-in ([`CellSource::is_pending`]) that sorts at or before
+    /// its real next cell, and a skip moves the stand-in without a read. HBase's lazy seek:
+    /// a Get of a column whose newest version is in a newer file never reads the older
+    /// file's block.
+    ///
+    /// # Errors
+    /// A corrupt block.
+    fn seek_lazily(&mut self, key: &Cell, column: &Cell) -> Result<()> {
+        let _ = column;
+        self.seek(key)
+    }
+    /// Whether the current cell is a stand-in for a seek put off.
+    fn is_pending(&self) -> bool {
+        false
+    }
+    /// Does the seek put off, so the current cell is real.
+    ///
+    /// # Errors
+    /// A corrupt block.
+    fn resolve(&mut self) -> Result<()> {
+        Ok(())
+    }
     /// The row of the greatest visible cell below `key` (below nothing: the last cell), for
     /// reversed scans. Does not move.
     ///
@@ -135,11 +160,16 @@ pub fn first_on_next_row(row: &[u8]) -> Cell {
 ///    exhausted): each move of a source is followed by [`StoreScanner::find_top`]. A row
 ///    costs one pass over the sources per cell it moves past, not one for every look at
 ///    the next cell.
+/// 2. The matcher sees real cells only: a source whose stand-in comes first
+///    ([`CellSource::is_pending`]) does its seek before a row is read on
+///    ([`StoreScanner::resolve_top`]). Stand-ins stay within the row a Get reads.
 #[derive(Debug)]
 pub struct StoreScanner {
     sources: Vec<Box<dyn CellSource>>,
     matcher: QueryMatcher,
     top: Option<usize>,
+    /// A Get's first column's first key, where sources may wait ([`CellSource::seek_lazily`]).
+    lazy_to: Option<Cell>,
 }
 
 impl StoreScanner {
@@ -151,7 +181,16 @@ impl StoreScanner {
             sources,
             matcher,
             top,
+            lazy_to: None,
         }
+    }
+
+    /// Lets the sources put off a seek to `column`, the first key of the first column a Get
+    /// reads ([`CellSource::seek_lazily`]).
+    #[must_use]
+    pub fn with_lazy_seek(mut self, column: Cell) -> StoreScanner {
+        self.lazy_to = Some(column);
+        self
     }
 
     /// The sources merged.
@@ -194,9 +233,29 @@ impl StoreScanner {
     /// # Errors
     /// A corrupt block.
     pub fn seek(&mut self, key: &Cell) -> Result<()> {
-        let sought = self.sources.iter_mut().try_for_each(|s| s.seek(key));
+        let sought = match self.lazy_to.as_ref().filter(|column| *column >= key) {
+            Some(column) => self
+                .sources
+                .iter_mut()
+                .try_for_each(|s| s.seek_lazily(key, column)),
+            None => self.sources.iter_mut().try_for_each(|s| s.seek(key)),
+        };
         self.find_top();
         sought
+    }
+
+    /// Keeps invariant (2): while the first cell is a stand-in, its source seeks. Each turn
+    /// makes one source real, so one turn a source is all it takes.
+    fn resolve_top(&mut self) -> Result<()> {
+        for _ in 0..self.sources.len() {
+            let Some(i) = self.top.filter(|&i| self.sources[i].is_pending()) else {
+                break;
+            };
+            let resolved = self.sources[i].resolve();
+            self.find_top();
+            resolved?;
+        }
+        Ok(())
     }
 
     /// Positions every source at its first cell.
@@ -253,6 +312,9 @@ impl StoreScanner {
     ) -> Result<bool> {
         self.matcher.set_row(row);
         loop {
+            if self.lazy_to.is_some() {
+                self.resolve_top()?;
+            }
             self.check_top();
             let Some((i, cell)) = top_cell(&self.sources, self.top) else {
                 return Ok(false);
@@ -268,7 +330,7 @@ impl StoreScanner {
                         MatchCode::IncludeAndSeekNextRow => Step::NextRow,
                         _ => Step::Taken,
                     };
-                    let last_version = matches!(step, Step::PastKeptColumn);
+                    let last_version = matches!(step, Step::PastKeptColumn | Step::NextRow);
                     match self.keep(i, last_version, out, filter.as_deref(), budget_bytes) {
                         Ok(true) => step,
                         // The source had no cell after all: nothing more to do for it.

@@ -4,7 +4,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use basalt_model::{BloomType, Cell, Error, Result};
+use basalt_model::{BloomType, Cell, CellType, Error, Result};
 use bytes::Bytes;
 
 use super::block::{self, decode_data_block, decode_legacy_data_block};
@@ -360,6 +360,7 @@ impl StoreFile {
             pos: 0,
             current: None,
             row: None,
+            pending: None,
         })
     }
 
@@ -497,6 +498,12 @@ fn decode_info(body: &[u8], family: &Bytes) -> Option<FileInfo> {
 
 /// Iterates one store file in key order, a block at a time. Only the cell it stands on is
 /// built; searches compare encoded keys in place.
+///
+/// # Invariants
+/// 1. While a seek is put off (`pending`), `current` is a stand-in that sorts at or before
+///    every cell of the file at or after the key sought: the key itself, or its column's
+///    first key at the file's newest timestamp when the key is newer. No cell of the file
+///    is newer than that, so none of the column's cells sorts before it.
 #[derive(Debug)]
 pub struct StoreFileScanner {
     file: Arc<StoreFile>,
@@ -507,9 +514,13 @@ pub struct StoreFileScanner {
     block: usize,
     data: Option<Arc<DataBlock>>,
     pos: usize,
+    /// The current cell; while a seek is put off (`pending`), its stand-in.
     current: Option<Cell>,
     /// The one row a Get's scanner reads: cells past it are not built.
     row: Option<Bytes>,
+    /// A Get's seek put off ([`CellSource::seek_lazily`]): the key sought. The stand-in in
+    /// `current` sorts at or before every cell of the file at or after it (invariant 1).
+    pending: Option<Box<Cell>>,
 }
 
 impl StoreFileScanner {
@@ -564,6 +575,27 @@ impl StoreFileScanner {
 }
 
 impl StoreFileScanner {
+    /// Puts off the seek to `target` (HBase's lazy seek): the stand-in of invariant 1 takes
+    /// the current cell's place until the merge needs the file's real cell, which a Get of
+    /// a column whose newest version lies in a newer file never does. A Get's scanner sent
+    /// past its row is done.
+    fn put_off(&mut self, target: Cell) {
+        if self.row.as_deref().is_some_and(|row| target.row() != row) {
+            self.pending = None;
+            self.current = None;
+            return;
+        }
+        let newest = self.file.info().max_ts;
+        let mut stand_in = target.clone();
+        if stand_in.timestamp > newest {
+            stand_in.timestamp = newest;
+            stand_in.cell_type = CellType::Maximum;
+            stand_in.seq_id = u64::MAX;
+        }
+        self.current = Some(stand_in);
+        self.pending = Some(Box::new(target));
+    }
+
     /// Passes the cells after the current one that `passing` names, reading their keys where
     /// they lie in the loaded block, so no cell is built for them; at most
     /// [`STEPS_BEFORE_SEEK`] of them. Then it loads the first cell not passed and answers
@@ -610,6 +642,10 @@ impl CellSource for StoreFileScanner {
     }
 
     fn advance(&mut self) -> Result<()> {
+        // The cell after a stand-in is the first real one at or after it.
+        if self.pending.is_some() {
+            return self.resolve();
+        }
         if self.current.take().is_some() {
             self.load(self.block, self.pos + 1)?;
         }
@@ -617,6 +653,9 @@ impl CellSource for StoreFileScanner {
     }
 
     fn take_into(&mut self, out: &mut Vec<Cell>) -> Result<bool> {
+        if self.pending.is_some() {
+            self.resolve()?;
+        }
         let Some(cell) = self.current.take() else {
             return Ok(false);
         };
@@ -629,6 +668,10 @@ impl CellSource for StoreFileScanner {
         if self.current.as_ref().is_none_or(|c| c >= key) {
             return Ok(());
         }
+        if let Some(target) = self.pending.take() {
+            self.put_off(key.clone().max(*target));
+            return Ok(());
+        }
         if !self.pass_in_block(&Passing::Below(key))? {
             self.seek(key)?;
         }
@@ -637,6 +680,11 @@ impl CellSource for StoreFileScanner {
 
     fn skip_column(&mut self, column: &Cell) -> Result<()> {
         if !self.current.as_ref().is_some_and(|c| c.same_column(column)) {
+            return Ok(());
+        }
+        if let Some(target) = self.pending.take() {
+            let past = Cell::last_on_column(column.row(), &column.family, column.qualifier());
+            self.put_off(past.max(*target));
             return Ok(());
         }
         let of_column = Passing::Column {
@@ -657,6 +705,10 @@ impl CellSource for StoreFileScanner {
         if self.current.as_ref().is_none_or(|c| !c.is_of_row(row)) {
             return Ok(());
         }
+        if let Some(target) = self.pending.take() {
+            self.put_off(first_on_next_row(row).max(*target));
+            return Ok(());
+        }
         if !self.pass_in_block(&Passing::Row(row))? {
             self.seek(&first_on_next_row(row))?;
         }
@@ -664,6 +716,7 @@ impl CellSource for StoreFileScanner {
     }
 
     fn seek(&mut self, key: &Cell) -> Result<()> {
+        self.pending = None;
         // A key inside the loaded block needs no index search (seeks may go either way: a
         // reversed scan seeks back to the start of each earlier row).
         let in_block = |d: &DataBlock| -> std::result::Result<bool, Damage> {
@@ -680,6 +733,28 @@ impl CellSource for StoreFileScanner {
         let pos = self.set_block(b)?.lower_bound(key);
         let pos = pos.map_err(|what| self.damaged(b, what))?;
         self.load(b, pos)
+    }
+
+    /// A Get's scanner of a file without family-level markers waits at `column`: the cells
+    /// before it in the row are of columns the Get does not read, and no marker among them
+    /// masks the columns it does.
+    fn seek_lazily(&mut self, key: &Cell, column: &Cell) -> Result<()> {
+        if self.row.is_none() || self.file.info().delete_family_count > 0 {
+            return self.seek(key);
+        }
+        self.put_off(column.clone());
+        Ok(())
+    }
+
+    fn is_pending(&self) -> bool {
+        self.pending.is_some()
+    }
+
+    fn resolve(&mut self) -> Result<()> {
+        match self.pending.take() {
+            Some(target) => self.seek(&target),
+            None => Ok(()),
+        }
     }
 
     fn last_row_before(&mut self, key: Option<&Cell>) -> Result<Option<Bytes>> {
