@@ -70,6 +70,7 @@ pub enum Mode {
         /// The caller's version limit (already capped by VERSIONS unless raw).
         max_versions: u32,
         has_filter: bool,
+        /// Taken out by the matcher's column tracker when the matcher is made.
         explicit_columns: Option<Vec<Bytes>>,
     },
     /// A flush or minor compaction: markers are kept.
@@ -100,7 +101,7 @@ impl QueryMatcher {
     /// A matcher for `mode` over a store with `info`, at time `now_ms`.
     #[must_use]
     pub fn new(
-        mode: Mode,
+        mut mode: Mode,
         info: ScanInfo,
         now_ms: i64,
         max_read_point_to_track: u64,
@@ -108,7 +109,8 @@ impl QueryMatcher {
         let oldest_unexpired_ts = info
             .ttl_ms
             .map_or(i64::MIN, |ttl| now_ms.saturating_sub(ttl));
-        let (max_to_check, versions_after_filter, explicit) = match &mode {
+        // The column tracker keeps the explicit list: the mode is not asked for it again.
+        let (max_to_check, versions_after_filter, explicit) = match &mut mode {
             Mode::User {
                 raw,
                 max_versions,
@@ -122,7 +124,7 @@ impl QueryMatcher {
                     (true, false) => info.max_versions,
                     (false, _) => result_max,
                 };
-                (check, result_max, explicit_columns.clone())
+                (check, result_max, explicit_columns.take())
             }
             Mode::RetainDeletes | Mode::DropDeletes { .. } => (info.max_versions, 0, None),
         };

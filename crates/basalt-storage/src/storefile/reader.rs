@@ -503,7 +503,8 @@ fn decode_info(body: &[u8], family: &Bytes) -> Option<FileInfo> {
 /// 1. While a seek is put off (`pending`), `current` is a stand-in that sorts at or before
 ///    every cell of the file at or after the key sought: the key itself, or its column's
 ///    first key at the file's newest timestamp when the key is newer. No cell of the file
-///    is newer than that, so none of the column's cells sorts before it.
+///    is newer than that, so none of the column's cells sorts before it. The key sought is
+///    the stand-in with the timestamp, type and sequence id kept in `pending`.
 #[derive(Debug)]
 pub struct StoreFileScanner {
     file: Arc<StoreFile>,
@@ -518,9 +519,9 @@ pub struct StoreFileScanner {
     current: Option<Cell>,
     /// The one row a Get's scanner reads: cells past it are not built.
     row: Option<Bytes>,
-    /// A Get's seek put off ([`CellSource::seek_lazily`]): the key sought. The stand-in in
-    /// `current` sorts at or before every cell of the file at or after it (invariant 1).
-    pending: Option<Box<Cell>>,
+    /// A Get's seek put off ([`CellSource::seek_lazily`]): the timestamp, type and sequence
+    /// id of the key sought, whose row and column are the stand-in's (invariant 1).
+    pending: Option<(i64, CellType, u64)>,
 }
 
 impl StoreFileScanner {
@@ -586,14 +587,24 @@ impl StoreFileScanner {
             return;
         }
         let newest = self.file.info().max_ts;
-        let mut stand_in = target.clone();
+        let mut stand_in = target;
+        self.pending = Some((stand_in.timestamp, stand_in.cell_type, stand_in.seq_id));
         if stand_in.timestamp > newest {
             stand_in.timestamp = newest;
             stand_in.cell_type = CellType::Maximum;
             stand_in.seq_id = u64::MAX;
         }
         self.current = Some(stand_in);
-        self.pending = Some(Box::new(target));
+    }
+
+    /// The key of the seek put off, taken out with the stand-in; `None` when none is.
+    fn take_pending(&mut self) -> Option<Cell> {
+        let (timestamp, cell_type, seq_id) = self.pending.take()?;
+        let mut target = self.current.take()?;
+        target.timestamp = timestamp;
+        target.cell_type = cell_type;
+        target.seq_id = seq_id;
+        Some(target)
     }
 
     /// Passes the cells after the current one that `passing` names, reading their keys where
@@ -668,8 +679,8 @@ impl CellSource for StoreFileScanner {
         if self.current.as_ref().is_none_or(|c| c >= key) {
             return Ok(());
         }
-        if let Some(target) = self.pending.take() {
-            self.put_off(key.clone().max(*target));
+        if let Some(target) = self.take_pending() {
+            self.put_off(key.clone().max(target));
             return Ok(());
         }
         if !self.pass_in_block(&Passing::Below(key))? {
@@ -682,9 +693,9 @@ impl CellSource for StoreFileScanner {
         if !self.current.as_ref().is_some_and(|c| c.same_column(column)) {
             return Ok(());
         }
-        if let Some(target) = self.pending.take() {
+        if let Some(target) = self.take_pending() {
             let past = Cell::last_on_column(column.row(), &column.family, column.qualifier());
-            self.put_off(past.max(*target));
+            self.put_off(past.max(target));
             return Ok(());
         }
         let of_column = Passing::Column {
@@ -705,8 +716,8 @@ impl CellSource for StoreFileScanner {
         if self.current.as_ref().is_none_or(|c| !c.is_of_row(row)) {
             return Ok(());
         }
-        if let Some(target) = self.pending.take() {
-            self.put_off(first_on_next_row(row).max(*target));
+        if let Some(target) = self.take_pending() {
+            self.put_off(first_on_next_row(row).max(target));
             return Ok(());
         }
         if !self.pass_in_block(&Passing::Row(row))? {
@@ -751,7 +762,7 @@ impl CellSource for StoreFileScanner {
     }
 
     fn resolve(&mut self) -> Result<()> {
-        match self.pending.take() {
+        match self.take_pending() {
             Some(target) => self.seek(&target),
             None => Ok(()),
         }
