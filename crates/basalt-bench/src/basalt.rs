@@ -128,8 +128,11 @@ impl Engine for BasaltEngine {
         Ok(self.parts()?.1.put(put)?)
     }
 
+    /// The key's entry is the cell `f:q` of its row, so the Get names it, as a key-value
+    /// Get names its key.
     fn get(&self, key: &[u8]) -> anyhow::Result<bool> {
-        Ok(!self.parts()?.1.get(Get::new(key.to_vec()))?.is_empty())
+        let get = Get::new(key.to_vec()).add_column("f", "q");
+        Ok(!self.parts()?.1.get(get)?.is_empty())
     }
 
     fn seek_next(&self, start: &[u8], n: usize) -> anyhow::Result<usize> {
