@@ -157,6 +157,15 @@ impl QueryMatcher {
         self.filter_count = 0;
     }
 
+    /// The first key of the first column named after `cell`'s, for reads of explicit
+    /// columns; `None` for the others, or after the last column named.
+    #[must_use]
+    pub fn next_wanted_column(&self, cell: &Cell) -> Option<Cell> {
+        let cols = self.columns.explicit.as_ref()?;
+        let next = cols.iter().find(|q| q[..] > *cell.qualifier())?;
+        Some(Cell::first_on_column(cell.row(), &cell.family, next))
+    }
+
     /// Decides about `cell`, consulting `filter` for user scans.
     pub fn matches(&mut self, cell: &Cell, filter: Option<&mut Filter>) -> MatchCode {
         let code = self.decide(cell, filter);

@@ -446,7 +446,15 @@ impl StoreScanner {
             if !next.same_column(column) {
                 break;
             }
-            let moved = self.sources[i].skip_column(column);
+            // A source that put off its seek waits on at the next column the Get names,
+            // where leaving the column would make it read (HBase's column hint).
+            let hint = (self.sources[i].is_pending())
+                .then(|| self.matcher.next_wanted_column(column))
+                .flatten();
+            let moved = match hint {
+                Some(key) => self.sources[i].skip_to(&key),
+                None => self.sources[i].skip_column(column),
+            };
             self.find_top();
             moved?;
         }

@@ -716,6 +716,12 @@ impl CellSource for StoreFileScanner {
         if self.current.as_ref().is_none_or(|c| !c.is_of_row(row)) {
             return Ok(());
         }
+        if self.row.as_deref() == Some(row) {
+            // A Get's scanner reads its row alone: past it, it is done.
+            self.pending = None;
+            self.current = None;
+            return Ok(());
+        }
         if let Some(target) = self.take_pending() {
             self.put_off(first_on_next_row(row).max(target));
             return Ok(());
