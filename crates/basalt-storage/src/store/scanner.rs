@@ -101,8 +101,7 @@ pub trait CellSource: Send + std::fmt::Debug {
     ///
     /// # Errors
     /// A corrupt block.
-    fn seek_lazily(&mut self, key: &Cell, column: &Cell) -> Result<()> {
-        let _ = column;
+    fn seek_lazily(&mut self, key: &Cell, _column: &Cell) -> Result<()> {
         self.seek(key)
     }
     /// Whether the current cell is a stand-in for a seek put off.
