@@ -318,6 +318,8 @@ impl StoreScanner {
             let Some((i, cell)) = top_cell(&self.sources, self.top) else {
                 return Ok(false);
             };
+            #[cfg(feature = "invariants")]
+            assert!(!self.sources[i].is_pending(), "invariant (2)");
             let code = self.matcher.matches(cell, filter.as_deref_mut());
             let step = match protect_family_markers(cell, code) {
                 code @ (MatchCode::Include
