@@ -197,10 +197,22 @@ fn hot_row(c: &mut Criterion) {
     g.finish();
 }
 
-/// A Get of `row` from `sources`, as `mode` reads it; returns the cells read.
+/// A Get of `row` from `sources`, as `mode` reads it; returns the cells read. A Get of
+/// named columns from more than one source lets its files wait at the first column, as the
+/// store opens one (lazy seek).
 fn get_row(sources: Vec<Box<dyn CellSource>>, mode: &Mode, row: &Bytes) -> usize {
+    let first_column = match mode {
+        Mode::User {
+            explicit_columns: Some(columns),
+            ..
+        } if sources.len() > 1 => columns.first().cloned(),
+        _ => None,
+    };
     let matcher = QueryMatcher::new(mode.clone(), scan_info(), 1_800_000_000_000, u64::MAX);
     let mut s = StoreScanner::new(sources, matcher);
+    if let Some(q) = first_column {
+        s = s.with_lazy_seek(Cell::first_on_column(row, &Bytes::from_static(b"f"), &q));
+    }
     s.seek(&Cell::first_on_row(row)).unwrap();
     let mut out = Vec::new();
     s.read_row(row, &mut out, None).unwrap();
@@ -403,23 +415,31 @@ fn file_of(
     Arc::new(StoreFile::open(&Env::default(), &path, id, &Bytes::from_static(b"f"), cache).unwrap())
 }
 
-/// A scan of a store of three files shaped as `basalt-vs-rocksdb` leaves one after
-/// fillrandom and overwrite: the oldest holds every row, and 4 rows in 9 have a newer version
-/// in one of the two others, which the scan passes in the oldest.
-fn older_versions(c: &mut Criterion) {
-    const ROWS: u64 = 20_000;
-    let dir = tempfile::tempdir().unwrap();
-    let cache = BlockCache::new(64 << 20);
+const THREE_FILES_ROWS: u64 = 20_000;
+
+/// Three store files shaped as `basalt-vs-rocksdb` leaves a store after fillrandom and
+/// overwrite, oldest first: the oldest holds every row, and 4 rows in 9 have a newer version
+/// in one of the two others (rows 0 and 1 in the second).
+fn three_files(dir: &Path, cache: &Arc<BlockCache>) -> [Arc<StoreFile>; 3] {
     let newer = |part: u64| {
-        (0..ROWS)
+        (0..THREE_FILES_ROWS)
             .filter(move |i| i % 9 / 2 == part)
             .collect::<Vec<_>>()
     };
-    let files = [
-        file_of(dir.path(), 1, &(0..ROWS).collect::<Vec<_>>(), 1, &cache),
-        file_of(dir.path(), 2, &newer(0), 2, &cache),
-        file_of(dir.path(), 3, &newer(1), 3, &cache),
-    ];
+    [
+        file_of(dir, 1, &(0..THREE_FILES_ROWS).collect::<Vec<_>>(), 1, cache),
+        file_of(dir, 2, &newer(0), 2, cache),
+        file_of(dir, 3, &newer(1), 3, cache),
+    ]
+}
+
+/// A scan of the three files of [`three_files`], which passes the older versions in the
+/// oldest.
+fn older_versions(c: &mut Criterion) {
+    const ROWS: u64 = THREE_FILES_ROWS;
+    let dir = tempfile::tempdir().unwrap();
+    let cache = BlockCache::new(64 << 20);
+    let files = three_files(dir.path(), &cache);
     let mut g = c.benchmark_group("merge");
     g.throughput(Throughput::Elements(ROWS));
     g.bench_function("three_files_older_versions_20k_rows", |b| {
@@ -436,6 +456,39 @@ fn older_versions(c: &mut Criterion) {
             black_box(kept)
         });
     });
+    g.finish();
+}
+
+/// A Get of a row of [`three_files`] whose newest version is in the second file, from the
+/// two files its bloom filters let through: of its column, which leaves the oldest file
+/// unread (lazy seek), and of the whole row, which must read both.
+fn get_over_files(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = BlockCache::new(64 << 20);
+    let [oldest, second, _] = three_files(dir.path(), &cache);
+    let row = Bytes::from(1u64.to_be_bytes().repeat(2));
+    let mut g = c.benchmark_group("store");
+    g.throughput(Throughput::Elements(1));
+    for (what, named) in [
+        ("column", Some(vec![Bytes::from_static(b"q")])),
+        ("row", None),
+    ] {
+        let mode = user_mode_naming(named);
+        g.bench_function(format!("get_{what}_newest_in_a_newer_file"), |b| {
+            b.iter(|| {
+                let sources: Vec<Box<dyn CellSource>> = [&second, &oldest]
+                    .into_iter()
+                    .map(|f| {
+                        let s = f.row_scanner(u64::MAX, Caching::QUERY, &row).unwrap();
+                        Box::new(s) as Box<dyn CellSource>
+                    })
+                    .collect();
+                let got = get_row(sources, &mode, &row);
+                assert_eq!(got, 1);
+                black_box(got)
+            });
+        });
+    }
     g.finish();
 }
 
@@ -477,6 +530,7 @@ criterion_group!(
     get_after_updates,
     merging,
     older_versions,
+    get_over_files,
     matcher
 );
 criterion_main!(benches);

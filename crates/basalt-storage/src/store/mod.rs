@@ -223,17 +223,12 @@ impl Store {
     ) -> Result<StoreScanner> {
         // A Get of named columns lets files wait at its first column (HBase's lazy seek). A
         // filter may look at rows and cells the Get never keeps, so with one every file seeks.
-        let lazy_to = match (&mode, hint.get) {
-            (
-                Mode::User {
-                    has_filter: false,
-                    explicit_columns: Some(columns),
-                    ..
-                },
-                Some((row, _)),
-            ) => columns
-                .first()
-                .map(|q| Cell::first_on_column(row, &self.name, q)),
+        let first_column = match &mode {
+            Mode::User {
+                has_filter: false,
+                explicit_columns: Some(columns),
+                ..
+            } => columns.first().cloned(),
             _ => None,
         };
         let matcher = QueryMatcher::new(mode, self.scan_info(purge_ms), now_ms, u64::MAX);
@@ -272,9 +267,13 @@ impl Store {
             }
         }
         let scanner = StoreScanner::new(sources, matcher);
-        Ok(match lazy_to {
-            Some(column) => scanner.with_lazy_seek(column),
-            None => scanner,
+        Ok(match (row, first_column) {
+            // A file left unread needs another source to answer first: with one source,
+            // waiting only costs the stand-in.
+            (Some(row), Some(q)) if scanner.source_count() > 1 => {
+                scanner.with_lazy_seek(Cell::first_on_column(row, &self.name, &q))
+            }
+            _ => scanner,
         })
     }
 

@@ -353,8 +353,9 @@ fn a_get_leaves_out_the_memstores_and_files_that_rule_its_row_out() {
     let snap = store.take_snapshot().unwrap();
     store.finish_flush(store.write_flush(&snap, 1, NOW, 0, u64::MAX).unwrap());
     store.insert(&put("in-memstore", 2));
-    let sources =
-        |row: &str| get_scanner(&store, &Bytes::copy_from_slice(row.as_bytes()), None, 1).sources();
+    let sources = |row: &str| {
+        get_scanner(&store, &Bytes::copy_from_slice(row.as_bytes()), None, 1).source_count()
+    };
     assert_eq!(sources("in-memstore"), 1);
     assert_eq!(sources("in-file"), 1);
     assert_eq!(sources("in-neither"), 0);

@@ -193,8 +193,8 @@ impl StoreScanner {
     }
 
     /// The sources merged.
-    #[cfg(test)]
-    pub(crate) fn sources(&self) -> usize {
+    #[must_use]
+    pub fn source_count(&self) -> usize {
         self.sources.len()
     }
 
