@@ -24,10 +24,12 @@ enum StoreOp {
     Compact {
         major: bool,
     },
+    /// A scan of the whole store, of the columns named (all when `None`).
     Read {
         raw: bool,
         versions: u32,
         tr: TimeRange,
+        columns: Option<Vec<Bytes>>,
     },
     /// A Get of one row, which leaves out the memstores and files that rule its row out; of
     /// the columns named (files without family markers then wait at the first of them).
@@ -57,7 +59,7 @@ fn store_op(family_markers: bool, gets: u32) -> impl Strategy<Value = StoreOp> {
         })),
         2 => Just(StoreOp::Flush),
         1 => any::<bool>().prop_map(|major| StoreOp::Compact { major }),
-        3 => (any::<bool>(), 1u32..4, 0i64..7, 1i64..8).prop_map(|(raw, versions, a, n)| StoreOp::Read { raw, versions, tr: TimeRange::new(a, a + n).unwrap() }),
+        3 => (any::<bool>(), 1u32..4, 0i64..7, 1i64..8, get_columns()).prop_map(|(raw, versions, a, n, columns)| StoreOp::Read { raw, versions, tr: TimeRange::new(a, a + n).unwrap(), columns }),
         gets => (0u8..5, get_columns(), 1u32..3).prop_map(|(r, columns, versions)| StoreOp::Get { row: Bytes::from(format!("r{r}")), columns, versions }),
     ]
 }
@@ -122,7 +124,14 @@ fn get_row(store: &Store, row: &Bytes, columns: Option<&[Bytes]>, versions: u32)
     out
 }
 
-fn read_store(store: &Store, raw: bool, versions: u32, tr: TimeRange) -> Vec<Cell> {
+/// Every row of the store as a scan of `columns` (all when `None`) reads it.
+fn read_store(
+    store: &Store,
+    raw: bool,
+    versions: u32,
+    tr: TimeRange,
+    columns: Option<&[Bytes]>,
+) -> Vec<Cell> {
     let max_versions = if raw {
         versions
     } else {
@@ -133,7 +142,7 @@ fn read_store(store: &Store, raw: bool, versions: u32, tr: TimeRange) -> Vec<Cel
         time_range: tr,
         max_versions,
         has_filter: false,
-        explicit_columns: None,
+        explicit_columns: columns.map(<[Bytes]>::to_vec),
     };
     let mut s = store
         .scanner(
@@ -225,7 +234,7 @@ fn agrees_with_the_oracle(
         .iter()
         .flat_map(|r| r.cells.iter().map(key))
         .collect();
-    let got: Vec<_> = read_store(&store, true, u32::MAX, TimeRange::all())
+    let got: Vec<_> = read_store(&store, true, u32::MAX, TimeRange::all(), None)
         .iter()
         .map(key)
         .collect();
@@ -296,8 +305,16 @@ fn write(store: &Store, oracle: &mut Oracle, op: &StoreOp, counters: &mut (u64, 
 /// Checks a read (`op`) of the store against the oracle's.
 fn check_read(store: &Store, oracle: &Oracle, op: &StoreOp) -> Result<(), TestCaseError> {
     match op {
-        StoreOp::Read { raw, versions, tr } => {
-            let mut scan = Scan::new()
+        StoreOp::Read {
+            raw,
+            versions,
+            tr,
+            columns,
+        } => {
+            let mut scan = columns
+                .iter()
+                .flatten()
+                .fold(Scan::new(), |s, q| s.add_column("f", q.clone()))
                 .with_max_versions(*versions)
                 .with_time_range(*tr);
             if *raw {
@@ -308,7 +325,7 @@ fn check_read(store: &Store, oracle: &Oracle, op: &StoreOp) -> Result<(), TestCa
                 .iter()
                 .flat_map(|r| r.cells.iter().map(key))
                 .collect();
-            let got: Vec<_> = read_store(store, *raw, *versions, *tr)
+            let got: Vec<_> = read_store(store, *raw, *versions, *tr, columns.as_deref())
                 .iter()
                 .map(key)
                 .collect();
