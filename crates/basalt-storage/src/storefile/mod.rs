@@ -5,13 +5,13 @@ mod bloom;
 pub(crate) mod family;
 mod keys;
 mod reader;
+mod scanner;
 mod writer;
 
 pub use bloom::{bloom_key, Bloom, BloomBuilder};
 pub use keys::{DataBlock, IndexKeys};
-pub use reader::{
-    decode_index_block, parse_trailer, Caching, Index, StoreFile, StoreFileScanner, Trailer,
-};
+pub use reader::{decode_index_block, parse_trailer, Caching, Index, StoreFile, Trailer};
+pub use scanner::StoreFileScanner;
 pub use writer::StoreFileWriter;
 
 use basalt_model::{Cell, Timestamp};

@@ -4,17 +4,17 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use basalt_model::{BloomType, Cell, CellType, Error, Result};
+use basalt_model::{BloomType, Cell, Error, Result};
 use bytes::Bytes;
 
 use super::block::{self, decode_data_block, decode_legacy_data_block};
 use super::bloom::Bloom;
-use super::keys::{check_key, Damage, DataBlock, IndexKeys, Passing, Visible};
+use super::keys::{check_key, Damage, DataBlock, IndexKeys};
+use super::scanner::StoreFileScanner;
 use super::{FileId, FileInfo, FORMAT_VERSION, LEGACY_FORMAT_VERSION, MAGIC, TRAILER_LEN};
 use crate::block_cache::{Block, BlockCache, BlockKey, Priority};
 use crate::codec::Reader;
 use crate::env::{Env, RandomAccessFile};
-use crate::store::scanner::{first_on_next_row, CellSource, STEPS_BEFORE_SEEK};
 
 /// A decoded block index.
 pub type Index = IndexKeys;
@@ -307,12 +307,17 @@ impl StoreFile {
     }
 
     /// The error for damage `what` found in data block `i` of `index`.
-    fn damaged(&self, index: &Index, i: usize, what: Damage) -> Error {
+    pub(super) fn damaged(&self, index: &Index, i: usize, what: Damage) -> Error {
         block::damaged(self.file.path(), index.block(i).0, what)
     }
 
     /// Data block `i` of `index`, from the cache or read and its layout checked.
-    fn data_block(&self, index: &Index, i: usize, caching: Caching) -> Result<Arc<DataBlock>> {
+    pub(super) fn data_block(
+        &self,
+        index: &Index,
+        i: usize,
+        caching: Caching,
+    ) -> Result<Arc<DataBlock>> {
         let (offset, len) = index.block(i);
         let key = self.cache_key(offset);
         let cached = self.cache.lookup(&key, !caching.cache_only);
@@ -350,18 +355,14 @@ impl StoreFile {
         read_point: u64,
         caching: Caching,
     ) -> Result<StoreFileScanner> {
-        Ok(StoreFileScanner {
-            index: self.index(caching.cache_only)?,
-            file: Arc::clone(self),
+        let index = self.index(caching.cache_only)?;
+        Ok(StoreFileScanner::new(
+            Arc::clone(self),
+            index,
             read_point,
             caching,
-            block: usize::MAX,
-            data: None,
-            pos: 0,
-            current: None,
-            row: None,
-            pending: None,
-        })
+            None,
+        ))
     }
 
     /// A scanner as [`StoreFile::scanner`], of `row`'s cells alone: a Get's. It ends where
@@ -375,10 +376,15 @@ impl StoreFile {
         caching: Caching,
         row: &Bytes,
     ) -> Result<StoreFileScanner> {
-        Ok(StoreFileScanner {
-            row: Some(row.clone()),
-            ..self.scanner(read_point, caching)?
-        })
+        let index = self.index(caching.cache_only)?;
+        let row = Some(row.clone());
+        Ok(StoreFileScanner::new(
+            Arc::clone(self),
+            index,
+            read_point,
+            caching,
+            row,
+        ))
     }
 }
 
@@ -494,312 +500,4 @@ fn decode_info(body: &[u8], family: &Bytes) -> Option<FileInfo> {
         created_ms: i64::from_be_bytes(r.take(8)?.try_into().ok()?),
     };
     r.is_empty().then_some(info)
-}
-
-/// Iterates one store file in key order, a block at a time. Only the cell it stands on is
-/// built; searches compare encoded keys in place.
-///
-/// # Invariants
-/// 1. While a seek is put off (`pending`), `current` is a stand-in that sorts at or before
-///    every cell of the file at or after the key sought: the key itself, or its column's
-///    first key at the file's newest timestamp when the key is newer. No cell of the file
-///    is newer than that, so none of the column's cells sorts before it. The key sought is
-///    the stand-in with the timestamp, type and sequence id kept in `pending`.
-#[derive(Debug)]
-pub struct StoreFileScanner {
-    file: Arc<StoreFile>,
-    index: Arc<Index>,
-    read_point: u64,
-    caching: Caching,
-    /// The loaded block (`usize::MAX`: none yet).
-    block: usize,
-    data: Option<Arc<DataBlock>>,
-    pos: usize,
-    /// The current cell; while a seek is put off (`pending`), its stand-in.
-    current: Option<Cell>,
-    /// The one row a Get's scanner reads: cells past it are not built.
-    row: Option<Bytes>,
-    /// A Get's seek put off ([`CellSource::seek_lazily`]): the timestamp, type and sequence
-    /// id of the key sought, whose row and column are the stand-in's (invariant 1).
-    pending: Option<(i64, CellType, u64)>,
-}
-
-impl StoreFileScanner {
-    /// The error for damage `what` found in block `block`.
-    fn damaged(&self, block: usize, what: Damage) -> Error {
-        self.file.damaged(&self.index, block, what)
-    }
-
-    fn set_block(&mut self, block: usize) -> Result<&DataBlock> {
-        if block != self.block || self.data.is_none() {
-            self.data = Some(self.file.data_block(&self.index, block, self.caching)?);
-            self.block = block;
-        }
-        match &self.data {
-            Some(d) => Ok(d),
-            None => Err(basalt_model::Error::DoNotRetry("no block loaded".into())),
-        }
-    }
-
-    /// Positions at cell `pos` of block `block`, moving on to later blocks and past invisible
-    /// cells as needed.
-    fn load(&mut self, mut block: usize, mut pos: usize) -> Result<()> {
-        loop {
-            if block >= self.index.len() {
-                self.block = block;
-                self.data = None;
-                self.pos = 0;
-                self.current = None;
-                return Ok(());
-            }
-            self.set_block(block)?;
-            // The cell is built where the scanner keeps it (`next_visible`).
-            let Some(d) = self.data.as_deref() else {
-                return Err(basalt_model::Error::DoNotRetry("no block loaded".into()));
-            };
-            let visible =
-                d.next_visible(pos, self.read_point, self.row.as_deref(), &mut self.current);
-            match visible.map_err(|what| self.damaged(block, what))? {
-                Visible::Cell(at) => {
-                    self.pos = at;
-                    return Ok(());
-                }
-                Visible::PastRow(at) => {
-                    self.current = None;
-                    self.pos = at;
-                    return Ok(());
-                }
-                Visible::End => (block, pos) = (block + 1, 0),
-            }
-        }
-    }
-}
-
-impl StoreFileScanner {
-    /// Puts off the seek to `target` (HBase's lazy seek): the stand-in of invariant 1 takes
-    /// the current cell's place until the merge needs the file's real cell, which a Get of
-    /// a column whose newest version lies in a newer file never does. A Get's scanner sent
-    /// past its row is done.
-    fn put_off(&mut self, target: Cell) {
-        if self.row.as_deref().is_some_and(|row| target.row() != row) {
-            self.pending = None;
-            self.current = None;
-            return;
-        }
-        let newest = self.file.info().max_ts;
-        let mut stand_in = target;
-        self.pending = Some((stand_in.timestamp, stand_in.cell_type, stand_in.seq_id));
-        if stand_in.timestamp > newest {
-            stand_in.timestamp = newest;
-            stand_in.cell_type = CellType::Maximum;
-            stand_in.seq_id = u64::MAX;
-        }
-        self.current = Some(stand_in);
-    }
-
-    /// The key of the seek put off, taken out with the stand-in; `None` when none is.
-    fn take_pending(&mut self) -> Option<Cell> {
-        let (timestamp, cell_type, seq_id) = self.pending.take()?;
-        let mut target = self.current.take()?;
-        target.timestamp = timestamp;
-        target.cell_type = cell_type;
-        target.seq_id = seq_id;
-        Some(target)
-    }
-
-    /// Passes the cells after the current one that `passing` names, reading their keys where
-    /// they lie in the loaded block, so no cell is built for them; at most
-    /// [`STEPS_BEFORE_SEEK`] of them. Then it loads the first cell not passed and answers
-    /// true; false when the cells passed reach the block's end or the steps' limit (the
-    /// caller then seeks).
-    fn pass_in_block(&mut self, passing: &Passing<'_>) -> Result<bool> {
-        let Some(d) = self.data.as_deref() else {
-            return Ok(false);
-        };
-        let (from, row) = (self.pos + 1, self.row.as_deref());
-        let passed = d.pass(
-            from,
-            from + STEPS_BEFORE_SEEK,
-            passing,
-            self.read_point,
-            row,
-            &mut self.current,
-        );
-        match passed.map_err(|what| self.damaged(self.block, what))? {
-            None => Ok(false),
-            Some(Visible::Cell(at)) => {
-                self.pos = at;
-                Ok(true)
-            }
-            Some(Visible::PastRow(at)) => {
-                self.current = None;
-                self.pos = at;
-                Ok(true)
-            }
-            Some(Visible::End) => {
-                self.current = None;
-                self.load(self.block + 1, 0)?;
-                Ok(true)
-            }
-        }
-    }
-}
-
-/// The skips compare the keys of the cells they pass where the keys lie in the block: a cell
-/// built is a count taken on the block's buffer and dropped again, and 128 bytes written.
-impl CellSource for StoreFileScanner {
-    fn peek(&self) -> Option<&Cell> {
-        self.current.as_ref()
-    }
-
-    fn advance(&mut self) -> Result<()> {
-        // The cell after a stand-in is the first real one at or after it.
-        if self.pending.is_some() {
-            return self.resolve();
-        }
-        if self.current.take().is_some() {
-            self.load(self.block, self.pos + 1)?;
-        }
-        Ok(())
-    }
-
-    fn take_into(&mut self, out: &mut Vec<Cell>) -> Result<bool> {
-        if self.pending.is_some() {
-            self.resolve()?;
-        }
-        let Some(cell) = self.current.take() else {
-            return Ok(false);
-        };
-        out.push(cell);
-        self.load(self.block, self.pos + 1)?;
-        Ok(true)
-    }
-
-    fn skip_to(&mut self, key: &Cell) -> Result<()> {
-        if self.current.as_ref().is_none_or(|c| c >= key) {
-            return Ok(());
-        }
-        if let Some(target) = self.take_pending() {
-            self.put_off(key.clone().max(target));
-            return Ok(());
-        }
-        if !self.pass_in_block(&Passing::Below(key))? {
-            self.seek(key)?;
-        }
-        Ok(())
-    }
-
-    fn skip_column(&mut self, column: &Cell) -> Result<()> {
-        if !self.current.as_ref().is_some_and(|c| c.same_column(column)) {
-            return Ok(());
-        }
-        if let Some(target) = self.take_pending() {
-            let past = Cell::last_on_column(column.row(), &column.family, column.qualifier());
-            self.put_off(past.max(target));
-            return Ok(());
-        }
-        let of_column = Passing::Column {
-            row: column.row(),
-            qualifier: column.qualifier(),
-        };
-        if !self.pass_in_block(&of_column)? {
-            self.seek(&Cell::last_on_column(
-                column.row(),
-                &column.family,
-                column.qualifier(),
-            ))?;
-        }
-        Ok(())
-    }
-
-    fn skip_row(&mut self, row: &[u8]) -> Result<()> {
-        if self.current.as_ref().is_none_or(|c| !c.is_of_row(row)) {
-            return Ok(());
-        }
-        if self.row.as_deref() == Some(row) {
-            // A Get's scanner reads its row alone: past it, it is done.
-            self.pending = None;
-            self.current = None;
-            return Ok(());
-        }
-        if let Some(target) = self.take_pending() {
-            self.put_off(first_on_next_row(row).max(target));
-            return Ok(());
-        }
-        if !self.pass_in_block(&Passing::Row(row))? {
-            self.seek(&first_on_next_row(row))?;
-        }
-        Ok(())
-    }
-
-    fn seek(&mut self, key: &Cell) -> Result<()> {
-        self.pending = None;
-        // A key inside the loaded block needs no index search (seeks may go either way: a
-        // reversed scan seeks back to the start of each earlier row).
-        let in_block = |d: &DataBlock| -> std::result::Result<bool, Damage> {
-            Ok(!d.is_empty() && d.cmp_at(0, key)?.is_lt() && d.cmp_at(d.len() - 1, key)?.is_ge())
-        };
-        let b = match self.data.as_deref().map(in_block) {
-            Some(Ok(true)) => self.block,
-            Some(Err(what)) => return Err(self.damaged(self.block, what)),
-            Some(Ok(false)) | None => self.index.lower_bound(key),
-        };
-        if b >= self.index.len() {
-            return self.load(b, 0);
-        }
-        let pos = self.set_block(b)?.lower_bound(key);
-        let pos = pos.map_err(|what| self.damaged(b, what))?;
-        self.load(b, pos)
-    }
-
-    /// A Get's scanner of a file without family-level markers waits at `column`: the cells
-    /// before it in the row are of columns the Get does not read, and no marker among them
-    /// masks the columns it does.
-    fn seek_lazily(&mut self, key: &Cell, column: &Cell) -> Result<()> {
-        if self.row.is_none() || self.file.info().delete_family_count > 0 {
-            return self.seek(key);
-        }
-        self.put_off(column.clone());
-        Ok(())
-    }
-
-    fn is_pending(&self) -> bool {
-        self.pending.is_some()
-    }
-
-    fn resolve(&mut self) -> Result<()> {
-        match self.take_pending() {
-            Some(target) => self.seek(&target),
-            None => Ok(()),
-        }
-    }
-
-    fn last_row_before(&mut self, key: Option<&Cell>) -> Result<Option<Bytes>> {
-        // Blocks before `b` hold only keys below `key`; block `b` may hold some.
-        let n = self.index.len();
-        let b = key.map_or(n, |key| self.index.lower_bound(key));
-        let read_point = self.read_point;
-        let last_visible = |d: &DataBlock, end: usize| -> std::result::Result<_, Damage> {
-            for i in (0..end).rev() {
-                if d.seq_id(i)? <= read_point {
-                    return Ok(Some(d.row(i)?));
-                }
-            }
-            Ok(None)
-        };
-        if let (Some(key), true) = (key, b < n) {
-            let d = self.file.data_block(&self.index, b, self.caching)?;
-            let row = d.lower_bound(key).and_then(|end| last_visible(&d, end));
-            if let Some(row) = row.map_err(|what| self.damaged(b, what))? {
-                return Ok(Some(row));
-            }
-        }
-        for i in (0..b).rev() {
-            let d = self.file.data_block(&self.index, i, self.caching)?;
-            if let Some(row) = last_visible(&d, d.len()).map_err(|what| self.damaged(i, what))? {
-                return Ok(Some(row));
-            }
-        }
-        Ok(None)
-    }
 }
