@@ -198,20 +198,20 @@ fn hot_row(c: &mut Criterion) {
 }
 
 /// A Get of `row` from `sources`, as `mode` reads it; returns the cells read. A Get of
-/// named columns from more than one source lets its files wait at the first column, as the
-/// store opens one (lazy seek).
+/// named columns lets its files wait at the first column, as the store opens one (lazy
+/// seek).
 fn get_row(sources: Vec<Box<dyn CellSource>>, mode: &Mode, row: &Bytes) -> usize {
     let first_column = match mode {
         Mode::User {
             explicit_columns: Some(columns),
             ..
-        } if sources.len() > 1 => columns.first().cloned(),
+        } => columns.first().cloned(),
         _ => None,
     };
     let matcher = QueryMatcher::new(mode.clone(), scan_info(), 1_800_000_000_000, u64::MAX);
     let mut s = StoreScanner::new(sources, matcher);
     if let Some(q) = first_column {
-        s = s.with_lazy_seek(Cell::first_on_column(row, &Bytes::from_static(b"f"), &q));
+        s = s.with_lazy_seek(row, &Bytes::from_static(b"f"), &q);
     }
     s.seek(&Cell::first_on_row(row)).unwrap();
     let mut out = Vec::new();

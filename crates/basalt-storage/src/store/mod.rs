@@ -268,11 +268,7 @@ impl Store {
         }
         let scanner = StoreScanner::new(sources, matcher);
         Ok(match (row, first_column) {
-            // A file left unread needs another source to answer first: with one source,
-            // waiting only costs the stand-in.
-            (Some(row), Some(q)) if scanner.source_count() > 1 => {
-                scanner.with_lazy_seek(Cell::first_on_column(row, &self.name, &q))
-            }
+            (Some(row), Some(q)) => scanner.with_lazy_seek(row, &self.name, &q),
             _ => scanner,
         })
     }

@@ -184,17 +184,21 @@ impl StoreScanner {
         }
     }
 
-    /// Lets the sources put off a seek to `column`, the first key of the first column a Get
-    /// reads ([`CellSource::seek_lazily`]).
+    /// Lets the sources of a Get of `row` put off their seeks to `first_column` of `family`,
+    /// the first column the Get names ([`CellSource::seek_lazily`]). Only with more than one
+    /// source: a file left unread needs another source to answer first, and with one,
+    /// waiting only costs the stand-in.
     #[must_use]
-    pub fn with_lazy_seek(mut self, column: Cell) -> StoreScanner {
-        self.lazy_to = Some(column);
+    pub fn with_lazy_seek(mut self, row: &[u8], family: &Bytes, first_column: &[u8]) -> Self {
+        if self.sources.len() > 1 {
+            self.lazy_to = Some(Cell::first_on_column(row, family, first_column));
+        }
         self
     }
 
     /// The sources merged.
-    #[must_use]
-    pub fn source_count(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn source_count(&self) -> usize {
         self.sources.len()
     }
 
