@@ -211,7 +211,7 @@ fn get_row(sources: Vec<Box<dyn CellSource>>, mode: &Mode, row: &Bytes) -> usize
     let matcher = QueryMatcher::new(mode.clone(), scan_info(), 1_800_000_000_000, u64::MAX);
     let mut s = StoreScanner::new(sources, matcher);
     if let Some(q) = first_column {
-        s = s.with_lazy_seek(row, &Bytes::from_static(b"f"), &q);
+        s.seek_lazily_to(row, &Bytes::from_static(b"f"), &q);
     }
     s.seek(&Cell::first_on_row(row)).unwrap();
     let mut out = Vec::new();

@@ -1,4 +1,4 @@
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use bytes::Bytes;
 
@@ -10,21 +10,44 @@ use crate::time_range::TimeRange;
 
 /// Which families and columns a read asks for. Empty means every family; a family mapped to
 /// `None` means every column of it (HBase's family map with a null qualifier set).
+///
+/// Families and each family's qualifiers are held sorted and without repeats, in vectors: a
+/// read names a family or two and a column or a few, and every Get builds and drops one,
+/// where a tree map and a tree set allocated and freed a node each.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Columns(BTreeMap<Bytes, Option<BTreeSet<Bytes>>>);
+pub struct Columns(Vec<(Bytes, Option<Vec<Bytes>>)>);
 
 impl Columns {
+    /// The family's slot, or where it would go.
+    fn find(&self, family: &[u8]) -> std::result::Result<usize, usize> {
+        self.0.binary_search_by(|(f, _)| f[..].cmp(family))
+    }
+
     /// `addFamily`: the whole family, replacing any columns named before.
     pub fn add_family(&mut self, family: impl Into<Bytes>) {
-        self.0.insert(family.into(), None);
+        let family = family.into();
+        match self.find(&family) {
+            Ok(i) => self.0[i].1 = None,
+            Err(i) => self.0.insert(i, (family, None)),
+        }
     }
 
     /// `addColumn`: one column. As in HBase, naming a column of a family that was added whole
     /// narrows the family to the columns named.
     pub fn add_column(&mut self, family: impl Into<Bytes>, qualifier: impl Into<Bytes>) {
-        let set = self.0.entry(family.into()).or_insert(None);
-        set.get_or_insert_with(BTreeSet::new)
-            .insert(qualifier.into());
+        let family = family.into();
+        let i = match self.find(&family) {
+            Ok(i) => i,
+            Err(i) => {
+                self.0.insert(i, (family, None));
+                i
+            }
+        };
+        let qualifiers = self.0[i].1.get_or_insert_with(Vec::new);
+        let qualifier = qualifier.into();
+        if let Err(at) = qualifiers.binary_search(&qualifier) {
+            qualifiers.insert(at, qualifier);
+        }
     }
 
     /// True when no family was named: the read covers every family.
@@ -35,25 +58,26 @@ impl Columns {
 
     /// The families named, in order.
     pub fn families(&self) -> impl Iterator<Item = &Bytes> {
-        self.0.keys()
+        self.0.iter().map(|(f, _)| f)
     }
 
     /// Whether `family` is part of the read.
     #[must_use]
     pub fn includes_family(&self, family: &[u8]) -> bool {
-        self.0.is_empty() || self.0.contains_key(family)
+        self.0.is_empty() || self.find(family).is_ok()
     }
 
-    /// The columns asked for in `family`: `None` for all of them.
+    /// The columns asked for in `family`, sorted: `None` for all of them.
     #[must_use]
-    pub fn qualifiers(&self, family: &[u8]) -> Option<&BTreeSet<Bytes>> {
-        self.0.get(family).and_then(Option::as_ref)
+    pub fn qualifiers(&self, family: &[u8]) -> Option<&[Bytes]> {
+        let i = self.find(family).ok()?;
+        self.0[i].1.as_deref()
     }
 
     /// Whether any family is restricted to explicit columns.
     #[must_use]
     pub fn has_explicit_columns(&self) -> bool {
-        self.0.values().any(Option::is_some)
+        self.0.iter().any(|(_, q)| q.is_some())
     }
 }
 
@@ -408,10 +432,35 @@ mod tests {
         c.add_family("f");
         assert!(c.qualifiers(b"f").is_none());
         c.add_column("f", "q");
-        assert_eq!(c.qualifiers(b"f").map(BTreeSet::len), Some(1));
+        assert_eq!(c.qualifiers(b"f").map(<[Bytes]>::len), Some(1));
         c.add_family("f");
         assert!(c.qualifiers(b"f").is_none());
         assert!(c.includes_family(b"f") && !c.includes_family(b"g"));
+    }
+
+    #[test]
+    fn columns_are_kept_sorted_and_named_once() {
+        let mut c = Columns::default();
+        for (f, q) in [("g", "b"), ("a", "z"), ("g", "a"), ("g", "b"), ("a", "y")] {
+            c.add_column(f, q);
+        }
+        c.add_family("c");
+        let families: Vec<&Bytes> = c.families().collect();
+        assert_eq!(
+            families,
+            [&Bytes::from("a"), &Bytes::from("c"), &Bytes::from("g")]
+        );
+        assert_eq!(
+            c.qualifiers(b"g"),
+            Some(&[Bytes::from("a"), Bytes::from("b")][..])
+        );
+        assert_eq!(
+            c.qualifiers(b"a"),
+            Some(&[Bytes::from("y"), Bytes::from("z")][..])
+        );
+        assert_eq!(c.qualifiers(b"c"), None);
+        assert!(c.has_explicit_columns());
+        assert!(!c.includes_family(b"b"));
     }
 
     #[test]

@@ -2,16 +2,17 @@
 //! row-level filter steps, limit and batch (HBase's RegionScannerImpl).
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use basalt_model::filter::Filter;
-use basalt_model::ops::{Get, Scan};
+use basalt_model::ops::{Columns, Get, Scan};
 use basalt_model::{Cell, Error, Result, RowResult};
 use bytes::Bytes;
 
 use super::Region;
 use crate::store::query_matcher::Mode;
 use crate::store::scanner::{first_on_next_row, StoreScanner};
-use crate::store::ReadHint;
+use crate::store::{ReadHint, Store};
 
 /// Iterates the rows of one region that a scan selects.
 #[derive(Debug)]
@@ -113,25 +114,16 @@ impl Region {
             self.reads
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
-        for f in scan.columns.families() {
-            self.family(f)?;
-        }
         let read_point = self.mvcc.read_point();
         let now = self.env.now_ms();
         let purge = self.config.time_to_purge_deletes_ms;
-        let families = self.stores();
-        let mut stores = Vec::with_capacity(families.len());
-        for store in families {
-            let name = store.name().clone();
-            if !scan.columns.includes_family(&name) {
-                continue;
-            }
+        let read = self.stores_read_by(&scan.columns)?;
+        let mut stores = Vec::with_capacity(read.len());
+        for store in read {
+            let name = store.name();
             let family = store.family();
-            let explicit: Option<Vec<Bytes>> = scan
-                .columns
-                .qualifiers(&name)
-                .map(|s| s.iter().cloned().collect());
-            let tr = scan.time_range_for(&name);
+            let explicit: Option<Vec<Bytes>> = scan.columns.qualifiers(name).map(<[Bytes]>::to_vec);
+            let tr = scan.time_range_for(name);
             let max_versions = if scan.raw {
                 scan.max_versions
             } else {
@@ -185,6 +177,35 @@ impl Region {
         };
         s.position()?;
         Ok(s)
+    }
+}
+
+impl Region {
+    /// The stores a read of `columns` reads, in family order, once every family it names is
+    /// found (`NoSuchColumnFamily` names the first that is not).
+    fn stores_read_by(&self, columns: &Columns) -> Result<Vec<Arc<Store>>> {
+        let missing = {
+            let stores = self.stores.read();
+            if columns.is_empty() {
+                return Ok(stores.values().cloned().collect());
+            }
+            let mut read = Vec::with_capacity(columns.families().count());
+            let mut missing = None;
+            for f in columns.families() {
+                match stores.get(&f[..]) {
+                    Some(s) => read.push(Arc::clone(s)),
+                    None => {
+                        missing = Some(f);
+                        break;
+                    }
+                }
+            }
+            match missing {
+                None => return Ok(read),
+                Some(f) => f,
+            }
+        };
+        Err(self.family_error(missing))
     }
 }
 

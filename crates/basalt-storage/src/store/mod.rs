@@ -266,11 +266,11 @@ impl Store {
                 sources.push(self.file_source(f, read_point, caching, row)?);
             }
         }
-        let scanner = StoreScanner::new(sources, matcher);
-        Ok(match (row, first_column) {
-            (Some(row), Some(q)) => scanner.with_lazy_seek(row, &self.name, &q),
-            _ => scanner,
-        })
+        let mut scanner = StoreScanner::new(sources, matcher);
+        if let (Some(row), Some(q)) = (row, first_column) {
+            scanner.seek_lazily_to(row, &self.name, &q);
+        }
+        Ok(scanner)
     }
 
     /// A scanner of file `f` (of `row` alone, for a Get), cut to the region's rows when the

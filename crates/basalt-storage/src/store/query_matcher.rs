@@ -403,22 +403,43 @@ impl QueryMatcher {
 /// A row or column the matcher tracks, copied into a buffer kept from one key to the next.
 /// The matcher sees every cell a read passes over; holding a reference-counted handle
 /// instead cost an atomic increment and decrement per row and per column, where copying a
-/// short key into a warm buffer costs neither.
+/// short key into a warm buffer costs neither. Keys of up to [`KEY_INLINE`] bytes are held
+/// inline: a Get's matcher lives for one row, and a buffer on the heap cost each Get an
+/// allocation for its row and one for its column.
 #[derive(Debug, Default)]
 struct KeyCopy {
-    bytes: Vec<u8>,
+    inline: [u8; KEY_INLINE],
+    /// The key's length; longer than [`KEY_INLINE`], the key is in `spill`.
+    len: usize,
+    spill: Vec<u8>,
     /// Whether a key is held (an empty key is a key).
     held: bool,
 }
 
+/// Bytes of a key [`KeyCopy`] holds inline.
+const KEY_INLINE: usize = 32;
+
 impl KeyCopy {
+    fn bytes(&self) -> &[u8] {
+        match self.inline.get(..self.len) {
+            Some(key) => key,
+            None => &self.spill,
+        }
+    }
+
     fn is(&self, key: &[u8]) -> bool {
-        self.held && bytes_order::equal(&self.bytes, key)
+        self.held && bytes_order::equal(self.bytes(), key)
     }
 
     fn set(&mut self, key: &[u8]) {
-        self.bytes.clear();
-        self.bytes.extend_from_slice(key);
+        self.len = key.len();
+        match self.inline.get_mut(..key.len()) {
+            Some(inline) => inline.copy_from_slice(key),
+            None => {
+                self.spill.clear();
+                self.spill.extend_from_slice(key);
+            }
+        }
         self.held = true;
     }
 

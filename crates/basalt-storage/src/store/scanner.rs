@@ -188,12 +188,10 @@ impl StoreScanner {
     /// the first column the Get names ([`CellSource::seek_lazily`]). Only with more than one
     /// source: a file left unread needs another source to answer first, and with one,
     /// waiting only costs the stand-in.
-    #[must_use]
-    pub fn with_lazy_seek(mut self, row: &[u8], family: &Bytes, first_column: &[u8]) -> Self {
+    pub fn seek_lazily_to(&mut self, row: &[u8], family: &Bytes, first_column: &[u8]) {
         if self.sources.len() > 1 {
             self.lazy_to = Some(Cell::first_on_column(row, family, first_column));
         }
-        self
     }
 
     /// The sources merged.

@@ -237,3 +237,21 @@ fn the_last_wanted_version_leaves_its_column_unless_the_scan_is_raw() {
     };
     assert_eq!(codes(raw), [Include, Include, Include]);
 }
+
+#[test]
+fn a_key_copy_holds_keys_inline_and_spilled_alike() {
+    let mut k = KeyCopy::default();
+    assert!(!k.is(b""), "nothing is held at first");
+    let long = vec![b'x'; KEY_INLINE + 1];
+    let edge = vec![b'y'; KEY_INLINE];
+    for key in [&b""[..], b"row1", &long, b"row2", &edge, &long, b"row1"] {
+        k.set(key);
+        assert!(k.is(key));
+        assert_eq!(k.bytes(), key);
+        for other in [&b"row1"[..], b"row2", &long, &edge] {
+            assert_eq!(k.is(other), other == key, "{key:?} against {other:?}");
+        }
+    }
+    k.clear();
+    assert!(!k.is(b"row1"));
+}
