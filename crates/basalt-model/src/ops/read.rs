@@ -39,11 +39,13 @@ impl Columns {
         let i = match self.find(&family) {
             Ok(i) => i,
             Err(i) => {
+                // Most reads name one family and one column: room for one, not four.
+                self.0.reserve_exact(1);
                 self.0.insert(i, (family, None));
                 i
             }
         };
-        let qualifiers = self.0[i].1.get_or_insert_with(Vec::new);
+        let qualifiers = self.0[i].1.get_or_insert_with(|| Vec::with_capacity(1));
         let qualifier = qualifier.into();
         if let Err(at) = qualifiers.binary_search(&qualifier) {
             qualifiers.insert(at, qualifier);
@@ -72,6 +74,16 @@ impl Columns {
     pub fn qualifiers(&self, family: &[u8]) -> Option<&[Bytes]> {
         let i = self.find(family).ok()?;
         self.0[i].1.as_deref()
+    }
+
+    /// How many columns the read names, when it names its columns in every family it reads
+    /// (`None` when it reads a whole family, or every family).
+    #[must_use]
+    pub fn named_count(&self) -> Option<usize> {
+        if self.0.is_empty() {
+            return None;
+        }
+        self.0.iter().map(|(_, q)| q.as_ref().map(Vec::len)).sum()
     }
 
     /// Whether any family is restricted to explicit columns.
@@ -459,6 +471,10 @@ mod tests {
             Some(&[Bytes::from("y"), Bytes::from("z")][..])
         );
         assert_eq!(c.qualifiers(b"c"), None);
+        assert_eq!(c.named_count(), None, "family c is read whole");
+        c.add_column("c", "x");
+        assert_eq!(c.named_count(), Some(5));
+        assert_eq!(Columns::default().named_count(), None);
         assert!(c.has_explicit_columns());
         assert!(!c.includes_family(b"b"));
     }

@@ -49,6 +49,17 @@ const ROW_WIDTH_HINT_MAX: usize = 256;
 /// `ArrayList`, which HBase's scanner fills, starts at ten.
 const FIRST_ROW_WIDTH: usize = 16;
 
+/// The capacity a scan's first row starts with: [`FIRST_ROW_WIDTH`], or fewer for a read of
+/// named columns, which keeps at most a version of each for every version it asks. A Get of
+/// one column then allocates room for one cell, not sixteen (2 KiB, past the allocator's
+/// fast path for small blocks). Only a start: a vector grows if a row needs more.
+fn first_row_width(scan: &Scan) -> usize {
+    let versions = usize::try_from(scan.max_versions).unwrap_or(usize::MAX);
+    scan.columns.named_count().map_or(FIRST_ROW_WIDTH, |n| {
+        n.saturating_mul(versions).min(FIRST_ROW_WIDTH)
+    })
+}
+
 impl Region {
     /// Reads one row.
     ///
@@ -173,7 +184,7 @@ impl Region {
             rows: 0,
             done: false,
             pending: VecDeque::new(),
-            row_width_hint: FIRST_ROW_WIDTH,
+            row_width_hint: first_row_width(scan),
         };
         s.position()?;
         Ok(s)
