@@ -189,9 +189,7 @@ impl Region {
         s.position()?;
         Ok(s)
     }
-}
 
-impl Region {
     /// The stores a read of `columns` reads, in family order, once every family it names is
     /// found (`NoSuchColumnFamily` names the first that is not).
     fn stores_read_by(&self, columns: &Columns) -> Result<Vec<Arc<Store>>> {
