@@ -5,7 +5,14 @@
 //!
 //! ```text
 //! cd bench && cargo run --release -- --rows 1000000
+//! cd bench && cargo run --release -- --rows 1000000 --interleave --rounds 5
 //! ```
+//!
+//! By default all of Basalt's workloads run, then all of RocksDB's, minutes apart. On a
+//! machine whose speed moves from minute to minute that puts the host's drift into every
+//! ratio; `--interleave` runs each workload on one engine and then at once on the other
+//! (the first alternating), and repeats the read-only ones, so that each ratio is of two runs
+//! seconds apart and their spread shows.
 
 use std::path::{Path, PathBuf};
 
@@ -48,6 +55,13 @@ struct Args {
     /// Run only this engine: basalt or rocksdb.
     #[arg(long)]
     only: Option<String>,
+    /// Run each workload on both engines in turn, each engine settled after its run so that
+    /// its background work does not overlap the other's timing; both stay open throughout.
+    #[arg(long, conflicts_with = "only")]
+    interleave: bool,
+    /// With `--interleave`: runs of each read-only workload on each engine.
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
 }
 
 struct RocksEngine {
@@ -170,8 +184,7 @@ fn main() -> anyhow::Result<()> {
         a.rows, a.value_size, a.cache_mib, a.block_kib
     );
     let want = |e: &str| a.only.as_deref().is_none_or(|o| o == e);
-    let mut basalt = Vec::new();
-    if want("basalt") {
+    let open_basalt = || -> anyhow::Result<BasaltEngine> {
         let options = Options {
             block_cache_bytes: cache,
             ..Options::default()
@@ -180,7 +193,21 @@ fn main() -> anyhow::Result<()> {
             .with_block_size_bytes(u32::try_from(a.block_kib << 10)?)
             .with_compression(Compression::None)
             .with_bloom_filter(BloomType::Row);
-        let mut e = BasaltEngine::open(&root.join("basalt"), options, family)?;
+        BasaltEngine::open(&root.join("basalt"), options, family)
+    };
+    if a.interleave {
+        let mut b = open_basalt()?;
+        let mut r = RocksEngine::open(&root.join("rocksdb"), cache, a.block_kib << 10)?;
+        interleave(&mut b, &mut r, &a.workloads, &cfg, a.rounds)?;
+        b.close()?;
+        if temporary {
+            std::fs::remove_dir_all(&root).ok();
+        }
+        return Ok(());
+    }
+    let mut basalt = Vec::new();
+    if want("basalt") {
+        let mut e = open_basalt()?;
         println!("== basalt");
         basalt = basalt_bench::run(&mut e, &a.workloads, &cfg, |r| println!("{r}"))?;
         e.close()?;
@@ -201,6 +228,66 @@ fn main() -> anyhow::Result<()> {
         std::fs::remove_dir_all(&root).ok();
     }
     Ok(())
+}
+
+/// Each workload on both engines in turn (see the module's header), then each read-only
+/// workload's ratios over `rounds` runs: their median and their range.
+fn interleave(
+    basalt: &mut BasaltEngine,
+    rocks: &mut RocksEngine,
+    workloads: &[Workload],
+    cfg: &Config,
+    rounds: usize,
+) -> anyhow::Result<()> {
+    let mut summary = Vec::new();
+    for (i, &w) in workloads.iter().enumerate() {
+        let runs = if w.is_read_only() { rounds.max(1) } else { 1 };
+        let mut ratios = Vec::with_capacity(runs);
+        for round in 0..runs {
+            let basalt_first = (i + round) % 2 == 0;
+            let mut b = None;
+            let mut r = None;
+            for turn in 0..2 {
+                if (turn == 0) == basalt_first {
+                    b = Some(run_settled(basalt, "basalt", w, cfg, i)?);
+                } else {
+                    r = Some(run_settled(rocks, "rocksdb", w, cfg, i)?);
+                }
+            }
+            let (b, r) = (b.context("basalt ran")?, r.context("rocksdb ran")?);
+            ratios.push(b.ops_per_sec() / r.ops_per_sec());
+        }
+        summary.push((w, ratios));
+    }
+    println!("== basalt / rocksdb (throughput ratio of each round; median, range)");
+    for (w, mut ratios) in summary {
+        let each: Vec<String> = ratios.iter().map(|x| format!("{x:.2}")).collect();
+        ratios.sort_by(f64::total_cmp);
+        println!(
+            "{:<17} {:.2}x (median), {:.2}–{:.2}; rounds: {}",
+            w.to_string(),
+            ratios[ratios.len() / 2],
+            ratios[0],
+            ratios[ratios.len() - 1],
+            each.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// Runs `w` on `engine`, prints its report, and lets the engine's background work finish
+/// before the other engine's turn (untimed).
+fn run_settled(
+    engine: &mut dyn Engine,
+    name: &str,
+    w: Workload,
+    cfg: &Config,
+    index: usize,
+) -> anyhow::Result<Report> {
+    let report = basalt_bench::run_workload(engine, w, cfg, index)?;
+    println!("{name:<8} {report}");
+    engine.settle()?;
+    Ok(report)
 }
 
 fn print_ratio(b: &Report, r: &Report) {

@@ -10,7 +10,7 @@ mod basalt;
 mod workloads;
 
 pub use basalt::BasaltEngine;
-pub use workloads::{run, Config, Report, Workload};
+pub use workloads::{run, run_workload, Config, Report, Workload};
 
 /// What the workloads need of an engine. Every method may be called from many threads.
 pub trait Engine: Sync {

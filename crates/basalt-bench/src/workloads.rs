@@ -30,6 +30,21 @@ pub enum Workload {
     Fillsync(usize),
 }
 
+impl Workload {
+    /// Whether the workload leaves the store as it found it, so that it can be run again on
+    /// the same data (its measurement repeated).
+    #[must_use]
+    pub fn is_read_only(self) -> bool {
+        matches!(
+            self,
+            Workload::Readrandom
+                | Workload::ReadrandomCold
+                | Workload::Readseq
+                | Workload::Seekrandom
+        )
+    }
+}
+
 impl std::str::FromStr for Workload {
     type Err = anyhow::Error;
 
@@ -169,11 +184,25 @@ pub fn run(
 ) -> anyhow::Result<Vec<Report>> {
     let mut out = Vec::new();
     for (i, w) in workloads.iter().enumerate() {
-        let r = run_one(engine, *w, cfg, 42 + i as u64)?;
+        let r = run_workload(engine, *w, cfg, i)?;
         on_report(&r);
         out.push(r);
     }
     Ok(out)
+}
+
+/// Runs workload `w`, the `index`th of a list (its random keys are drawn from a seed of its
+/// own place in the list, so that every engine and every repetition reads the same keys).
+///
+/// # Errors
+/// The first engine error.
+pub fn run_workload(
+    engine: &mut dyn Engine,
+    w: Workload,
+    cfg: &Config,
+    index: usize,
+) -> anyhow::Result<Report> {
+    run_one(engine, w, cfg, 42 + index as u64)
 }
 
 fn run_one(
