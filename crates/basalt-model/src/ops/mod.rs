@@ -12,7 +12,7 @@ mod rmw;
 
 pub use delete::Delete;
 pub use put::Put;
-pub use read::{Columns, Get, Scan};
+pub use read::{Columns, Get, Qualifiers, Scan, FEW_COLUMNS};
 pub use rmw::{Append, CheckAndMutate, Condition, Increment};
 
 use bytes::Bytes;

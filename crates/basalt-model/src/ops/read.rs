@@ -1,4 +1,4 @@
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use bytes::Bytes;
 
@@ -11,11 +11,94 @@ use crate::time_range::TimeRange;
 /// Which families and columns a read asks for. Empty means every family; a family mapped to
 /// `None` means every column of it (HBase's family map with a null qualifier set).
 ///
-/// Families and each family's qualifiers are held sorted and without repeats, in vectors: a
-/// read names a family or two and a column or a few, and every Get builds and drops one,
-/// where a tree map and a tree set allocated and freed a node each.
+/// Families are held sorted in a vector, and each family's columns in [`Qualifiers`]: a read
+/// names a family or two and a column or a few, and every Get builds and drops one, where a
+/// tree map and a tree set allocated and freed a node each.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Columns(Vec<(Bytes, Option<Vec<Bytes>>)>);
+pub struct Columns(Vec<(Bytes, Option<Qualifiers>)>);
+
+/// The columns a read names in one family, sorted and each once.
+///
+/// # Invariants
+/// 1. A family names at most [`FEW_COLUMNS`] columns in `Few`, more in `Many`: the form
+///    follows from the count alone (so equal sets are equal values), as a set never shrinks.
+///    A sorted vector is the cheapest home for a few. Past a few, inserting out of order
+///    into a vector moves every column after the new one, and a request naming many
+///    columns in reverse order would cost time quadratic in their number.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Qualifiers {
+    Few(Vec<Bytes>),
+    Many(BTreeSet<Bytes>),
+}
+
+/// The most columns of a family [`Qualifiers`] holds in a vector.
+pub const FEW_COLUMNS: usize = 64;
+
+impl Qualifiers {
+    /// A set of one column, in a vector with room for one.
+    fn one(qualifier: Bytes) -> Qualifiers {
+        Qualifiers::Few(vec![qualifier])
+    }
+
+    fn insert(&mut self, qualifier: Bytes) {
+        match self {
+            Qualifiers::Few(few) => match few.binary_search(&qualifier) {
+                Ok(_) => {}
+                Err(at) if few.len() < FEW_COLUMNS => few.insert(at, qualifier),
+                Err(_) => {
+                    let mut many: BTreeSet<Bytes> = few.drain(..).collect();
+                    many.insert(qualifier);
+                    *self = Qualifiers::Many(many);
+                }
+            },
+            Qualifiers::Many(many) => {
+                many.insert(qualifier);
+            }
+        }
+    }
+
+    /// How many columns are named.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        match self {
+            Qualifiers::Few(few) => few.len(),
+            Qualifiers::Many(many) => many.len(),
+        }
+    }
+
+    /// Whether none is (never so for a family's columns in [`Columns`]).
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The columns, in order.
+    pub fn iter(&self) -> impl Iterator<Item = &Bytes> + '_ {
+        let (few, many) = match self {
+            Qualifiers::Few(few) => (Some(few.iter()), None),
+            Qualifiers::Many(many) => (None, Some(many.iter())),
+        };
+        few.into_iter().flatten().chain(many.into_iter().flatten())
+    }
+
+    /// The columns, in order, in a vector of their own.
+    #[must_use]
+    pub fn to_vec(&self) -> Vec<Bytes> {
+        match self {
+            Qualifiers::Few(few) => few.clone(),
+            Qualifiers::Many(many) => many.iter().cloned().collect(),
+        }
+    }
+
+    /// Whether `qualifier` is named.
+    #[must_use]
+    pub fn contains(&self, qualifier: &[u8]) -> bool {
+        match self {
+            Qualifiers::Few(few) => few.binary_search_by(|q| q[..].cmp(qualifier)).is_ok(),
+            Qualifiers::Many(many) => many.contains(qualifier),
+        }
+    }
+}
 
 impl Columns {
     /// The family's slot, or where it would go.
@@ -36,19 +119,17 @@ impl Columns {
     /// narrows the family to the columns named.
     pub fn add_column(&mut self, family: impl Into<Bytes>, qualifier: impl Into<Bytes>) {
         let family = family.into();
-        let i = match self.find(&family) {
-            Ok(i) => i,
+        let qualifier = qualifier.into();
+        match self.find(&family) {
+            Ok(i) => match &mut self.0[i].1 {
+                Some(named) => named.insert(qualifier),
+                whole @ None => *whole = Some(Qualifiers::one(qualifier)),
+            },
             Err(i) => {
                 // Most reads name one family and one column: room for one, not four.
                 self.0.reserve_exact(1);
-                self.0.insert(i, (family, None));
-                i
+                self.0.insert(i, (family, Some(Qualifiers::one(qualifier))));
             }
-        };
-        let qualifiers = self.0[i].1.get_or_insert_with(|| Vec::with_capacity(1));
-        let qualifier = qualifier.into();
-        if let Err(at) = qualifiers.binary_search(&qualifier) {
-            qualifiers.insert(at, qualifier);
         }
     }
 
@@ -69,11 +150,11 @@ impl Columns {
         self.0.is_empty() || self.find(family).is_ok()
     }
 
-    /// The columns asked for in `family`, sorted: `None` for all of them.
+    /// The columns asked for in `family`: `None` for all of them.
     #[must_use]
-    pub fn qualifiers(&self, family: &[u8]) -> Option<&[Bytes]> {
+    pub fn qualifiers(&self, family: &[u8]) -> Option<&Qualifiers> {
         let i = self.find(family).ok()?;
-        self.0[i].1.as_deref()
+        self.0[i].1.as_ref()
     }
 
     /// How many columns the read names, when it names its columns in every family it reads
@@ -83,7 +164,10 @@ impl Columns {
         if self.0.is_empty() {
             return None;
         }
-        self.0.iter().map(|(_, q)| q.as_ref().map(Vec::len)).sum()
+        self.0
+            .iter()
+            .map(|(_, q)| q.as_ref().map(Qualifiers::len))
+            .sum()
     }
 
     /// Whether any family is restricted to explicit columns.
@@ -444,7 +528,7 @@ mod tests {
         c.add_family("f");
         assert!(c.qualifiers(b"f").is_none());
         c.add_column("f", "q");
-        assert_eq!(c.qualifiers(b"f").map(<[Bytes]>::len), Some(1));
+        assert_eq!(c.qualifiers(b"f").map(Qualifiers::len), Some(1));
         c.add_family("f");
         assert!(c.qualifiers(b"f").is_none());
         assert!(c.includes_family(b"f") && !c.includes_family(b"g"));
@@ -462,21 +546,63 @@ mod tests {
             families,
             [&Bytes::from("a"), &Bytes::from("c"), &Bytes::from("g")]
         );
-        assert_eq!(
-            c.qualifiers(b"g"),
-            Some(&[Bytes::from("a"), Bytes::from("b")][..])
-        );
-        assert_eq!(
-            c.qualifiers(b"a"),
-            Some(&[Bytes::from("y"), Bytes::from("z")][..])
-        );
-        assert_eq!(c.qualifiers(b"c"), None);
+        let named = |f: &[u8]| -> Option<Vec<Bytes>> { c.qualifiers(f).map(Qualifiers::to_vec) };
+        assert_eq!(named(b"g"), Some(vec![Bytes::from("a"), Bytes::from("b")]));
+        assert_eq!(named(b"a"), Some(vec![Bytes::from("y"), Bytes::from("z")]));
+        assert_eq!(named(b"c"), None);
         assert_eq!(c.named_count(), None, "family c is read whole");
         c.add_column("c", "x");
         assert_eq!(c.named_count(), Some(5));
         assert_eq!(Columns::default().named_count(), None);
         assert!(c.has_explicit_columns());
         assert!(!c.includes_family(b"b"));
+    }
+
+    #[test]
+    fn many_columns_in_any_order_are_kept_sorted_and_once() {
+        // Past FEW_COLUMNS the set changes form (invariant 1); orders and repeats must not
+        // matter on either side of that.
+        let n = FEW_COLUMNS * 3;
+        let name = |i: usize| Bytes::from(format!("q{i:05}"));
+        let scattered = |i: usize| (i * 37) % n;
+        let orders: [Vec<usize>; 4] = [
+            (0..n).collect(),
+            (0..n).rev().collect(),
+            (0..n).flat_map(|i| [scattered(i), scattered(i)]).collect(),
+            (0..n).map(scattered).chain(0..n).collect(),
+        ];
+        let mut built = Vec::new();
+        for order in orders {
+            let mut c = Columns::default();
+            for (k, &i) in order.iter().enumerate() {
+                c.add_column("f", name(i));
+                let distinct = order[..=k].iter().collect::<BTreeSet<_>>().len();
+                assert_eq!(c.qualifiers(b"f").map(Qualifiers::len), Some(distinct));
+                let now: Vec<&Bytes> = c
+                    .qualifiers(b"f")
+                    .into_iter()
+                    .flat_map(Qualifiers::iter)
+                    .collect();
+                assert!(now.windows(2).all(|w| w[0] < w[1]), "sorted, each once");
+                let few = matches!(c.qualifiers(b"f"), Some(Qualifiers::Few(_)));
+                assert_eq!(
+                    few,
+                    distinct <= FEW_COLUMNS,
+                    "invariant 1 at {distinct} columns"
+                );
+            }
+            let q = c.qualifiers(b"f").map(Qualifiers::to_vec);
+            assert_eq!(q, Some((0..n).map(name).collect()));
+            let set = c.qualifiers(b"f").expect("the family names columns");
+            assert!(set.contains(b"q00000") && set.contains(&name(n - 1)));
+            assert!(!set.contains(b"q") && !set.contains(&name(n)));
+            assert_eq!(c.named_count(), Some(n));
+            built.push(c);
+        }
+        assert!(
+            built.windows(2).all(|w| w[0] == w[1]),
+            "the same columns, the same value"
+        );
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use basalt_model::filter::Filter;
-use basalt_model::ops::{Columns, Get, Scan};
+use basalt_model::ops::{Columns, Get, Qualifiers, Scan};
 use basalt_model::{Cell, Error, Result, RowResult};
 use bytes::Bytes;
 
@@ -133,7 +133,8 @@ impl Region {
         for store in read {
             let name = store.name();
             let family = store.family();
-            let explicit: Option<Vec<Bytes>> = scan.columns.qualifiers(name).map(<[Bytes]>::to_vec);
+            let explicit: Option<Vec<Bytes>> =
+                scan.columns.qualifiers(name).map(Qualifiers::to_vec);
             let tr = scan.time_range_for(name);
             let max_versions = if scan.raw {
                 scan.max_versions

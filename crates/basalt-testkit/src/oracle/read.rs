@@ -168,7 +168,7 @@ fn read_family(
             i += 1;
         }
         let column = &cells[start..i];
-        if wanted.is_some_and(|w| !w.iter().any(|q| q[..] == *column[0].qualifier())) {
+        if wanted.is_some_and(|w| !w.contains(column[0].qualifier())) {
             continue;
         }
         let mut masks = Masks::new(spec);
