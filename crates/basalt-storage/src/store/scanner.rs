@@ -359,12 +359,12 @@ impl StoreScanner {
                 Step::SkipTo(key) => self.skip_to(&key),
                 Step::PastKeptColumn => {
                     // Restores invariant (1) itself: most often nothing moves.
-                    self.past_kept_column(out)?;
+                    let row_goes_on = self.past_kept_column(out)?;
                     // Most often the column just kept was the row's last: a cell of another
                     // row next ends this one, as the matcher would answer (`Done`, before it
                     // looks at anything else) after a call. A filter may end the whole scan
                     // there instead, so with one the matcher is asked.
-                    if filter.is_none() && !self.min().is_some_and(|next| next.is_of_row(row)) {
+                    if filter.is_none() && !row_goes_on {
                         return Ok(false);
                     }
                     continue;
@@ -434,20 +434,26 @@ impl StoreScanner {
     /// while its cell is of that column: when the first cell is past the column, every
     /// source's is. Most often it already is (a column of one version), and nothing moves;
     /// an older version in another file moves that file alone, where asking every source
-    /// to leave the column cost each of the others a call and a compare.
-    fn past_kept_column(&mut self, out: &[Cell]) -> Result<()> {
+    /// to leave the column cost each of the others a call and a compare. Answers whether
+    /// the first cell after is of the kept cell's row, found by the same compare that
+    /// tells it is past the column.
+    fn past_kept_column(&mut self, out: &[Cell]) -> Result<bool> {
         self.find_top();
         let Some(column) = out.last() else {
-            return Ok(());
+            // Nothing was kept (no caller gets here): the matcher decides.
+            return Ok(true);
         };
         // A source leaves the column when asked (the trait's contract), so each turn leaves
         // one source fewer of it: one turn a source is all it takes.
         for _ in 0..self.sources.len() {
             let Some((i, next)) = top_cell(&self.sources, self.top) else {
-                break;
+                return Ok(false);
             };
+            if !next.is_of_row(column.row()) {
+                return Ok(false);
+            }
             if !next.same_column(column) {
-                break;
+                return Ok(true);
             }
             // A source that put off its seek waits on at the next column the Get names,
             // where leaving the column would make it read (HBase's column hint).
@@ -461,7 +467,7 @@ impl StoreScanner {
             self.find_top();
             moved?;
         }
-        Ok(())
+        Ok(self.min().is_some_and(|next| next.is_of_row(column.row())))
     }
 
     /// Moves every source past `row` ([`CellSource::skip_row`]).
