@@ -432,8 +432,15 @@ impl Cell {
     #[inline]
     pub fn same_column(&self, other: &Cell) -> bool {
         // Rows first: the cells a merge asks about are most often of another row.
-        self.is_of_row(other.row())
-            && bytes_order::equal(self.qualifier(), other.qualifier())
+        self.is_of_row(other.row()) && self.matches_column(other)
+    }
+
+    /// Whether the cell has `other`'s family and qualifier, rows aside (HBase's
+    /// `CellUtil.matchingColumn`): for a caller that has compared the rows already.
+    #[must_use]
+    #[inline]
+    pub fn matches_column(&self, other: &Cell) -> bool {
+        bytes_order::equal(self.qualifier(), other.qualifier())
             && bytes_order::equal(&self.family, &other.family)
     }
 
@@ -556,6 +563,20 @@ mod tests {
             assert_eq!(CellType::from_code(code), Some(t));
         }
         assert_eq!(CellType::from_code(5), None);
+    }
+
+    #[test]
+    fn a_column_matches_by_family_and_qualifier_and_is_the_same_within_its_row() {
+        let c = Cell::put("r", "f", "q", 1, "v");
+        let other_row = Cell::put("s", "f", "q", 2, "w");
+        assert!(c.matches_column(&other_row) && !c.same_column(&other_row));
+        assert!(c.same_column(&Cell::marker("r", "f", "q", 9, CellType::DeleteColumn)));
+        for other in [
+            Cell::put("r", "f", "p", 1, "v"),
+            Cell::put("r", "g", "q", 1, "v"),
+        ] {
+            assert!(!c.matches_column(&other) && !c.same_column(&other));
+        }
     }
 
     #[test]

@@ -221,16 +221,6 @@ impl Store {
         purge_ms: i64,
         hint: &ReadHint<'_>,
     ) -> Result<StoreScanner> {
-        // A Get of named columns lets files wait at its first column (HBase's lazy seek). A
-        // filter may look at rows and cells the Get never keeps, so with one every file seeks.
-        let first_column = match &mode {
-            Mode::User {
-                has_filter: false,
-                explicit_columns: Some(columns),
-                ..
-            } => columns.first().cloned(),
-            _ => None,
-        };
         let matcher = QueryMatcher::new(mode, self.scan_info(purge_ms), now_ms, u64::MAX);
         let caching = {
             let f = self.family.read();
@@ -267,8 +257,9 @@ impl Store {
             }
         }
         let mut scanner = StoreScanner::new(sources, matcher);
-        if let (Some(row), Some(q)) = (row, first_column) {
-            scanner.seek_lazily_to(row, &self.name, &q);
+        if let Some(row) = row {
+            // A Get of named columns lets files wait at its first column (lazy seek).
+            scanner.seek_lazily(row, &self.name);
         }
         Ok(scanner)
     }

@@ -157,6 +157,19 @@ impl QueryMatcher {
         self.filter_count = 0;
     }
 
+    /// The first column a read names, where a Get's files may wait (HBase's lazy seek):
+    /// `None` for reads of whole families, and for reads with a filter, which may look at
+    /// rows and cells the read never keeps.
+    #[must_use]
+    pub fn lazy_seek_column(&self) -> Option<&[u8]> {
+        match self.mode {
+            Mode::User {
+                has_filter: false, ..
+            } => self.columns.explicit.as_ref()?.first().map(|q| &q[..]),
+            _ => None,
+        }
+    }
+
     /// The first key of the first column named after `cell`'s, for reads of explicit
     /// columns; `None` for the others, or after the last column named.
     #[must_use]

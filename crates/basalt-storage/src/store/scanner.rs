@@ -184,13 +184,16 @@ impl StoreScanner {
         }
     }
 
-    /// Lets the sources of a Get of `row` put off their seeks to `first_column` of `family`,
-    /// the first column the Get names ([`CellSource::seek_lazily`]). Only with more than one
-    /// source: a file left unread needs another source to answer first, and with one,
-    /// waiting only costs the stand-in.
-    pub fn seek_lazily_to(&mut self, row: &[u8], family: &Bytes, first_column: &[u8]) {
-        if self.sources.len() > 1 {
-            self.lazy_to = Some(Cell::first_on_column(row, family, first_column));
+    /// Lets the sources of a Get of `row` in `family` put off their seeks to the first
+    /// column the Get names ([`CellSource::seek_lazily`], [`QueryMatcher::lazy_seek_column`]).
+    /// Only with more than one source: a file left unread needs another source to answer
+    /// first, and with one, waiting only costs the stand-in.
+    pub fn seek_lazily(&mut self, row: &[u8], family: &Bytes) {
+        if self.sources.len() < 2 {
+            return;
+        }
+        if let Some(first) = self.matcher.lazy_seek_column() {
+            self.lazy_to = Some(Cell::first_on_column(row, family, first));
         }
     }
 
@@ -452,7 +455,7 @@ impl StoreScanner {
             if !next.is_of_row(column.row()) {
                 return Ok(false);
             }
-            if !next.same_column(column) {
+            if !next.matches_column(column) {
                 return Ok(true);
             }
             // A source that put off its seek waits on at the next column the Get names,
