@@ -194,28 +194,20 @@ impl Region {
     /// The stores a read of `columns` reads, in family order, once every family it names is
     /// found (`NoSuchColumnFamily` names the first that is not).
     fn stores_read_by(&self, columns: &Columns) -> Result<Vec<Arc<Store>>> {
-        let missing = {
-            let stores = self.stores.read();
-            if columns.is_empty() {
-                return Ok(stores.values().cloned().collect());
-            }
-            let mut read = Vec::with_capacity(columns.families().count());
-            let mut missing = None;
-            for f in columns.families() {
-                match stores.get(&f[..]) {
-                    Some(s) => read.push(Arc::clone(s)),
-                    None => {
-                        missing = Some(f);
-                        break;
-                    }
-                }
-            }
-            match missing {
-                None => return Ok(read),
-                Some(f) => f,
-            }
-        };
-        Err(self.family_error(missing))
+        let stores = self.stores.read();
+        if columns.is_empty() {
+            return Ok(stores.values().cloned().collect());
+        }
+        let mut read = Vec::with_capacity(columns.families().count());
+        for f in columns.families() {
+            let Some(s) = stores.get(&f[..]) else {
+                // The error reads the table's descriptor: not under the stores' lock.
+                drop(stores);
+                return Err(self.family_error(f));
+            };
+            read.push(Arc::clone(s));
+        }
+        Ok(read)
     }
 }
 

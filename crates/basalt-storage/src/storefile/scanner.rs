@@ -230,9 +230,9 @@ impl CellSource for StoreFileScanner {
         if !self.current.as_ref().is_some_and(|c| c.same_column(column)) {
             return Ok(());
         }
+        let past = || Cell::last_on_column(column.row(), &column.family, column.qualifier());
         if let Some(target) = self.take_pending() {
-            let past = Cell::last_on_column(column.row(), &column.family, column.qualifier());
-            self.put_off(past.max(target));
+            self.put_off(past().max(target));
             return Ok(());
         }
         let of_column = Passing::Column {
@@ -240,11 +240,7 @@ impl CellSource for StoreFileScanner {
             qualifier: column.qualifier(),
         };
         if !self.pass_in_block(&of_column)? {
-            self.seek(&Cell::last_on_column(
-                column.row(),
-                &column.family,
-                column.qualifier(),
-            ))?;
+            self.seek(&past())?;
         }
         Ok(())
     }
