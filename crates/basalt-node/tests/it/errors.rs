@@ -263,3 +263,46 @@ fn the_catalog_table_refuses_ddl_with_a_constraint_error() {
         .unwrap();
     assert!(!rows.is_empty());
 }
+
+/// SEMANTICS.md #75 on the read side: a Get or Scan naming a family the table lacks is
+/// refused with `NoSuchColumnFamily`, naming the first such family in family order (as the
+/// families of the read are kept), whatever order the read named them in; a read of the
+/// families that exist still answers.
+#[test]
+fn reads_of_an_unknown_family_are_refused_naming_it() {
+    let fx = Fixture::new();
+    let t = fx.create("t", vec![cf("f", 1), cf("m", 1)]);
+    t.put(Put::new("r").add("f", "a", "1").add("m", "b", "2"))
+        .unwrap();
+    let family_named = |e: Error| match e {
+        Error::NoSuchColumnFamily { family, .. } => family,
+        other => panic!("expected NoSuchColumnFamily, got {other}"),
+    };
+    let e = t.get(Get::new("r").add_column("nope", "q")).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "Column family nope does not exist in table t"
+    );
+    // Named out of order, beside families that exist: the first missing in order.
+    let get = Get::new("r")
+        .add_family("zz")
+        .add_column("f", "a")
+        .add_family("c")
+        .add_family("m");
+    assert_eq!(family_named(t.get(get).unwrap_err()), "c");
+    let scan = Scan::new()
+        .add_family("m")
+        .add_column("g", "x")
+        .add_family("f");
+    let e = t
+        .scan(scan)
+        .and_then(basalt_node::TableScanner::collect_rows)
+        .unwrap_err();
+    assert_eq!(family_named(e), "g");
+    // The families that exist, named out of order, read as ever.
+    let row = t
+        .get(Get::new("r").add_family("m").add_column("f", "a"))
+        .unwrap();
+    let families: Vec<&[u8]> = row.cells.iter().map(|c| &c.family[..]).collect();
+    assert_eq!(families, [&b"f"[..], b"m"]);
+}
