@@ -21,6 +21,7 @@ macro_rules! invariant {
 
 pub mod archive;
 pub mod block_cache;
+mod checksum;
 mod codec;
 pub mod compaction;
 pub mod env;

@@ -133,7 +133,7 @@ impl VersionedFile {
         let json = serde_json::to_vec_pretty(doc)
             .map_err(|e| Error::io("encoding metadata", std::io::Error::other(e)))?;
         let mut data = json;
-        let crc = crc32c::crc32c(&data);
+        let crc = crate::checksum::crc32c(&data);
         data.extend_from_slice(format!("\n{crc:08x}{END}").as_bytes());
         self.settle_in_doubt(env)?;
         let next = self.version + 1;
@@ -256,7 +256,7 @@ fn decode<T: DeserializeOwned>(data: &[u8], path: &Path) -> Result<T> {
         .ok()
         .and_then(|s| u32::from_str_radix(s, 16).ok())
         .ok_or_else(|| bad("bad checksum field"))?;
-    if crc32c::crc32c(json) != crc {
+    if crate::checksum::crc32c(json) != crc {
         return Err(bad("checksum mismatch"));
     }
     serde_json::from_slice(json).map_err(|e| bad(&format!("undecodable: {e}")))

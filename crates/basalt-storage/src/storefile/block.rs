@@ -232,7 +232,7 @@ pub fn frame(body: &[u8], codec: Compression) -> Result<Vec<u8>> {
         }
     };
     out.push(codec_code(codec));
-    let crc = crc32c::crc32c(&out);
+    let crc = crate::checksum::crc32c(&out);
     out.extend_from_slice(&crc.to_le_bytes());
     Ok(out)
 }
@@ -255,7 +255,7 @@ pub fn unframe(mut stored: Vec<u8>, path: &Path, offset: u64) -> Result<Bytes> {
             .try_into()
             .map_err(|_| bad("trailer".into()))?,
     );
-    let actual = crc32c::crc32c(&stored[..split]);
+    let actual = crate::checksum::crc32c(&stored[..split]);
     if actual != expected {
         return Err(bad(format!(
             "checksum mismatch: expected {expected:#010x}, found {actual:#010x}"

@@ -429,7 +429,7 @@ pub fn parse_trailer(t: &[u8], path: &Path) -> Result<Trailer> {
         return Err(bad("bad magic".into()));
     }
     let word = |at: usize| -> u32 { u32::from_le_bytes([t[at], t[at + 1], t[at + 2], t[at + 3]]) };
-    if crc32c::crc32c(&t[..40]) != word(40) {
+    if crate::checksum::crc32c(&t[..40]) != word(40) {
         return Err(bad("checksum mismatch".into()));
     }
     let version = word(36);

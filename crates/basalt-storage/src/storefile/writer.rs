@@ -176,7 +176,7 @@ impl StoreFileWriter {
             t.extend_from_slice(&len.to_le_bytes());
         }
         t.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
-        let crc = crc32c::crc32c(&t);
+        let crc = crate::checksum::crc32c(&t);
         t.extend_from_slice(&crc.to_le_bytes());
         t.extend_from_slice(MAGIC);
         self.file.write_all(&t)?;

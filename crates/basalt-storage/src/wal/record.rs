@@ -61,10 +61,10 @@ pub fn encode_record(out: &mut Vec<u8>, region_id: u64, seq_id: u64, cells: &[Ce
     }
     let payload = &out[start + RECORD_HEADER_LEN..];
     let len = u32::try_from(payload.len()).expect("a WAL edit is bounded by the cell size limit");
-    let crc = crc32c::crc32c(payload);
+    let crc = crate::checksum::crc32c(payload);
     let len = len.to_le_bytes();
     out[start..start + 4].copy_from_slice(&len);
-    out[start + 4..start + 8].copy_from_slice(&crc32c::crc32c(&len).to_le_bytes());
+    out[start + 4..start + 8].copy_from_slice(&crate::checksum::crc32c(&len).to_le_bytes());
     out[start + 8..start + 12].copy_from_slice(&crc.to_le_bytes());
 }
 

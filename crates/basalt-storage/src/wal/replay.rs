@@ -259,7 +259,7 @@ fn next_record(data: &[u8], pos: usize) -> Step<'_> {
         return Step::Torn("truncated record header");
     }
     let word = |i: usize| u32::from_le_bytes([rest[i], rest[i + 1], rest[i + 2], rest[i + 3]]);
-    if crc32c::crc32c(&rest[..4]) != word(4) {
+    if crate::checksum::crc32c(&rest[..4]) != word(4) {
         // A torn write leaves a prefix of the record and zeros, never a wrong length with
         // more data after it: that is damage in the middle of the log.
         return if rest[8..].iter().all(|&b| b == 0) {
@@ -278,7 +278,7 @@ fn next_record(data: &[u8], pos: usize) -> Step<'_> {
         return Step::Torn("record runs past the end of the segment");
     }
     let payload = &data[pos + RECORD_HEADER_LEN..end];
-    if crc32c::crc32c(payload) != word(8) {
+    if crate::checksum::crc32c(payload) != word(8) {
         let after = &data[end..];
         return if after.iter().all(|&b| b == 0) {
             Step::Torn("checksum mismatch in the last record")
