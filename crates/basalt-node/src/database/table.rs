@@ -482,24 +482,39 @@ impl TableScanner {
             if self.scan.limit > 0 && self.rows >= self.scan.limit {
                 return Ok(None);
             }
-            if let Some((info, s)) = &mut self.current {
-                if let Some(r) = s.next_row()? {
+            if let Some((_, s)) = &mut self.current {
+                // The row is handed on as the region's scanner answered it, without being
+                // taken out of its `Option` and put back in a new one: each was a copy of
+                // the result through the stack.
+                let next = s.next_row()?;
+                if let Some(r) = &next {
                     self.src.confirm_read()?;
                     if !r.partial {
                         self.rows += 1;
                     }
-                    return Ok(Some(r));
+                    return Ok(next);
                 }
-                let info = info.clone();
-                self.current = None;
-                self.move_past(&info);
             }
-            if self.done {
+            if !self.next_region()? {
                 return Ok(None);
             }
-            let opened = retry_not_serving(self.retry_limit, || self.open_next())?;
-            self.current = Some(opened);
         }
+    }
+
+    /// Moves on to the region holding the next rows, once the current one (if any) is
+    /// scanned; false when the scan ends. Kept out of [`TableScanner::next_row`], which runs
+    /// for every row, while this runs once a region.
+    #[inline(never)]
+    fn next_region(&mut self) -> Result<bool> {
+        if let Some((info, _)) = self.current.take() {
+            self.move_past(&info);
+        }
+        if self.done {
+            return Ok(false);
+        }
+        let opened = retry_not_serving(self.retry_limit, || self.open_next())?;
+        self.current = Some(opened);
+        Ok(true)
     }
 
     /// Notes that the region `info` is scanned, and whether the scan ends with it.
