@@ -1,6 +1,7 @@
-//! Criterion micro-benchmarks of the engine's hot paths: block encode and check, bloom
-//! probes, memstore inserts, Gets from a memstore, a store file and both, merging iteration
-//! (of memstores, and of store files with older versions to pass) and the query matcher.
+//! Criterion micro-benchmarks of the engine's hot paths: block encode, checksum check and
+//! search, bloom probes, memstore inserts, Gets from a memstore, a store file and both,
+//! merging iteration (of memstores, and of store files with older versions to pass) and the
+//! query matcher.
 //!
 //! `cargo bench -p basalt-storage --bench engine`
 #![allow(clippy::unwrap_used, missing_docs)] // benchmark code
@@ -9,13 +10,15 @@ use std::hint::black_box;
 use std::path::Path;
 use std::sync::Arc;
 
-use basalt_model::{BloomType, Cell, ColumnFamilyDescriptor, KeepDeletedCells, TimeRange};
+use basalt_model::{
+    BloomType, Cell, ColumnFamilyDescriptor, Compression, KeepDeletedCells, TimeRange,
+};
 use basalt_storage::block_cache::BlockCache;
 use basalt_storage::env::Env;
 use basalt_storage::memstore::MemStore;
 use basalt_storage::store::query_matcher::{Mode, QueryMatcher, ScanInfo};
 use basalt_storage::store::scanner::{CellSource, StoreScanner};
-use basalt_storage::storefile::block::{decode_data_block, DataBlockBuilder};
+use basalt_storage::storefile::block::{decode_data_block, frame, unframe, DataBlockBuilder};
 use basalt_storage::storefile::{
     bloom_key, Bloom, BloomBuilder, Caching, FileId, StoreFile, StoreFileWriter,
 };
@@ -54,6 +57,17 @@ fn blocks(c: &mut Criterion) {
     cells.iter().for_each(|c| builder.add(c));
     let body = Bytes::from(builder.finish());
     let family = Bytes::from_static(b"f");
+    // A block read from disk is checked whole: its checksum over about 64 KiB.
+    let stored = frame(&body, Compression::None).unwrap();
+    g.throughput(Throughput::Bytes(stored.len() as u64));
+    g.bench_function("check", |b| {
+        b.iter_batched(
+            || stored.clone(),
+            |s| black_box(unframe(s, Path::new("b"), 0).unwrap()),
+            BatchSize::SmallInput,
+        );
+    });
+    g.throughput(Throughput::Elements(cells.len() as u64));
     // What a cache miss costs beyond reading the block: its layout placed, then one search,
     // which checks the entries it touches.
     g.bench_function("miss", |b| {
