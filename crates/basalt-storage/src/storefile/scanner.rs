@@ -207,8 +207,12 @@ impl CellSource for StoreFileScanner {
         let Some(cell) = self.current.take() else {
             return Ok(false);
         };
+        // The next cell is built before this one goes into `out`: the cell taken out passes
+        // through the stack, and copied on at once, its copy's loads met the stores that
+        // had just put it there and waited for them (BENCHMARKS.md).
+        let loaded = self.load(self.block, self.pos + 1);
         out.push(cell);
-        self.load(self.block, self.pos + 1)?;
+        loaded?;
         Ok(true)
     }
 

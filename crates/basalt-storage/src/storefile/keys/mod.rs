@@ -459,15 +459,18 @@ impl DataBlock {
 
     /// The cell of entry `e`: its row, qualifier and value share the block with one count.
     fn cell_of(&self, e: &Located) -> Cell {
+        // Cloned first: a `Bytes` clone returns through memory, and the cell's copy of it,
+        // made at once, waited for the stores that had just written it (BENCHMARKS.md).
+        let family = self.family.clone();
         let start = e.key.start + 2;
+        let data = self.body.slice(start..e.value.end);
         let spans = Spans {
             row: 0..e.row_len,
             qualifier: e.row_len..e.key.end - KEY_TAIL_LEN - start,
             value: e.value.start - start..e.value.end - start,
         };
-        let data = self.body.slice(start..e.value.end);
         let (timestamp, code, seq_id) = self.key(e).tail();
-        let mut cell = Cell::in_buffer(data, &spans, self.family.clone())
+        let mut cell = Cell::in_buffer(data, &spans, family)
             .unwrap_or_else(|| unreachable!("a located entry's parts lie within it (invariant 1)"));
         cell.timestamp = timestamp;
         cell.cell_type = CellType::from_code(code).unwrap_or(CellType::Put);
