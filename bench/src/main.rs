@@ -244,17 +244,13 @@ fn interleave(
         let runs = if w.is_read_only() { rounds.max(1) } else { 1 };
         let mut ratios = Vec::with_capacity(runs);
         for round in 0..runs {
-            let basalt_first = (i + round) % 2 == 0;
-            let mut b = None;
-            let mut r = None;
-            for turn in 0..2 {
-                if (turn == 0) == basalt_first {
-                    b = Some(run_settled(basalt, "basalt", w, cfg, i)?);
-                } else {
-                    r = Some(run_settled(rocks, "rocksdb", w, cfg, i)?);
-                }
-            }
-            let (b, r) = (b.context("basalt ran")?, r.context("rocksdb ran")?);
+            let (b, r) = if (i + round) % 2 == 0 {
+                let b = run_settled(basalt, "basalt", w, cfg, i)?;
+                (b, run_settled(rocks, "rocksdb", w, cfg, i)?)
+            } else {
+                let r = run_settled(rocks, "rocksdb", w, cfg, i)?;
+                (run_settled(basalt, "basalt", w, cfg, i)?, r)
+            };
             ratios.push(b.ops_per_sec() / r.ops_per_sec());
         }
         summary.push((w, ratios));
