@@ -390,6 +390,13 @@ impl Cell {
         Cell::search_key(row, qualifier, i64::MIN, CellType::Minimum, family.clone())
     }
 
+    /// The largest key of this cell's column (HBase's `createLastOnRowCol`): where a skip
+    /// past the column lands.
+    #[must_use]
+    pub fn last_on_its_column(&self) -> Cell {
+        Cell::last_on_column(self.row(), &self.family, self.qualifier())
+    }
+
     fn search_key(
         row: &[u8],
         qualifier: &[u8],
@@ -563,6 +570,26 @@ mod tests {
             assert_eq!(CellType::from_code(code), Some(t));
         }
         assert_eq!(CellType::from_code(5), None);
+    }
+
+    #[test]
+    fn the_last_key_of_a_cells_column_sorts_after_the_column_and_before_the_next() {
+        let c = Cell::put("r", "f", "q", 5, "v");
+        let last = c.last_on_its_column();
+        assert_eq!(last, Cell::last_on_column(b"r", &Bytes::from("f"), b"q"));
+        for version in [
+            Cell::put("r", "f", "q", i64::MIN, "v"),
+            Cell::put("r", "f", "q", i64::MAX, "v"),
+            Cell::marker("r", "f", "q", 0, CellType::DeleteColumn),
+        ] {
+            assert!(version < last, "{version:?}");
+        }
+        for later in [
+            Cell::put("r", "f", "q\0", i64::MAX, "v"),
+            Cell::first_on_row(&Bytes::from("r\0")),
+        ] {
+            assert!(last < later, "{later:?}");
+        }
     }
 
     #[test]

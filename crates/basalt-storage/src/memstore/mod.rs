@@ -245,7 +245,7 @@ impl MemStoreScanner {
         match self.mem.cells.past_column(self.at, COLUMN_STEPS) {
             Ok(next) => next,
             Err(last) => SEARCH_KEY.with_borrow_mut(|words| {
-                let past = Cell::last_on_column(column.row(), &column.family, column.qualifier());
+                let past = column.last_on_its_column();
                 key::encode_into(&past, words);
                 self.mem.cells.seek_from(last, words)
             }),
@@ -684,9 +684,7 @@ mod tests {
                 if let Some(at) = skipping.peek().cloned() {
                     skipping.skip_column(&at).unwrap();
                     let mut searched = mem.scanner(read_point);
-                    searched
-                        .seek(&Cell::last_on_column(at.row(), &at.family, at.qualifier()))
-                        .unwrap();
+                    searched.seek(&at.last_on_its_column()).unwrap();
                     assert_eq!(
                         skipping.peek(),
                         searched.peek(),

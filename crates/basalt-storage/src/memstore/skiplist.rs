@@ -465,10 +465,7 @@ mod tests {
     fn past_column_key(list: &SkipList, at: u64) -> Vec<u64> {
         let c = list.node(at).cell(&mut CellBuf::default());
         let mut past = Vec::new();
-        key::encode_into(
-            &Cell::last_on_column(c.row(), &c.family, c.qualifier()),
-            &mut past,
-        );
+        key::encode_into(&c.last_on_its_column(), &mut past);
         past
     }
 

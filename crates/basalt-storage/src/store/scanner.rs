@@ -69,13 +69,7 @@ pub trait CellSource: Send + std::fmt::Debug {
         step_then_seek(
             self,
             |c| c.same_column(column),
-            |s| {
-                s.seek(&Cell::last_on_column(
-                    column.row(),
-                    &column.family,
-                    column.qualifier(),
-                ))
-            },
+            |s| s.seek(&column.last_on_its_column()),
         )
     }
     /// Moves past every cell of `row` to the first visible cell of a later row; a source
@@ -524,11 +518,7 @@ enum Step {
 impl Step {
     /// Past every version of `cell`'s column.
     fn column_after(cell: &Cell) -> Step {
-        Step::SkipTo(Box::new(Cell::last_on_column(
-            cell.row(),
-            &cell.family,
-            cell.qualifier(),
-        )))
+        Step::SkipTo(Box::new(cell.last_on_its_column()))
     }
 }
 

@@ -234,9 +234,8 @@ impl CellSource for StoreFileScanner {
         if !self.current.as_ref().is_some_and(|c| c.same_column(column)) {
             return Ok(());
         }
-        let past = || Cell::last_on_column(column.row(), &column.family, column.qualifier());
         if let Some(target) = self.take_pending() {
-            self.put_off(past().max(target));
+            self.put_off(column.last_on_its_column().max(target));
             return Ok(());
         }
         let of_column = Passing::Column {
@@ -244,7 +243,7 @@ impl CellSource for StoreFileScanner {
             qualifier: column.qualifier(),
         };
         if !self.pass_in_block(&of_column)? {
-            self.seek(&past())?;
+            self.seek(&column.last_on_its_column())?;
         }
         Ok(())
     }

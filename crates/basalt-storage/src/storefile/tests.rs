@@ -329,7 +329,7 @@ fn skips_land_where_a_seek_does() {
                 cells[(i + 1) % cells.len()].clone(),
                 cells[(i + 7) % cells.len()].clone(),
                 cells[(i + 40) % cells.len()].clone(),
-                Cell::last_on_column(start.row(), &start.family, start.qualifier()),
+                start.last_on_its_column(),
             ];
             for target in &targets {
                 let mut skipping = at(read_point, from);
@@ -347,7 +347,7 @@ fn skips_land_where_a_seek_does() {
             }
             let mut skipping = at(read_point, from);
             skipping.skip_column(&start).unwrap();
-            let past = Cell::last_on_column(start.row(), &start.family, start.qualifier());
+            let past = start.last_on_its_column();
             assert_eq!(
                 skipping.peek(),
                 at(read_point, &past).peek(),
