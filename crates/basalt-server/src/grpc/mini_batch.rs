@@ -134,11 +134,32 @@ impl MiniBatches {
 
 /// A writer: writes batch after batch until no call waits.
 fn writer(services: &Services) {
+    let _writing = Writing(services);
     loop {
         // The lock is let go here, before the batch is written.
         let taken = services.mini_batches.forming.lock().take(Instant::now());
         let Some(calls) = taken else { return };
         write(services, calls);
+    }
+}
+
+/// A running writer: one that panics (a bug) hands its place on, so invariant 1 holds and
+/// the calls behind it are written; those it held are answered with an error when their
+/// senders drop.
+struct Writing<'a>(&'a Services);
+
+impl Drop for Writing<'_> {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            return;
+        }
+        let mut forming = self.0.mini_batches.forming.lock();
+        if forming.calls.is_empty() {
+            forming.writers -= 1;
+        } else {
+            let services = self.0.clone();
+            tokio::task::spawn_blocking(move || writer(&services));
+        }
     }
 }
 
@@ -456,6 +477,36 @@ mod tests {
         eventually("the writer's end", || {
             s.mini_batches.forming.lock().writers == 0
         });
+    }
+
+    #[test]
+    fn a_writer_that_panics_hands_its_place_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = services(dir.path());
+        let outcomes = queued(&s.mini_batches, 3);
+        s.mini_batches.forming.lock().writers = 1;
+        let panicking = |s: &Services| {
+            let s = s.clone();
+            tokio::task::spawn_blocking(move || {
+                let _writing = Writing(&s);
+                panic!("a writer's bug");
+            })
+        };
+        runtime(1).block_on(async {
+            // Calls wait behind it: another writer writes them.
+            assert!(panicking(&s).await.is_err());
+            for o in outcomes {
+                assert!(answered(o).await.unwrap().is_ok());
+            }
+        });
+        assert_eq!(rows_of(&s, "t"), 3);
+        eventually("the writers' end", || {
+            s.mini_batches.forming.lock().writers == 0
+        });
+        // None wait: it just ends.
+        s.mini_batches.forming.lock().writers = 1;
+        runtime(1).block_on(async { assert!(panicking(&s).await.is_err()) });
+        assert_eq!(s.mini_batches.forming.lock().writers, 0);
     }
 
     #[test]
