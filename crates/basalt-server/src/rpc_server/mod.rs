@@ -9,8 +9,8 @@
 //! holds ([`crate::http2`]), starts each call whose request arrived, and polls the calls beside
 //! the connection. A call answered from memory (a point read that hits the memstore or the
 //! block cache) is answered within the pass that read it, and the answers of the calls ready
-//! together leave in one write, unless making them takes long (scans of many rows): then
-//! each leaves once it is made, so the client works on it while the next call runs.
+//! together leave two a write, or each once it is made when making them takes long (scans
+//! of many rows), so the client works on them while the next calls run.
 //!
 //! The table calls are decoded, run and encoded by [`TableCalls`]; the admin services'
 //! generated servers (`AdminServer`, `RegionServerAdminServer`) do their own. Only the
@@ -71,15 +71,20 @@ const SETTINGS: Settings = Settings {
     max_header_list: 16 << 10,
     max_error_resets: 1024,
 };
-/// How long answers wait for the calls after them before they are written anyway. A pass
-/// writes the answers of the calls it ran together, in one write; when those calls are slow
-/// (scans of many rows), the client would sit idle until the last of them is done. Even
-/// point reads are slow enough: eight of them read together take the loop about 100 µs,
-/// and written at once they leave client and server taking turns, each idle while the
-/// other works. Written every 25 µs (every two or three reads), the client works on the
-/// first answers while the server runs the rest. Sooner costs more writes than it saves
-/// (BENCHMARKS.md has the figures for 10, 15, 25, 50 and 100 µs).
+/// How long answers wait for the calls after them before they are written anyway, and how
+/// many wait at most. A pass writes the answers of the calls it ran together, in one write;
+/// when those calls are slow (scans of many rows), the client would sit idle until the last
+/// of them is done. Even point reads are slow enough: eight of them read together take the
+/// loop 70–100 µs, and written at once they leave client and server taking turns, each idle
+/// while the other works. Written two at a time, or after 25 µs, the client works on the
+/// first answers while the server runs the rest, and its next requests are there before
+/// the pass ends. With 25 µs alone, reads from a store at rest (about 9 µs each) left three
+/// at a time and YCSB C ran at 0.83–1.10 times Thrift's rate; two at a time, at 1.43–1.47,
+/// and no workload lost. Sooner still costs more writes than it saves (BENCHMARKS.md has
+/// the figures for 8, 10, 15, 25, 50 and 100 µs, and for two at a time).
 const FLUSH_AFTER: Duration = Duration::from_micros(25);
+/// See [`FLUSH_AFTER`].
+const FLUSH_EVERY: usize = 2;
 /// Passes in one turn before a busy connection lets its loop's other connections run.
 const PASSES_PER_TURN: usize = 64;
 
@@ -203,9 +208,9 @@ where
     /// their answers, until a pass makes no progress; ready once the connection is done
     /// with.
     ///
-    /// A pass reads every request the socket holds before it polls the calls, so the answers
-    /// of the calls read together are written together, in one write; answers that waited
-    /// [`FLUSH_AFTER`] for the calls after them are written at once.
+    /// A pass reads every request the socket holds before it polls the calls; the answers of
+    /// the calls read together are written [`FLUSH_EVERY`] a write, or sooner once they
+    /// waited [`FLUSH_AFTER`] for the calls after them.
     fn turn(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), String>> {
         if !self.stopping && self.stop.as_mut().poll(cx).is_ready() {
             self.stopping = true;
@@ -221,17 +226,20 @@ where
                 self.calls.push(start(&mut self.routes, accepted));
             }
             let mut since_write = std::time::Instant::now();
+            let mut unwritten = 0;
             while let Poll::Ready(Some((stream, reply))) = self.calls.poll_next_unpin(cx) {
                 if let Some(reply) = reply {
                     self.conn.answer(stream, reply);
-                    // Answers that took long to make leave at once, so the client works on
-                    // them while the next calls run.
+                    unwritten += 1;
+                    // Answers leave two at a time, or once they took long to make, so the
+                    // client works on them while the next calls run.
                     let now = std::time::Instant::now();
-                    if now - since_write >= FLUSH_AFTER {
+                    if unwritten >= FLUSH_EVERY || now - since_write >= FLUSH_AFTER {
                         if let Poll::Ready(Err(e)) = self.conn.poll_flush(cx) {
                             return Poll::Ready(Err(e));
                         }
                         since_write = now;
+                        unwritten = 0;
                     }
                 }
                 progressed = true;

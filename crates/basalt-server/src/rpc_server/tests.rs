@@ -317,12 +317,12 @@ impl AsyncWrite for Recorded {
     }
 }
 
-/// Two slow calls read in one pass: the first one's answer is written before the second
-/// begins, not held until the pass ends.
-#[tokio::test]
-async fn a_slow_calls_answer_leaves_before_the_next_call_runs() {
+/// A server of `routes` on a loopback port whose writes are noted in `writes`; sends
+/// `paths`' requests (streams 1, 3, 5, ...) in one write, so the server reads them in one
+/// pass, and reads until each has answered. Gives each answer's stream, write and the
+/// `/t/Slow` calls begun by that write, in the order written.
+async fn answered_in_writes(routes: Test, paths: &[&str]) -> Vec<(u32, usize, usize)> {
     use crate::http2::frame as f;
-    let routes = Test::default();
     let slow_begun = Arc::clone(&routes.slow_begun);
     let writes: Writes = Arc::default();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -338,16 +338,11 @@ async fn a_slow_calls_answer_leaves_before_the_next_call_runs() {
         };
         serve_connection(io, routes, Duration::from_secs(30), stopped).await;
     });
-    // Both requests in one write, so the server reads them in one pass.
     let mut bytes = f::PREFACE.to_vec();
     f::put_settings(&mut bytes, &[]);
-    for stream in [1, 3] {
+    for (stream, path) in (1..).step_by(2).zip(paths) {
         let mut block = Vec::new();
-        for (name, value) in [
-            (":method", "POST"),
-            (":scheme", "http"),
-            (":path", "/t/Slow"),
-        ] {
+        for (name, value) in [(":method", "POST"), (":scheme", "http"), (":path", path)] {
             crate::http2::hpack::put_field(&mut block, name.as_bytes(), value.as_bytes());
         }
         f::put_headers(&mut bytes, stream, &block, true, f::DEFAULT_MAX_FRAME);
@@ -355,27 +350,51 @@ async fn a_slow_calls_answer_leaves_before_the_next_call_runs() {
     let mut io = TcpStream::connect(addr).await.unwrap();
     io.write_all(&bytes).await.unwrap();
     let mut ended = 0;
-    while ended < 2 {
+    while ended < paths.len() {
         let (kind, flags, _) = frame(&mut io).await.expect("a frame");
         if kind == f::HEADERS && flags & f::END_STREAM != 0 {
             ended += 1;
         }
     }
-    // Which write carried each stream's trailers, and how many slow calls had begun by
-    // then.
+    // The trailers end each answer: find the write that carried each stream's.
     let writes = writes.lock().unwrap();
-    let mut begun_at_answer = Vec::new();
-    for (write, begun) in writes.iter() {
+    let mut answers = Vec::new();
+    for (n, (write, begun)) in writes.iter().enumerate() {
         let mut at = 0;
         while at + f::HEAD_LEN <= write.len() {
             let head = f::Head::parse(&write[at..]);
             if head.kind == f::HEADERS && head.has(f::END_STREAM) {
-                begun_at_answer.push((head.stream, *begun));
+                answers.push((head.stream, n, *begun));
             }
             at += f::HEAD_LEN + head.len;
         }
     }
+    answers
+}
+
+/// Two slow calls read in one pass: the first one's answer is written before the second
+/// begins, not held until the pass ends.
+#[tokio::test]
+async fn a_slow_calls_answer_leaves_before_the_next_call_runs() {
+    let answers = answered_in_writes(Test::default(), &["/t/Slow", "/t/Slow"]).await;
+    let begun_at_answer: Vec<(u32, usize)> = answers.iter().map(|a| (a.0, a.2)).collect();
     assert_eq!(begun_at_answer, [(1, 1), (3, 2)]);
+}
+
+/// Quick calls read in one pass leave two answers a write, so the client works on the
+/// first while the server makes the rest.
+#[tokio::test]
+async fn quick_answers_leave_two_at_a_time() {
+    let answers = answered_in_writes(Test::default(), &["/t/Echo"; 5]).await;
+    let streams: Vec<u32> = answers.iter().map(|a| a.0).collect();
+    assert_eq!(streams, [1, 3, 5, 7, 9]);
+    for (i, a) in answers.iter().enumerate() {
+        let in_same_write = answers.iter().filter(|b| b.1 == a.1).count();
+        assert!(
+            in_same_write <= 2,
+            "answer {i} left with {in_same_write}: {answers:?}"
+        );
+    }
 }
 
 /// A peer that answers the server's pings keeps its connection however long it is
