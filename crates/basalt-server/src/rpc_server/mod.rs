@@ -80,9 +80,9 @@ const SETTINGS: Settings = Settings {
 /// first answers while the server runs the rest, and its next requests are there before
 /// the pass ends. With 25 µs alone, reads from a store at rest (about 9 µs each) left three
 /// at a time and YCSB C ran at 0.83–1.10 times Thrift's rate; two at a time, at 1.43–1.47,
-/// with YCSB A–F all at or above Thrift's. A shorter limit instead costs the workloads whose
-/// reads take longer (BENCHMARKS.md has the figures for 8, 10, 15, 25, 50 and 100 µs, and
-/// for two at a time).
+/// the other workloads as before. A shorter limit instead costs the workloads whose reads
+/// take longer (BENCHMARKS.md has the figures for 8, 10, 15, 25, 50 and 100 µs, and for two
+/// at a time).
 const FLUSH_AFTER: Duration = Duration::from_micros(25);
 /// See [`FLUSH_AFTER`].
 const FLUSH_EVERY: usize = 2;
