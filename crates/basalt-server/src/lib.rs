@@ -15,6 +15,7 @@ pub mod http2;
 pub mod info;
 pub mod listener;
 pub mod metrics;
+mod mini_batch;
 pub mod rest;
 pub mod roles;
 mod rpc_server;

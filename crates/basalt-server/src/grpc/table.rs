@@ -46,7 +46,7 @@ impl pb::table_server::Table for Services {
         let r = r.into_inner();
         if mini_batch::joins(&r) {
             let started = std::time::Instant::now();
-            let outcome = self.mini_batches.submit(self, r);
+            let outcome = mini_batch::submit(self, r);
             let out = mini_batch::outcome(self, started, outcome).await?;
             return answer(out.map(mutate_response));
         }
