@@ -17,7 +17,8 @@ use basalt_storage::block_cache::BlockCache;
 use basalt_storage::env::Env;
 use basalt_storage::memstore::MemStore;
 use basalt_storage::store::query_matcher::{Mode, QueryMatcher, ScanInfo};
-use basalt_storage::store::scanner::{CellSource, StoreScanner};
+use basalt_storage::store::scanner::StoreScanner;
+use basalt_storage::store::source::Source;
 use basalt_storage::storefile::block::{decode_data_block, frame, unframe, DataBlockBuilder};
 use basalt_storage::storefile::{
     bloom_key, Bloom, BloomBuilder, Caching, FileId, StoreFile, StoreFileWriter,
@@ -201,7 +202,11 @@ fn hot_row(c: &mut Criterion) {
             let mode = user_mode_naming(named.map(|q| vec![Bytes::from(q)]));
             g.bench_function(name, |b| {
                 b.iter(|| {
-                    let got = get_row(vec![Box::new(m.row_scanner(u64::MAX, row))], &mode, row);
+                    let got = get_row(
+                        vec![Source::Memory(m.row_scanner(u64::MAX, row))],
+                        &mode,
+                        row,
+                    );
                     assert_eq!(got, cells);
                     black_box(got)
                 });
@@ -214,7 +219,7 @@ fn hot_row(c: &mut Criterion) {
 /// A Get of `row` from `sources`, as `mode` reads it; returns the cells read. A Get of
 /// named columns lets its files wait at the first column, as the store opens one (lazy
 /// seek).
-fn get_row(sources: Vec<Box<dyn CellSource>>, mode: &Mode, row: &Bytes) -> usize {
+fn get_row(sources: Vec<Source>, mode: &Mode, row: &Bytes) -> usize {
     let matcher = QueryMatcher::new(mode.clone(), scan_info(), 1_800_000_000_000, u64::MAX);
     let mut s = StoreScanner::new(sources, matcher);
     s.seek_lazily(row, &Bytes::from_static(b"f"));
@@ -302,7 +307,7 @@ fn store_file_row(c: &mut Criterion) {
         g.bench_function(format!("get_row_{what}"), |b| {
             b.iter(|| {
                 let source = file.row_scanner(u64::MAX, Caching::QUERY, &row).unwrap();
-                let got = get_row(vec![Box::new(source)], &mode, &row);
+                let got = get_row(vec![Source::File(source)], &mode, &row);
                 assert_eq!(got, cells);
                 black_box(got)
             });
@@ -334,15 +339,15 @@ fn get_after_updates(c: &mut Criterion) {
     for (what, one_row) in [("as_a_get", true), ("as_a_scan", false)] {
         g.bench_function(format!("get_row_file_and_memstore_{what}"), |b| {
             b.iter(|| {
-                let sources: Vec<Box<dyn CellSource>> = if one_row {
+                let sources: Vec<Source> = if one_row {
                     vec![
-                        Box::new(m.row_scanner(u64::MAX, &row)),
-                        Box::new(file.row_scanner(u64::MAX, Caching::QUERY, &row).unwrap()),
+                        Source::Memory(m.row_scanner(u64::MAX, &row)),
+                        Source::File(file.row_scanner(u64::MAX, Caching::QUERY, &row).unwrap()),
                     ]
                 } else {
                     vec![
-                        Box::new(m.scanner(u64::MAX)),
-                        Box::new(file.scanner(u64::MAX, Caching::QUERY).unwrap()),
+                        Source::Memory(m.scanner(u64::MAX)),
+                        Source::File(file.scanner(u64::MAX, Caching::QUERY).unwrap()),
                     ]
                 };
                 let got = get_row(sources, &mode, &row);
@@ -356,7 +361,7 @@ fn get_after_updates(c: &mut Criterion) {
 
 /// Every row of `sources` merged by a store scanner, as a scan of the newest versions reads
 /// them; the cells kept.
-fn scan_all(sources: Vec<Box<dyn CellSource>>) -> usize {
+fn scan_all(sources: Vec<Source>) -> usize {
     let matcher = QueryMatcher::new(user_mode(), scan_info(), 1_800_000_000_000, u64::MAX);
     let mut s = StoreScanner::new(sources, matcher);
     s.seek_to_first().unwrap();
@@ -382,11 +387,11 @@ fn merging(c: &mut Criterion) {
     g.throughput(Throughput::Elements(20_000));
     g.bench_function("four_sources_20k_rows", |b| {
         b.iter(|| {
-            let boxed: Vec<Box<dyn CellSource>> = sources
+            let merged: Vec<Source> = sources
                 .iter()
-                .map(|m| Box::new(m.scanner(u64::MAX)) as Box<dyn CellSource>)
+                .map(|m| Source::Memory(m.scanner(u64::MAX)))
                 .collect();
-            black_box(scan_all(boxed))
+            black_box(scan_all(merged))
         });
     });
     g.finish();
@@ -449,12 +454,10 @@ fn older_versions(c: &mut Criterion) {
     g.throughput(Throughput::Elements(ROWS));
     g.bench_function("three_files_older_versions_20k_rows", |b| {
         b.iter(|| {
-            let sources: Vec<Box<dyn CellSource>> = files
+            let sources: Vec<Source> = files
                 .iter()
                 .rev()
-                .map(|f| {
-                    Box::new(f.scanner(u64::MAX, Caching::QUERY).unwrap()) as Box<dyn CellSource>
-                })
+                .map(|f| Source::File(f.scanner(u64::MAX, Caching::QUERY).unwrap()))
                 .collect();
             let kept = scan_all(sources);
             assert_eq!(kept as u64, ROWS);
@@ -481,12 +484,9 @@ fn get_over_files(c: &mut Criterion) {
         let mode = user_mode_naming(named);
         g.bench_function(format!("get_{what}_newest_in_a_newer_file"), |b| {
             b.iter(|| {
-                let sources: Vec<Box<dyn CellSource>> = [&second, &oldest]
+                let sources: Vec<Source> = [&second, &oldest]
                     .into_iter()
-                    .map(|f| {
-                        let s = f.row_scanner(u64::MAX, Caching::QUERY, &row).unwrap();
-                        Box::new(s) as Box<dyn CellSource>
-                    })
+                    .map(|f| Source::File(f.row_scanner(u64::MAX, Caching::QUERY, &row).unwrap()))
                     .collect();
                 let got = get_row(sources, &mode, &row);
                 assert_eq!(got, 1);

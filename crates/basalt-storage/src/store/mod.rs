@@ -9,6 +9,7 @@
 mod half;
 pub mod query_matcher;
 pub mod scanner;
+pub mod source;
 
 #[cfg(test)]
 mod layer_tests;
@@ -30,7 +31,8 @@ use crate::region::RegionInfo;
 use crate::storefile::{Caching, FileId, StoreFile, StoreFileWriter};
 use half::RowRangeSource;
 use query_matcher::{Mode, QueryMatcher, ScanInfo};
-use scanner::{CellSource, StoreScanner};
+use scanner::StoreScanner;
+use source::Source;
 
 /// What a read asks of one store, so it can skip files.
 #[derive(Clone, Debug)]
@@ -236,7 +238,7 @@ impl Store {
             }
         };
         let st = self.state.read();
-        let mut sources: Vec<Box<dyn CellSource>> = Vec::with_capacity(st.files.len() + 2);
+        let mut sources: Vec<Source> = Vec::with_capacity(st.files.len() + 2);
         // A memstore empty now holds nothing visible at `read_point`, now or later: a write
         // is in its memstore before the read point passes it (region/mvcc.rs). Leaving it
         // out spares a Get its seek and a scan a source to look at for every cell. For the
@@ -246,7 +248,7 @@ impl Store {
         let row_hash = row.map(|r| row_bloom::row_hash(r));
         let memstores = std::iter::once(&st.active).chain(st.snapshot.as_ref());
         for m in memstores.filter(|m| !m.is_empty() && row_hash.is_none_or(|h| m.may_hold_row(h))) {
-            sources.push(Box::new(match row {
+            sources.push(Source::Memory(match row {
                 Some(row) => m.row_scanner(read_point, row),
                 None => m.scanner(read_point),
             }));
@@ -272,20 +274,20 @@ impl Store {
         read_point: u64,
         caching: Caching,
         row: Option<&Bytes>,
-    ) -> Result<Box<dyn CellSource>> {
-        let s = Box::new(match row {
+    ) -> Result<Source> {
+        let s = match row {
             Some(row) => f.row_scanner(read_point, caching, row)?,
             None => f.scanner(read_point, caching)?,
-        });
+        };
         if f.id().region == self.region.id {
-            return Ok(s);
+            return Ok(Source::File(s));
         }
         let r = &self.region;
-        Ok(Box::new(RowRangeSource::new(
-            s,
+        Ok(Source::Other(Box::new(RowRangeSource::new(
+            Box::new(s),
             r.start_key.clone(),
             r.end_key.clone(),
-        )))
+        ))))
     }
 
     /// Whether the store reads files of another region (references left by a split or
@@ -373,7 +375,7 @@ impl Store {
             read_point,
         );
         // Every cell of the snapshot (no write is in flight in it), read where it lies.
-        let mut scanner = StoreScanner::new(vec![Box::new(snap.scanner(u64::MAX))], matcher);
+        let mut scanner = StoreScanner::new(vec![Source::Memory(snap.scanner(u64::MAX))], matcher);
         scanner.seek_to_first()?;
         self.write_file(
             scanner,

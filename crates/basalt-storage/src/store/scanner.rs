@@ -6,6 +6,7 @@ use basalt_model::{Cell, Result};
 use bytes::Bytes;
 
 use super::query_matcher::{MatchCode, QueryMatcher};
+use super::source::Source;
 
 /// A sorted source of cells: a memstore or a store file (HBase's KeyValueScanner).
 pub trait CellSource: Send + std::fmt::Debug {
@@ -158,7 +159,7 @@ pub fn first_on_next_row(row: &[u8]) -> Cell {
 ///    ([`StoreScanner::resolve_top`]). Stand-ins stay within the row a Get reads.
 #[derive(Debug)]
 pub struct StoreScanner {
-    sources: Vec<Box<dyn CellSource>>,
+    sources: Vec<Source>,
     matcher: QueryMatcher,
     top: Option<usize>,
     /// A Get's first column's first key, where sources may wait ([`CellSource::seek_lazily`]).
@@ -168,7 +169,7 @@ pub struct StoreScanner {
 impl StoreScanner {
     /// A scanner over `sources` deciding with `matcher`.
     #[must_use]
-    pub fn new(sources: Vec<Box<dyn CellSource>>, matcher: QueryMatcher) -> StoreScanner {
+    pub fn new(sources: Vec<Source>, matcher: QueryMatcher) -> StoreScanner {
         let top = min_source(&sources);
         StoreScanner {
             sources,
@@ -523,13 +524,13 @@ impl Step {
 }
 
 /// Source `top`'s current cell, with its index.
-fn top_cell(sources: &[Box<dyn CellSource>], top: Option<usize>) -> Option<(usize, &Cell)> {
+fn top_cell(sources: &[Source], top: Option<usize>) -> Option<(usize, &Cell)> {
     let i = top?;
     Some((i, sources[i].peek()?))
 }
 
 /// The source whose current cell sorts first (a linear pick: stores have few sources).
-fn min_source(sources: &[Box<dyn CellSource>]) -> Option<usize> {
+fn min_source(sources: &[Source]) -> Option<usize> {
     let mut best: Option<(usize, &Cell)> = None;
     for (i, s) in sources.iter().enumerate() {
         if let Some(c) = s.peek() {

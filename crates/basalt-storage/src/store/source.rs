@@ -1,0 +1,102 @@
+//! A source the store scanner merges, by kind: a memstore, a store file, or another kind
+//! boxed (a file cut to a region's rows, a test's cells).
+//!
+//! The merge asks every source for its current cell to find the first, once for each cell
+//! a scan moves past. Through `Box<dyn CellSource>` each ask was an indirect call, and in a
+//! sequential scan the calls to `peek` alone, a load each, took about 5% of the samples
+//! (BENCHMARKS.md). Named kinds make the calls direct, and `peek` a load in the merge.
+
+use basalt_model::{Cell, Result};
+use bytes::Bytes;
+
+use super::scanner::CellSource;
+use crate::memstore::MemStoreScanner;
+use crate::storefile::StoreFileScanner;
+
+/// A source of a store's cells (HBase's KeyValueScanner), by kind.
+#[derive(Debug)]
+pub enum Source {
+    Memory(MemStoreScanner),
+    File(StoreFileScanner),
+    Other(Box<dyn CellSource>),
+}
+
+impl From<MemStoreScanner> for Source {
+    fn from(s: MemStoreScanner) -> Source {
+        Source::Memory(s)
+    }
+}
+
+impl From<StoreFileScanner> for Source {
+    fn from(s: StoreFileScanner) -> Source {
+        Source::File(s)
+    }
+}
+
+impl From<Box<dyn CellSource>> for Source {
+    fn from(s: Box<dyn CellSource>) -> Source {
+        Source::Other(s)
+    }
+}
+
+/// `$call` of whichever source `$source` is.
+macro_rules! each {
+    ($source:expr, $s:ident => $call:expr) => {
+        match $source {
+            Source::Memory($s) => $call,
+            Source::File($s) => $call,
+            Source::Other($s) => $call,
+        }
+    };
+}
+
+impl CellSource for Source {
+    #[inline]
+    fn peek(&self) -> Option<&Cell> {
+        each!(self, s => s.peek())
+    }
+
+    fn advance(&mut self) -> Result<()> {
+        each!(self, s => s.advance())
+    }
+
+    fn take_into(&mut self, out: &mut Vec<Cell>) -> Result<bool> {
+        each!(self, s => s.take_into(out))
+    }
+
+    fn take_last_version_into(&mut self, out: &mut Vec<Cell>) -> Result<bool> {
+        each!(self, s => s.take_last_version_into(out))
+    }
+
+    fn seek(&mut self, key: &Cell) -> Result<()> {
+        each!(self, s => s.seek(key))
+    }
+
+    fn skip_to(&mut self, key: &Cell) -> Result<()> {
+        each!(self, s => s.skip_to(key))
+    }
+
+    fn skip_column(&mut self, column: &Cell) -> Result<()> {
+        each!(self, s => s.skip_column(column))
+    }
+
+    fn skip_row(&mut self, row: &[u8]) -> Result<()> {
+        each!(self, s => s.skip_row(row))
+    }
+
+    fn seek_lazily(&mut self, key: &Cell, column: &Cell) -> Result<()> {
+        each!(self, s => s.seek_lazily(key, column))
+    }
+
+    fn is_pending(&self) -> bool {
+        each!(self, s => s.is_pending())
+    }
+
+    fn resolve(&mut self) -> Result<()> {
+        each!(self, s => s.resolve())
+    }
+
+    fn last_row_before(&mut self, key: Option<&Cell>) -> Result<Option<Bytes>> {
+        each!(self, s => s.last_row_before(key))
+    }
+}
