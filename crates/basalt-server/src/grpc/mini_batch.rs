@@ -29,7 +29,7 @@ pub(crate) type Outcome = Result<Option<RowResult>>;
 #[derive(Debug, Default)]
 pub struct MiniBatches(Queue<Waiting>);
 
-#[derive(Debug)]
+/// A call waiting for its batch.
 pub(crate) struct Waiting {
     request: pb::MutateRequest,
     answer: oneshot::Sender<Outcome>,
