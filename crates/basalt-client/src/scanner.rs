@@ -119,7 +119,7 @@ impl ResultScanner {
                 self.attempt = 0;
                 if self.scan.batch == 0 {
                     // Resuming after a lost server starts just past this row.
-                    self.scan.start_row = r.row.clone();
+                    self.scan.start_row = r.row_bytes();
                     self.scan.include_start_row = false;
                 }
                 return Ok(Some(r));

@@ -6,22 +6,77 @@ use md5::{Digest, Md5};
 use crate::cell::{Cell, Timestamp};
 
 /// The cells of one row, in key order. An empty result means the row has no visible cell.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+///
+/// The row is the first cell's: a result holds no handle of its own on it, which cost a scan
+/// an atomic count taken and dropped for every row (without it a sequential scan runs 6–7%
+/// faster, BENCHMARKS.md). Only a result without cells keeps the row it was made for.
+///
+/// # Invariants
+/// 1. Every cell is of the result's row ([`RowResult::row`]).
+/// 2. The row a result keeps (`row`) is what it answers only while it has no cell; two
+///    results are equal when their rows ([`RowResult::row`]), cells and `partial` are.
+#[derive(Clone, Debug, Default)]
 pub struct RowResult {
-    pub row: Bytes,
+    /// A plain handle, empty when unset, not an `Option`: with one, the results' layout
+    /// changed, and each row's copies between the scanners stalled again (BENCHMARKS.md).
+    row: Bytes,
     pub cells: Vec<Cell>,
     /// Set on a result that holds only part of its row (scan batching).
     pub partial: bool,
 }
 
+impl PartialEq for RowResult {
+    fn eq(&self, other: &RowResult) -> bool {
+        self.row() == other.row() && self.cells == other.cells && self.partial == other.partial
+    }
+}
+
+impl Eq for RowResult {}
+
 impl RowResult {
-    /// A result for `row` with `cells` (already in key order).
+    /// A result for `row` with `cells` (already in key order, each of `row`).
     #[must_use]
     pub fn new(row: Bytes, cells: Vec<Cell>) -> RowResult {
         RowResult {
-            row,
+            row: if cells.is_empty() { row } else { Bytes::new() },
             cells,
             partial: false,
+        }
+    }
+
+    /// A result of `cells`, all of one row, at least one (a scan's row: invariant 1).
+    #[must_use]
+    pub fn of_cells(cells: Vec<Cell>, partial: bool) -> RowResult {
+        debug_assert!(!cells.is_empty(), "a result made of cells has at least one");
+        RowResult {
+            row: Bytes::new(),
+            cells,
+            partial,
+        }
+    }
+
+    /// The row: the first cell's, or for a result without cells the row it was made for
+    /// (empty if none).
+    #[must_use]
+    pub fn row(&self) -> &[u8] {
+        match self.cells.first() {
+            Some(c) => c.row(),
+            None => &self.row,
+        }
+    }
+
+    /// The row kept for when the result has no cell (invariant 2), for a decoder that
+    /// reads the row before the cells.
+    pub fn kept_row_mut(&mut self) -> &mut Bytes {
+        &mut self.row
+    }
+
+    /// The row as a handle of its own (sharing the first cell's buffer).
+    #[must_use]
+    pub fn row_bytes(&self) -> Bytes {
+        match self.cells.first() {
+            Some(c) => c.row_bytes(),
+            None => self.row.clone(),
         }
     }
 

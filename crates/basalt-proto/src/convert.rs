@@ -69,7 +69,7 @@ pub fn cell_from_pb(c: pb::Cell) -> Result<Cell> {
 pub fn result_to_pb(r: &RowResult) -> pb::Result {
     // Not `result_into_pb(r.clone())`: that would build the cell vector twice.
     pb::Result {
-        row: r.row.clone(),
+        row: r.row_bytes(),
         cells: r.cells.iter().map(cell_to_pb).collect(),
         partial: r.partial,
     }
@@ -79,7 +79,7 @@ pub fn result_to_pb(r: &RowResult) -> pb::Result {
 #[must_use]
 pub fn result_into_pb(r: RowResult) -> pb::Result {
     pb::Result {
-        row: r.row,
+        row: r.row_bytes(),
         cells: r.cells.into_iter().map(cell_into_pb).collect(),
         partial: r.partial,
     }

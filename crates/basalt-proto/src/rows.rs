@@ -243,10 +243,11 @@ fn row_len(r: &RowResult) -> usize {
             key_len(2) + encoded_len_varint(len as u64) + len
         })
         .sum();
-    (if r.row.is_empty() {
+    let row = r.row();
+    (if row.is_empty() {
         0
     } else {
-        pbytes::encoded_len(1, &r.row)
+        key_len(1) + encoded_len_varint(row.len() as u64) + row.len()
     }) + cells
         + if r.partial {
             pbool::encoded_len(3, &true)
@@ -256,8 +257,8 @@ fn row_len(r: &RowResult) -> usize {
 }
 
 fn encode_row(r: &RowResult, buf: &mut impl BufMut) {
-    if !r.row.is_empty() {
-        encode_bytes(1, &r.row, buf);
+    if !r.row().is_empty() {
+        encode_bytes(1, r.row(), buf);
     }
     for c in &r.cells {
         put_key(2, WireType::LengthDelimited, buf);
@@ -278,7 +279,7 @@ fn merge_row_field(
     ctx: DecodeContext,
 ) -> Result<(), DecodeError> {
     match tag {
-        1 => pbytes::merge(wire_type, &mut r.row, buf, ctx),
+        1 => pbytes::merge(wire_type, r.kept_row_mut(), buf, ctx),
         2 => {
             check_wire_type(WireType::LengthDelimited, wire_type)?;
             let len = usize::try_from(decode_varint(buf)?)
@@ -498,10 +499,20 @@ mod tests {
             proptest::collection::vec(cell(), 0..5),
             any::<bool>(),
         )
-            .prop_map(|(row, cells, partial)| RowResult {
-                row: row.into(),
-                cells,
-                partial,
+            .prop_map(|(row, cells, partial)| {
+                let row = Bytes::from(row);
+                // Every cell of the result's row, as a read makes them.
+                let cells = cells
+                    .into_iter()
+                    .map(|c| {
+                        let mut parts = c.into_parts();
+                        parts.row = row.clone();
+                        Cell::from(parts)
+                    })
+                    .collect();
+                let mut r = RowResult::new(row, cells);
+                r.partial = partial;
+                r
             })
     }
 

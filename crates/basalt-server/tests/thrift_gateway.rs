@@ -294,7 +294,7 @@ fn check_reads(c: &mut Client, table: &[u8], oracle: &Oracle) -> Result<(), Test
         let want: Vec<_> = oracle
             .scan(&Scan::new().with_time_range(range), 0)
             .iter()
-            .map(|r| (r.row.to_vec(), oracle_columns(&r.cells)))
+            .map(|r| (r.row().to_vec(), oracle_columns(&r.cells)))
             .collect();
         prop_assert_eq!(got, want, "scan < {}", bound);
     }

@@ -151,8 +151,8 @@ async fn write_and_read(conn: &Connection) -> TableName {
     reversed.stop_row = Bytes::from(row(1500));
     let rows = t.scan(reversed).await.unwrap().collect().await.unwrap();
     assert_eq!(rows.len(), 1000);
-    assert_eq!(rows[0].row, Bytes::from(row(2500)));
-    assert_eq!(rows[999].row, Bytes::from(row(1501)));
+    assert_eq!(rows[0].row(), row(2500).as_bytes());
+    assert_eq!(rows[999].row(), row(1501).as_bytes());
     table
 }
 

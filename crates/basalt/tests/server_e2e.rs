@@ -199,7 +199,7 @@ async fn scans_and_buffered_writes(t: &basalt_client::Table) {
     // Scans cross regions, forward and reversed, with filters.
     let rows = |v: Vec<basalt_model::RowResult>| -> Vec<String> {
         v.iter()
-            .map(|r| String::from_utf8_lossy(&r.row).into_owned())
+            .map(|r| String::from_utf8_lossy(r.row()).into_owned())
             .collect()
     };
     let all = t.scan(Scan::new()).await.unwrap().collect().await.unwrap();

@@ -271,7 +271,7 @@ fn a_full_disk_fails_writes_clearly_keeps_reads_and_resumes_when_space_returns()
     let t = db.table("t").unwrap();
     let rows: Vec<u32> = scan_all(&t, Scan::new())
         .iter()
-        .map(|r| String::from_utf8_lossy(&r.row[3..]).parse().unwrap())
+        .map(|r| String::from_utf8_lossy(&r.row()[3..]).parse().unwrap())
         .collect();
     let acked: Vec<u32> = (0..400).chain(402..500).collect();
     // Rows 400 and 401 were refused; a refused write may still land (its outcome is unknown
@@ -361,7 +361,7 @@ fn an_edit_whose_wal_sync_failed_is_never_visible() {
     let seen = scan_all(&t, Scan::new());
     let rows: Vec<String> = seen
         .iter()
-        .map(|r| String::from_utf8_lossy(&r.row).into_owned())
+        .map(|r| String::from_utf8_lossy(r.row()).into_owned())
         .collect();
     assert_eq!(rows, ["before", "healed"], "failed writes are visible");
     // The log heals again; later writes are acknowledged and visible.

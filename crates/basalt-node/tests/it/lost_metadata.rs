@@ -173,7 +173,7 @@ fn a_region_without_its_manifest_stays_offline_and_keeps_its_files() {
         .collect_rows()
         .unwrap()
         .iter()
-        .filter(|r| r.row.starts_with(b"c,"))
+        .filter(|r| r.row().starts_with(b"c,"))
         .flat_map(|r| {
             r.cells
                 .iter()

@@ -376,7 +376,7 @@ fn rows_refused_by_their_key_are_passed_whole() {
         let mut expected: Vec<_> = all.clone();
         expected.retain(|r| {
             let mut f = f.clone();
-            !f.filter_row_key(&r.row)
+            !f.filter_row_key(r.row())
         });
         assert!(
             !expected.is_empty() && expected.len() < all.len(),

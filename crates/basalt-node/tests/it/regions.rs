@@ -29,7 +29,7 @@ fn fill(t: &Table, rows: std::ops::Range<u32>) {
 fn rows_of(t: &Table, scan: Scan) -> Vec<String> {
     scan_all(t, scan)
         .iter()
-        .map(|r| String::from_utf8_lossy(&r.row).into_owned())
+        .map(|r| String::from_utf8_lossy(r.row()).into_owned())
         .collect()
 }
 
@@ -331,7 +331,7 @@ fn hundreds_of_mib_end_in_many_regions_with_every_cell() {
     let mut n = 0;
     for (r, (key, i)) in t.scan(Scan::new()).unwrap().zip(&want) {
         let r = r.unwrap();
-        assert_eq!(r.row, key.as_bytes());
+        assert_eq!(r.row(), key.as_bytes());
         assert_eq!(r.value(b"f", b"q").unwrap()[..], big_value(*i, LEN)[..]);
         n += 1;
     }
@@ -415,7 +415,7 @@ fn meta_rows(db: &Database) -> Vec<(String, Vec<String>)> {
                     format!("{f}:{}", String::from_utf8_lossy(c.qualifier()))
                 })
                 .collect();
-            (basalt_model::bytes_fmt::to_string_binary(&r.row), cols)
+            (basalt_model::bytes_fmt::to_string_binary(r.row()), cols)
         })
         .collect()
 }

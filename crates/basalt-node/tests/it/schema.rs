@@ -211,7 +211,7 @@ fn numregions_with_a_split_algorithm_pre_splits_the_table() {
     }
     let rows: Vec<String> = scan_all(&t, Scan::new())
         .iter()
-        .map(|r| String::from_utf8_lossy(&r.row).into_owned())
+        .map(|r| String::from_utf8_lossy(r.row()).into_owned())
         .collect();
     assert_eq!(rows, ["0a", "7f", "90", "ff"]);
     // A splits file: lines of binary strings.

@@ -642,7 +642,7 @@ fn rows_table(fx: &Fixture) -> basalt_node::Table {
 
 fn row_keys(rows: &[basalt_model::RowResult]) -> Vec<String> {
     rows.iter()
-        .map(|r| String::from_utf8_lossy(&r.row).into_owned())
+        .map(|r| String::from_utf8_lossy(r.row()).into_owned())
         .collect()
 }
 

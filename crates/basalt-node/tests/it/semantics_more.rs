@@ -363,14 +363,14 @@ fn case_59_page_filter_limits_rows_per_region() {
     );
     let keys: Vec<_> = rows
         .iter()
-        .map(|r| String::from_utf8_lossy(&r.row).into_owned())
+        .map(|r| String::from_utf8_lossy(r.row()).into_owned())
         .collect();
     assert_eq!(keys, ["a", "b", "n", "o"]);
     // scans cross the region boundary in both directions
     assert_eq!(scan_all(&t, Scan::new()).len(), 6);
     let back: Vec<_> = scan_all(&t, Scan::new().reversed())
         .iter()
-        .map(|r| r.row.clone())
+        .map(basalt_model::RowResult::row_bytes)
         .collect();
     assert_eq!(back, ["p", "o", "n", "c", "b", "a"]);
 }
@@ -698,7 +698,7 @@ fn case_55_82_a_scan_sees_what_was_committed_before_it_opened() {
     let t = fx.create("t", vec![cf("f", 1)]);
     t.put(Put::new("a").add("f", "q", "1")).unwrap();
     let mut s = t.scan(Scan::new()).unwrap();
-    assert_eq!(&s.next_row().unwrap().unwrap().row[..], b"a");
+    assert_eq!(s.next_row().unwrap().unwrap().row(), b"a");
     assert!(s.next_row().unwrap().is_none());
 }
 /// Each thread increments its own counter while the others write other rows: a write is not

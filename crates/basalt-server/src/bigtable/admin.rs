@@ -327,7 +327,7 @@ fn drop_row_range(gw: &Gateway, req: &DropRowRangeRequest) -> Result<(), Status>
             loop {
                 let row = scanner.next_row().map_err(|e| status(&e))?;
                 if let Some(r) = &row {
-                    batch.push(Mutation::Delete(Delete::at(r.row.clone(), FOREVER_MS)));
+                    batch.push(Mutation::Delete(Delete::at(r.row_bytes(), FOREVER_MS)));
                 }
                 if batch.len() >= DROP_BATCH_ROWS || (row.is_none() && !batch.is_empty()) {
                     for r in table.batch(std::mem::take(&mut batch)) {

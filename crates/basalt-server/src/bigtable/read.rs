@@ -310,9 +310,11 @@ impl Reader<'_> {
         }
         self.counts.rows_seen += 1;
         self.counts.cells_seen += row.cells.len() as i64;
+        // Taken before the cells go: a result's row is its first cell's.
+        let key = row.row_bytes();
         let cells = visible_cells(self.schema, row.cells, self.now_micros);
         let cells = match &self.filter {
-            Some(f) if !cells.is_empty() => f.apply(&row.row, cells, &self.sampler),
+            Some(f) if !cells.is_empty() => f.apply(&key, cells, &self.sampler),
             _ => cells,
         };
         if cells.is_empty() {
@@ -323,7 +325,7 @@ impl Reader<'_> {
         // A large row goes out over several responses (the protocol allows it), so no
         // message outgrows what a client accepts by default (4 MiB).
         let mut chunks = Vec::new();
-        push_row(&mut chunks, &row.row, cells);
+        push_row(&mut chunks, &key, cells);
         for chunk in chunks {
             self.pending_bytes += chunk.value.len() + chunk.row_key.len() + 64;
             self.pending.chunks.push(chunk);

@@ -218,7 +218,7 @@ pub fn row_json(r: &RowResult) -> Value {
         )
         .collect();
     let mut row = Map::new();
-    row.insert("key".into(), Value::String(b64(&r.row)));
+    row.insert("key".into(), Value::String(b64(r.row())));
     row.insert("Cell".into(), Value::Array(cells));
     Value::Object(row)
 }
@@ -229,7 +229,7 @@ fn to_json(rows: &[RowResult]) -> Value {
 
 /// The XML of one row (`<Row key=..>..</Row>`), into `w`.
 pub fn row_xml(w: &mut xml::Writer, r: &RowResult) {
-    w.open("Row", &[("key", &b64(&r.row))]).open_end();
+    w.open("Row", &[("key", &b64(r.row()))]).open_end();
     for c in &r.cells {
         w.open(
             "Cell",
@@ -258,7 +258,7 @@ fn to_xml(rows: &[RowResult]) -> String {
 /// The protobuf of one row.
 pub fn row_pb(r: &RowResult) -> pb::Row {
     pb::Row {
-        key: Some(r.row.clone()),
+        key: Some(r.row_bytes()),
         values: r
             .cells
             .iter()

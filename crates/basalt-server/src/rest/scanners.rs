@@ -398,7 +398,7 @@ fn page(
         let Some(cell) = s.pending.pop_front() else {
             break;
         };
-        let new_row = rows.last().is_none_or(|r| r.row != cell.row());
+        let new_row = rows.last().is_none_or(|r| r.row() != cell.row());
         if new_row && max_rows > 0 && rows.len() == max_rows {
             s.pending.push_front(cell);
             break;

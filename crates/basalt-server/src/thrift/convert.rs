@@ -99,10 +99,10 @@ pub(crate) fn row_results(results: &[RowResult], sorted: bool) -> Vec<TRowResult
             });
             if sorted {
                 let list = named.map(|(n, c)| TColumn::new(n, c)).collect::<Vec<_>>();
-                TRowResult::new(r.row.to_vec(), None, list)
+                TRowResult::new(r.row().to_vec(), None, list)
             } else {
                 let map = named.collect::<BTreeMap<_, _>>();
-                TRowResult::new(r.row.to_vec(), map, None)
+                TRowResult::new(r.row().to_vec(), map, None)
             }
         })
         .collect()

@@ -115,7 +115,7 @@ fn deleteall_prefix(
     let t = sh.table(table)?;
     let rows: Vec<Bytes> = t
         .scan(Scan::new().with_row_prefix(prefix))?
-        .map(|r| r.map(|r| r.row))
+        .map(|r| r.map(|r| r.row_bytes()))
         .collect::<Result<_, _>>()?;
     for row in rows {
         t.mutate(Mutation::Delete(delete_all(row, &column, ts)))?;

@@ -192,7 +192,7 @@ pub fn scan(sh: &mut Shell<'_>, mut a: Args) -> Result<Returned, ShellError> {
         if !r.partial {
             rows += 1;
         }
-        let row = basalt_model::bytes_fmt::to_string_binary(&r.row);
+        let row = basalt_model::bytes_fmt::to_string_binary(r.row());
         for c in &r.cells {
             let line = sh.formatter.line(&row, &sh.formatter.cell_text(c, true));
             sh.println(line)?;
@@ -221,7 +221,7 @@ pub fn count(sh: &mut Shell<'_>, mut a: Args) -> Result<Returned, ShellError> {
         let r = r?;
         n += 1;
         if n.is_multiple_of(interval) {
-            let row = basalt_model::bytes_fmt::to_string_binary(&r.row);
+            let row = basalt_model::bytes_fmt::to_string_binary(r.row());
             sh.println(format!("Current count: {n}, row: {row}"))?;
         }
     }

@@ -33,6 +33,8 @@ pub struct RegionScanner {
     rows: u64,
     done: bool,
     pending: VecDeque<RowResult>,
+    /// The row being read, kept between rows for its capacity ([`RegionScanner::next_row`]).
+    row: Vec<u8>,
     /// Cells of the last row returned, at most [`ROW_WIDTH_HINT_MAX`]: the capacity the next
     /// row's vector starts with, so rows as wide as the last are read without the vector
     /// growing (and being copied) cell by cell.
@@ -185,6 +187,7 @@ impl Region {
             rows: 0,
             done: false,
             pending: VecDeque::new(),
+            row: Vec::new(),
             row_width_hint: first_row_width(scan),
         };
         s.position()?;
@@ -256,14 +259,12 @@ impl RegionScanner {
         }
     }
 
-    fn next_candidate(&mut self) -> Result<Option<Bytes>> {
+    /// Puts the next row to read into `row`; false when no store has one.
+    fn next_candidate(&mut self, row: &mut Vec<u8>) -> Result<bool> {
+        row.clear();
         if !self.reversed {
-            return Ok(self
-                .stores
-                .iter()
-                .filter(|s| s.peek_row().is_some())
-                .min_by(|a, b| a.peek_row().cmp(&b.peek_row()))
-                .and_then(StoreScanner::peek_row_bytes));
+            let first = self.stores.iter().filter_map(StoreScanner::peek_row).min();
+            return Ok(first.map(|r| row.extend_from_slice(r)).is_some());
         }
         let mut best: Option<Bytes> = None;
         for s in &mut self.stores {
@@ -273,17 +274,19 @@ impl RegionScanner {
                 }
             }
         }
-        if let Some(row) = &best {
-            self.cursor = Some(Cell::first_on_row(row));
-            let key = Cell::first_on_row(row);
-            for s in &mut self.stores {
-                s.seek(&key)?;
-            }
+        let Some(best) = best else {
+            return Ok(false);
+        };
+        let key = Cell::first_on_row(&best);
+        for s in &mut self.stores {
+            s.seek(&key)?;
         }
-        Ok(best)
+        self.cursor = Some(key);
+        row.extend_from_slice(&best);
+        Ok(true)
     }
 
-    fn skip_row(&mut self, row: &Bytes) -> Result<()> {
+    fn skip_row(&mut self, row: &[u8]) -> Result<()> {
         if !self.reversed {
             let key = first_on_next_row(row);
             for s in &mut self.stores {
@@ -301,24 +304,26 @@ impl RegionScanner {
         if let Some(r) = self.pending.pop_front() {
             return Ok(Some(r));
         }
+        // The row read is copied into the scanner's buffer while its cells are read, not
+        // held by a handle on the cell's buffer: a handle took and dropped an atomic count
+        // a row (BENCHMARKS.md). The buffer is put back before each answer (an error drops
+        // it, and only its capacity is lost); the answer is returned as made, not through a
+        // local, whose copy stalled on its stores (BENCHMARKS.md).
+        let mut row = std::mem::take(&mut self.row);
         loop {
             if self.done || (self.limit > 0 && self.rows >= self.limit) {
+                self.row = row;
                 return Ok(None);
             }
             if self
                 .filter
                 .as_ref()
                 .is_some_and(Filter::filter_all_remaining)
+                || !self.next_candidate(&mut row)?
+                || self.past_stop(&row)
             {
                 self.done = true;
-                return Ok(None);
-            }
-            let Some(row) = self.next_candidate()? else {
-                self.done = true;
-                return Ok(None);
-            };
-            if self.past_stop(&row) {
-                self.done = true;
+                self.row = row;
                 return Ok(None);
             }
             if let Some(f) = &mut self.filter {
@@ -344,7 +349,8 @@ impl RegionScanner {
             }
             self.rows += 1;
             self.row_width_hint = cells.len().min(ROW_WIDTH_HINT_MAX);
-            return Ok(Some(self.emit(row, cells)));
+            self.row = row;
+            return Ok(Some(self.emit(cells)));
         }
     }
 
@@ -367,18 +373,16 @@ impl RegionScanner {
         !(empty_before || exclude || cells.is_empty())
     }
 
-    fn emit(&mut self, row: Bytes, cells: Vec<Cell>) -> RowResult {
+    /// The result of a row's cells (at least one: `keep_row`), or with a batch size the
+    /// first part of it, the rest pending.
+    fn emit(&mut self, cells: Vec<Cell>) -> RowResult {
         if self.batch == 0 || cells.len() <= self.batch {
-            return RowResult::new(row, cells);
+            return RowResult::of_cells(cells, false);
         }
         let mut chunks: Vec<Vec<Cell>> = cells.chunks(self.batch).map(<[Cell]>::to_vec).collect();
         let last = chunks.len() - 1;
         for (i, c) in chunks.drain(..).enumerate() {
-            self.pending.push_back(RowResult {
-                row: row.clone(),
-                cells: c,
-                partial: i != last,
-            });
+            self.pending.push_back(RowResult::of_cells(c, i != last));
         }
         self.pending.pop_front().unwrap_or_default()
     }

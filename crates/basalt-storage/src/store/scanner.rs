@@ -289,7 +289,7 @@ impl StoreScanner {
     /// A corrupt block.
     pub fn read_row(
         &mut self,
-        row: &Bytes,
+        row: &[u8],
         out: &mut Vec<Cell>,
         filter: Option<&mut Filter>,
     ) -> Result<bool> {
@@ -304,7 +304,7 @@ impl StoreScanner {
     /// A corrupt block, or `RowTooBig`.
     pub fn read_row_within(
         &mut self,
-        row: &Bytes,
+        row: &[u8],
         out: &mut Vec<Cell>,
         mut filter: Option<&mut Filter>,
         budget_bytes: &mut usize,

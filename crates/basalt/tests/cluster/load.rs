@@ -314,7 +314,7 @@ impl Load {
             .await
             .unwrap()
             .into_iter()
-            .map(|r| r.row.clone())
+            .map(|r| r.row_bytes())
             .collect();
         let mut lost = Vec::new();
         for (w, l) in self.ledgers.iter().enumerate() {
