@@ -131,3 +131,48 @@ impl RowResult {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+
+    use super::RowResult;
+    use crate::cell::{Cell, CellParts};
+
+    fn cell(row: &'static str, qualifier: &'static str) -> Cell {
+        Cell::from(CellParts {
+            row: Bytes::from_static(row.as_bytes()),
+            family: Bytes::from_static(b"f"),
+            qualifier: Bytes::from_static(qualifier.as_bytes()),
+            value: Bytes::from_static(b"v"),
+            ..CellParts::default()
+        })
+    }
+
+    #[test]
+    fn a_result_answers_its_first_cell_s_row_or_the_row_it_was_made_for() {
+        let r = RowResult::new(
+            Bytes::from_static(b"r1"),
+            vec![cell("r1", "a"), cell("r1", "b")],
+        );
+        assert_eq!(r.row(), b"r1");
+        assert_eq!(r.row_bytes(), "r1");
+        assert_eq!(RowResult::of_cells(r.cells.clone(), false).row(), b"r1");
+        // Invariant 2: a result without cells keeps the row it was made for.
+        let empty = RowResult::new(Bytes::from_static(b"gone"), Vec::new());
+        assert_eq!(empty.row(), b"gone");
+        assert_eq!(empty.row_bytes(), "gone");
+        assert_eq!(RowResult::default().row(), b"");
+        // Equal when rows, cells and `partial` are, however each was made.
+        let mut decoded = RowResult::default();
+        *decoded.kept_row_mut() = Bytes::from_static(b"r1");
+        decoded.cells = r.cells.clone();
+        assert_eq!(decoded, r);
+        assert_eq!(RowResult::of_cells(r.cells.clone(), false), r);
+        assert_ne!(RowResult::of_cells(r.cells.clone(), true), r);
+        assert_ne!(
+            empty,
+            RowResult::new(Bytes::from_static(b"other"), Vec::new())
+        );
+    }
+}
