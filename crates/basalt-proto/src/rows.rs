@@ -84,16 +84,9 @@ impl<'a> WireCell<'a> {
     /// The message's length.
     #[inline]
     fn len(&self) -> usize {
-        let bytes = |tag, b: &[u8]| {
-            if b.is_empty() {
-                0
-            } else {
-                key_len(tag) + encoded_len_varint(b.len() as u64) + b.len()
-            }
-        };
-        bytes(1, self.row)
-            + bytes(2, self.family)
-            + bytes(3, self.qualifier)
+        bytes_len(1, self.row)
+            + bytes_len(2, self.family)
+            + bytes_len(3, self.qualifier)
             + if self.timestamp == 0 {
                 0
             } else {
@@ -104,7 +97,7 @@ impl<'a> WireCell<'a> {
             } else {
                 key_len(5) + encoded_len_varint(u64::from(self.code))
             }
-            + bytes(6, self.value)
+            + bytes_len(6, self.value)
             + self.ttl_ms.map_or(0, |t| uint64::encoded_len(7, &t))
     }
 
@@ -243,12 +236,8 @@ fn row_len(r: &RowResult) -> usize {
             key_len(2) + encoded_len_varint(len as u64) + len
         })
         .sum();
-    let row = r.row();
-    (if row.is_empty() {
-        0
-    } else {
-        key_len(1) + encoded_len_varint(row.len() as u64) + row.len()
-    }) + cells
+    bytes_len(1, r.row())
+        + cells
         + if r.partial {
             pbool::encoded_len(3, &true)
         } else {
@@ -256,9 +245,19 @@ fn row_len(r: &RowResult) -> usize {
         }
 }
 
+/// The length of bytes field `tag` holding `b`: nothing when empty (proto3 leaves it out).
+fn bytes_len(tag: u32, b: &[u8]) -> usize {
+    if b.is_empty() {
+        0
+    } else {
+        key_len(tag) + encoded_len_varint(b.len() as u64) + b.len()
+    }
+}
+
 fn encode_row(r: &RowResult, buf: &mut impl BufMut) {
-    if !r.row().is_empty() {
-        encode_bytes(1, r.row(), buf);
+    let row = r.row();
+    if !row.is_empty() {
+        encode_bytes(1, row, buf);
     }
     for c in &r.cells {
         put_key(2, WireType::LengthDelimited, buf);

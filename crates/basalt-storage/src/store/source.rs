@@ -21,24 +21,6 @@ pub enum Source {
     Other(Box<dyn CellSource>),
 }
 
-impl From<MemStoreScanner> for Source {
-    fn from(s: MemStoreScanner) -> Source {
-        Source::Memory(s)
-    }
-}
-
-impl From<StoreFileScanner> for Source {
-    fn from(s: StoreFileScanner) -> Source {
-        Source::File(s)
-    }
-}
-
-impl From<Box<dyn CellSource>> for Source {
-    fn from(s: Box<dyn CellSource>) -> Source {
-        Source::Other(s)
-    }
-}
-
 /// `$call` of whichever source `$source` is.
 macro_rules! each {
     ($source:expr, $s:ident => $call:expr) => {
