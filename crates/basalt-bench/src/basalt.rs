@@ -141,7 +141,8 @@ impl Engine for BasaltEngine {
             .with_limit(n as u64);
         let mut s = self.parts()?.1.scan(scan)?;
         let mut read = 0;
-        while s.next_row()?.is_some() {
+        let mut cells = Vec::new();
+        while s.next_cells(&mut cells)?.is_some() {
             read += 1;
         }
         Ok(read)
@@ -150,7 +151,8 @@ impl Engine for BasaltEngine {
     fn scan_all(&self) -> anyhow::Result<usize> {
         let mut s = self.parts()?.1.scan(Scan::new())?;
         let mut read = 0;
-        while s.next_row()?.is_some() {
+        let mut cells = Vec::new();
+        while s.next_cells(&mut cells)?.is_some() {
             read += 1;
         }
         Ok(read)

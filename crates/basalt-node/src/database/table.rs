@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use basalt_model::ops::{
     Append, CheckAndMutate, Delete, Get, Increment, Mutation, Put, RowMutations, Scan,
 };
-use basalt_model::{Error, Result, RowResult};
+use basalt_model::{Cell, Error, Result, RowResult};
 use bytes::Bytes;
 
 use super::Handle;
@@ -478,6 +478,33 @@ impl TableScanner {
     /// # Errors
     /// Corruption in a store file.
     pub fn next_row(&mut self) -> Result<Option<RowResult>> {
+        self.advance(RegionScanner::next_row, |r| r.partial)
+    }
+
+    /// The next result's cells, read into `cells` (emptied first, its capacity kept):
+    /// `Some(partial)` when a row, or with a batch size a part of one, was read, `None` at
+    /// the end (as [`RegionScanner::next_cells`]). Reading rows in place this way, with the
+    /// same vector each time, allocates nothing a row.
+    ///
+    /// # Errors
+    /// Corruption in a store file.
+    pub fn next_cells(&mut self, cells: &mut Vec<Cell>) -> Result<Option<bool>> {
+        let read = self.advance(|s| s.next_cells(cells), |partial| *partial)?;
+        if read.is_none() {
+            // At the scan's limit no region's scanner was asked, and the last row is there.
+            cells.clear();
+        }
+        Ok(read)
+    }
+
+    /// The next result `read` takes from a region's scanner, going on to the next region
+    /// when one ends; `partial` says whether a result holds only part of its row (which
+    /// does not count against the scan's limit).
+    fn advance<T>(
+        &mut self,
+        mut read: impl FnMut(&mut RegionScanner) -> Result<Option<T>>,
+        partial: impl Fn(&T) -> bool,
+    ) -> Result<Option<T>> {
         loop {
             if self.scan.limit > 0 && self.rows >= self.scan.limit {
                 return Ok(None);
@@ -487,10 +514,10 @@ impl TableScanner {
                 // next region is out of line (`next_region`): with it inline, this function,
                 // run for every row, had a 2.7 KB stack frame and copied each row's result
                 // through it twice, stalling on loads of the callee's stores (BENCHMARKS.md).
-                let next = s.next_row()?;
+                let next = read(s)?;
                 if let Some(r) = &next {
                     self.src.confirm_read()?;
-                    if !r.partial {
+                    if !partial(r) {
                         self.rows += 1;
                     }
                     return Ok(next);

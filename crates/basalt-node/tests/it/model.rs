@@ -20,7 +20,7 @@ use basalt_testkit::strategies::{op, Op};
 use bytes::Bytes;
 use proptest::prelude::*;
 
-use super::support::{open, open_with_env, T0};
+use super::support::{open, open_with_env, scan_in_place, T0};
 
 #[derive(Clone, Debug)]
 struct Config {
@@ -254,6 +254,14 @@ fn run(config: &Config, steps: &[Step], place: &Place) -> Result<(), TestCaseErr
                 let got = table.scan(s.clone()).unwrap().collect_rows().unwrap();
                 let want = oracle.scan(s, now);
                 prop_assert_eq!(show(&got), show(&want), "step {}: {:?}", step, o);
+                let read_in_place = scan_in_place(&table, s.clone());
+                prop_assert_eq!(
+                    show(&read_in_place),
+                    show(&want),
+                    "step {}: {:?} in place",
+                    step,
+                    o
+                );
             }
             Op::Flush => {
                 db.flush(&name).unwrap();

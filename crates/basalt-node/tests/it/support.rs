@@ -1,7 +1,7 @@
 use std::sync::Arc;
 
 use basalt_model::ops::{Get, Scan};
-use basalt_model::{ColumnFamilyDescriptor, RowResult, TableDescriptor, TableName};
+use basalt_model::{Cell, ColumnFamilyDescriptor, RowResult, TableDescriptor, TableName};
 use basalt_node::{Database, Options, Table};
 use basalt_storage::env::{Env, ManualClock};
 
@@ -93,6 +93,20 @@ pub fn values(r: &RowResult) -> Vec<String> {
 
 pub fn scan_all(t: &Table, scan: Scan) -> Vec<RowResult> {
     t.scan(scan).unwrap().collect_rows().unwrap()
+}
+
+/// A scan's results read in place (`TableScanner::next_cells`), one vector passed to every
+/// call and each result copied out of it. The vector starts with a cell of its own, which
+/// the first call must let go of, and must be empty once the scan ends.
+pub fn scan_in_place(t: &Table, scan: Scan) -> Vec<RowResult> {
+    let mut s = t.scan(scan).unwrap();
+    let mut cells = vec![Cell::first_on_row(&bytes::Bytes::from_static(b"left over"))];
+    let mut out = Vec::new();
+    while let Some(partial) = s.next_cells(&mut cells).unwrap() {
+        out.push(RowResult::of_cells(cells.clone(), partial));
+    }
+    assert!(cells.is_empty(), "an ended scan left cells: {cells:?}");
+    out
 }
 
 /// `row/f:q@ts=value` or `row/f:q@ts/Type` for markers, one per cell.

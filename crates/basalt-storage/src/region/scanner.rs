@@ -304,11 +304,31 @@ impl RegionScanner {
         if let Some(r) = self.pending.pop_front() {
             return Ok(Some(r));
         }
+        let mut cells = Vec::with_capacity(self.row_width_hint);
+        Ok(self
+            .next_cells(&mut cells)?
+            .map(|partial| RowResult::of_cells(cells, partial)))
+    }
+
+    /// The next result's cells, read into `cells` (emptied first, its capacity kept), as
+    /// HBase's `RegionScanner.next(List<Cell>)` fills its caller's list: `Some(partial)`
+    /// when a row, or with a batch size a part of one, was read (`partial`: more of its row
+    /// follows), `None` at the end. A caller that looks at each row where it is read and
+    /// passes the same vector again allocates nothing a row, and no result is moved
+    /// between the scanners (BENCHMARKS.md).
+    ///
+    /// # Errors
+    /// A corrupt store file.
+    pub fn next_cells(&mut self, cells: &mut Vec<Cell>) -> Result<Option<bool>> {
+        cells.clear();
+        if let Some(r) = self.pending.pop_front() {
+            *cells = r.cells;
+            return Ok(Some(r.partial));
+        }
         // The row read is copied into the scanner's buffer while its cells are read, not
         // held by a handle on the cell's buffer: a handle took and dropped an atomic count
         // a row (BENCHMARKS.md). The buffer is put back before each answer (an error drops
-        // it, and only its capacity is lost); the answer is returned as made, not through a
-        // local, whose copy stalled on its stores (BENCHMARKS.md).
+        // it, and only its capacity is lost).
         let mut row = std::mem::take(&mut self.row);
         loop {
             if self.done || (self.limit > 0 && self.rows >= self.limit) {
@@ -333,24 +353,24 @@ impl RegionScanner {
                     continue;
                 }
             }
-            let mut cells = Vec::with_capacity(self.row_width_hint);
             let mut done_scan = false;
             let mut budget = self.max_row_size_bytes;
             for s in &mut self.stores {
-                done_scan |=
-                    s.read_row_within(&row, &mut cells, self.filter.as_mut(), &mut budget)?;
+                done_scan |= s.read_row_within(&row, cells, self.filter.as_mut(), &mut budget)?;
                 if done_scan {
                     break;
                 }
             }
             self.done |= done_scan;
-            if !self.keep_row(&mut cells) {
+            if !self.keep_row(cells) {
+                // A dropped row's cells go with it: `cells` holds the answer's alone.
+                cells.clear();
                 continue;
             }
             self.rows += 1;
             self.row_width_hint = cells.len().min(ROW_WIDTH_HINT_MAX);
             self.row = row;
-            return Ok(Some(self.emit(cells)));
+            return Ok(Some(self.split_batch(cells)));
         }
     }
 
@@ -373,18 +393,19 @@ impl RegionScanner {
         !(empty_before || exclude || cells.is_empty())
     }
 
-    /// The result of a row's cells (at least one: `keep_row`), or with a batch size the
-    /// first part of it, the rest pending.
-    fn emit(&mut self, cells: Vec<Cell>) -> RowResult {
+    /// With a batch size smaller than the row just read (`cells`, at least one cell:
+    /// `keep_row`), keeps its first part in `cells` and the rest pending; whether it did.
+    fn split_batch(&mut self, cells: &mut Vec<Cell>) -> bool {
         if self.batch == 0 || cells.len() <= self.batch {
-            return RowResult::of_cells(cells, false);
+            return false;
         }
-        let mut chunks: Vec<Vec<Cell>> = cells.chunks(self.batch).map(<[Cell]>::to_vec).collect();
-        let last = chunks.len() - 1;
-        for (i, c) in chunks.drain(..).enumerate() {
-            self.pending.push_back(RowResult::of_cells(c, i != last));
+        let rest = cells.split_off(self.batch);
+        let parts = rest.len().div_ceil(self.batch);
+        for (i, part) in rest.chunks(self.batch).enumerate() {
+            self.pending
+                .push_back(RowResult::of_cells(part.to_vec(), i + 1 != parts));
         }
-        self.pending.pop_front().unwrap_or_default()
+        true
     }
 }
 
