@@ -33,7 +33,7 @@ pub struct RegionScanner {
     rows: u64,
     done: bool,
     pending: VecDeque<RowResult>,
-    /// The row being read, kept between rows for its capacity ([`RegionScanner::next_row`]).
+    /// The row being read, kept between rows for its capacity ([`RegionScanner::next_cells`]).
     row: Vec<u8>,
     /// Cells of the last row returned, at most [`ROW_WIDTH_HINT_MAX`]: the capacity the next
     /// row's vector starts with, so rows as wide as the last are read without the vector
@@ -246,12 +246,12 @@ impl RegionScanner {
         Ok(())
     }
 
-    /// Whether `row` is past the scan's stop row.
-    fn past_stop(&self, row: &[u8]) -> bool {
+    /// Whether the row read is past the scan's stop row.
+    fn past_stop(&self) -> bool {
         if self.stop.is_empty() {
             return false;
         }
-        let ord = row.cmp(&self.stop[..]);
+        let ord = self.row.as_slice().cmp(&self.stop[..]);
         if self.reversed {
             ord.is_lt() || (ord.is_eq() && !self.include_stop)
         } else {
@@ -259,12 +259,12 @@ impl RegionScanner {
         }
     }
 
-    /// Puts the next row to read into `row`; false when no store has one.
-    fn next_candidate(&mut self, row: &mut Vec<u8>) -> Result<bool> {
-        row.clear();
+    /// Puts the next row to read into `self.row`; false when no store has one.
+    fn next_candidate(&mut self) -> Result<bool> {
+        self.row.clear();
         if !self.reversed {
             let first = self.stores.iter().filter_map(StoreScanner::peek_row).min();
-            return Ok(first.map(|r| row.extend_from_slice(r)).is_some());
+            return Ok(first.map(|r| self.row.extend_from_slice(r)).is_some());
         }
         let mut best: Option<Bytes> = None;
         for s in &mut self.stores {
@@ -282,13 +282,14 @@ impl RegionScanner {
             s.seek(&key)?;
         }
         self.cursor = Some(key);
-        row.extend_from_slice(&best);
+        self.row.extend_from_slice(&best);
         Ok(true)
     }
 
-    fn skip_row(&mut self, row: &[u8]) -> Result<()> {
+    /// Moves the stores past the row read.
+    fn skip_row(&mut self) -> Result<()> {
         if !self.reversed {
-            let key = first_on_next_row(row);
+            let key = first_on_next_row(&self.row);
             for s in &mut self.stores {
                 s.seek(&key)?;
             }
@@ -327,36 +328,33 @@ impl RegionScanner {
         }
         // The row read is copied into the scanner's buffer while its cells are read, not
         // held by a handle on the cell's buffer: a handle took and dropped an atomic count
-        // a row (BENCHMARKS.md). The buffer is put back before each answer (an error drops
-        // it, and only its capacity is lost).
-        let mut row = std::mem::take(&mut self.row);
+        // a row (BENCHMARKS.md). The buffer is used where it lies, in the scanner.
         loop {
             if self.done || (self.limit > 0 && self.rows >= self.limit) {
-                self.row = row;
                 return Ok(None);
             }
             if self
                 .filter
                 .as_ref()
                 .is_some_and(Filter::filter_all_remaining)
-                || !self.next_candidate(&mut row)?
-                || self.past_stop(&row)
+                || !self.next_candidate()?
+                || self.past_stop()
             {
                 self.done = true;
-                self.row = row;
                 return Ok(None);
             }
             if let Some(f) = &mut self.filter {
-                if f.filter_row_key(&row) {
+                if f.filter_row_key(&self.row) {
                     f.reset();
-                    self.skip_row(&row)?;
+                    self.skip_row()?;
                     continue;
                 }
             }
             let mut done_scan = false;
             let mut budget = self.max_row_size_bytes;
             for s in &mut self.stores {
-                done_scan |= s.read_row_within(&row, cells, self.filter.as_mut(), &mut budget)?;
+                done_scan |=
+                    s.read_row_within(&self.row, cells, self.filter.as_mut(), &mut budget)?;
                 if done_scan {
                     break;
                 }
@@ -369,7 +367,6 @@ impl RegionScanner {
             }
             self.rows += 1;
             self.row_width_hint = cells.len().min(ROW_WIDTH_HINT_MAX);
-            self.row = row;
             return Ok(Some(self.split_batch(cells)));
         }
     }
