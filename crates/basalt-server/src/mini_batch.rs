@@ -16,6 +16,14 @@
 //! API ran at 0.84–1.18 times Thrift's rate (mean 0.99 in seven rounds); with one writer
 //! that goes on from batch to batch, at 1.08–1.45 (mean 1.27; `BENCHMARKS.md`).
 //!
+//! A writer that finds no call waiting waits [`LINGER`] for one before it ends. At YCSB A's
+//! and F's rates the next calls come a round trip after a batch's answers; a writer that
+//! ended at once left each to start another, on whichever of the pool's idle threads woke
+//! (the pool keeps threads ten seconds, and after reads from disk it holds a dozen). Waiting,
+//! the writer stays the one thread that writes: in twelve runs each, YCSB A 29.6k–36.4k
+//! operations a second (mean 32.6k) and F 20.2k–23.1k (21.3k), against 26.5k–36.3k (31.2k)
+//! and 16.9k–22.0k (19.9k) (`BENCHMARKS.md`).
+//!
 //! A writer held up in a batch (its region blocks writes until a flush frees memory, for up
 //! to `busy_wait`) must not hold up the other regions' writes: a call that comes when no
 //! writer has taken a batch for [`STALLED`] starts another writer.
@@ -30,10 +38,13 @@
 //! 4. A writer that panics (a bug) hands its place on: with calls waiting it starts the
 //!    writer that takes them, so invariant 1 holds; the calls it held are answered with an
 //!    error when their senders drop.
+//! 5. A writer waiting for a call is woken by the next one queued, which starts no writer:
+//!    the wait counts as a batch taken (invariant 3), and it checks for calls under the lock
+//!    they are queued under before it waits.
 
 use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 
 /// The most calls one batch writes; the rest wait for the next (invariant 2).
 pub(crate) const GATHERED: usize = 64;
@@ -44,6 +55,10 @@ pub(crate) const GATHERED: usize = 64;
 /// whose syncs take longer a second writer may start; it waits on the same sync, as every
 /// batch's own task once did.
 pub(crate) const STALLED: Duration = Duration::from_millis(5);
+/// How long a writer that found no call waiting waits for one before it ends: longer than
+/// a round trip and a client's turn between a batch's answers and the next calls (a few
+/// hundred microseconds), and far shorter than [`STALLED`]. Waiting costs a parked thread.
+const LINGER: Duration = Duration::from_millis(1);
 
 /// What gathers one kind of call into batches and writes them.
 pub(crate) trait Writer: Clone + Send + 'static {
@@ -58,21 +73,60 @@ pub(crate) trait Writer: Clone + Send + 'static {
 /// Calls waiting for a writer (lock order: a leaf).
 pub struct Queue<C> {
     forming: Mutex<Forming<C>>,
+    /// Where a writer that found no call waits for one (invariant 5).
+    arrived: Condvar,
+    linger: Duration,
 }
 
 impl<C> Default for Queue<C> {
     fn default() -> Self {
-        Queue {
-            forming: Mutex::new(Forming {
-                calls: Vec::new(),
-                writers: 0,
-                progressed: None,
-            }),
-        }
+        Queue::with_linger(LINGER)
     }
 }
 
 impl<C> Queue<C> {
+    fn with_linger(linger: Duration) -> Self {
+        Queue {
+            forming: Mutex::new(Forming {
+                calls: Vec::new(),
+                writers: 0,
+                waiting: 0,
+                progressed: None,
+            }),
+            arrived: Condvar::new(),
+            linger,
+        }
+    }
+
+    /// Queues `call`; true when it must start a writer (invariant 3). A waiting writer is
+    /// woken for it (invariant 5).
+    fn push(&self, call: C) -> bool {
+        let (start, waiting) = {
+            let mut forming = self.forming.lock();
+            (forming.queue(call, Instant::now()), forming.waiting > 0)
+        };
+        if waiting {
+            self.arrived.notify_one();
+        }
+        start
+    }
+
+    /// The next batch's calls, waiting up to the queue's linger for one when none wait;
+    /// `None` when none came, and the writer taking them has then ended (invariant 1).
+    fn next_batch(&self) -> Option<Vec<C>> {
+        let mut forming = self.forming.lock();
+        if forming.calls.is_empty() {
+            let now = Instant::now();
+            forming.wait_begins(now);
+            let deadline = now + self.linger;
+            while forming.calls.is_empty()
+                && !self.arrived.wait_until(&mut forming, deadline).timed_out()
+            {}
+            forming.waiting -= 1;
+        }
+        forming.take(Instant::now())
+    }
+
     /// Writers started and not yet ended.
     #[cfg(test)]
     pub(crate) fn writers(&self) -> usize {
@@ -94,6 +148,8 @@ struct Forming<C> {
     calls: Vec<C>,
     /// Writers started and not yet ended (invariant 1).
     writers: usize,
+    /// Writers waiting for a call (invariant 5).
+    waiting: usize,
     /// When a writer last started or took a batch (invariant 3).
     progressed: Option<Instant>,
 }
@@ -111,6 +167,13 @@ impl<C> Forming<C> {
         start
     }
 
+    /// A writer found no call and waits for one: it is ready to take a batch, so a call that
+    /// comes meanwhile does not find the writers held up (invariant 5).
+    fn wait_begins(&mut self, now: Instant) {
+        self.waiting += 1;
+        self.progressed = Some(now);
+    }
+
     /// Takes the next batch's calls; `None` when none wait, and then the writer taking them
     /// has ended (invariant 1).
     fn take(&mut self, now: Instant) -> Option<Vec<C>> {
@@ -126,20 +189,17 @@ impl<C> Forming<C> {
 
 /// Queues `call` for the next batch; starts a writer when invariant 3 asks for one.
 pub(crate) fn submit<W: Writer>(w: &W, call: W::Call) {
-    let start = w.queue().forming.lock().queue(call, Instant::now());
-    if start {
+    if w.queue().push(call) {
         let w = w.clone();
         tokio::task::spawn_blocking(move || writer(&w));
     }
 }
 
-/// A writer: writes batch after batch until no call waits.
+/// A writer: writes batch after batch until no call waits, nor comes while it waits.
 fn writer<W: Writer>(w: &W) {
     let _writing = Writing(w);
-    loop {
-        // The lock is let go here, before the batch is written.
-        let taken = w.queue().forming.lock().take(Instant::now());
-        let Some(calls) = taken else { return };
+    // The lock is let go before each batch is written.
+    while let Some(calls) = w.queue().next_batch() {
         w.write(calls);
     }
 }
@@ -275,6 +335,45 @@ pub(crate) mod tests {
             assert_eq!(f.writers, left);
         }
         assert!(f.queue(7, took + 2 * STALLED + ms(1)));
+    }
+
+    #[test]
+    fn a_call_that_finds_a_writer_waiting_starts_none_however_long_since_its_last_batch() {
+        let ms = Duration::from_millis;
+        let t0 = Instant::now();
+        let mut f = Queue::<u32>::default().forming.into_inner();
+        assert!(f.queue(1, t0));
+        assert_eq!(f.take(t0), Some(vec![1]));
+        // Long after its batch, the writer finds no call and waits for one.
+        f.wait_begins(t0 + 10 * STALLED);
+        assert!(
+            !f.queue(2, t0 + 10 * STALLED + ms(1)),
+            "the waiting writer takes it"
+        );
+        assert_eq!(f.writers, 1);
+    }
+
+    #[test]
+    fn a_waiting_writer_is_woken_by_the_next_call_and_ends_when_none_comes() {
+        // A wait far longer than the test: only the call's wake-up can end it in time.
+        let q = Arc::new(Queue::<u32>::with_linger(Duration::from_secs(600)));
+        q.forming.lock().writers = 1;
+        let (took, batch) = std::sync::mpsc::channel();
+        let writer = std::thread::spawn({
+            let q = Arc::clone(&q);
+            move || took.send(q.next_batch()).unwrap()
+        });
+        eventually("the writer's wait", || q.forming.lock().waiting == 1);
+        assert!(!q.push(7), "a call for a waiting writer starts none");
+        let taken = batch.recv_timeout(Duration::from_secs(60));
+        assert_eq!(taken, Ok(Some(vec![7])), "the call woke the writer");
+        writer.join().unwrap();
+        assert_eq!(q.forming.lock().waiting, 0);
+        // No call comes: once its wait is over the writer ends.
+        let q = Queue::<u32>::with_linger(Duration::from_millis(1));
+        q.forming.lock().writers = 1;
+        assert_eq!(q.next_batch(), None);
+        assert_eq!(q.writers(), 0);
     }
 
     #[test]
