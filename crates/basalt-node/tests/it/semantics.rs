@@ -705,15 +705,26 @@ fn case_50_51_52_53_scan_bounds_prefix_reverse_limit_batch() {
         Put::new("w")
             .add("f", "1", "x")
             .add("f", "2", "x")
-            .add("f", "3", "x"),
+            .add("f", "3", "x")
+            .add("f", "4", "x")
+            .add("f", "5", "x"),
     )
     .unwrap();
     let parts = scan_all(&t, Scan::new().with_start_row("w", true).with_batch(2));
     assert_eq!(
         parts.iter().map(|r| r.cells.len()).collect::<Vec<_>>(),
-        [2, 1]
+        [2, 2, 1]
     );
-    assert!(parts[0].partial && !parts[1].partial);
+    assert_eq!(
+        parts.iter().map(|r| r.partial).collect::<Vec<_>>(),
+        [true, true, false]
+    );
+    let qualifiers: Vec<&[u8]> = parts
+        .iter()
+        .flat_map(|r| &r.cells)
+        .map(basalt_model::Cell::qualifier)
+        .collect();
+    assert_eq!(qualifiers, [b"1", b"2", b"3", b"4", b"5"]);
     let read_in_place = scan_in_place(&t, Scan::new().with_start_row("w", true).with_batch(2));
     assert_eq!(read_in_place, parts);
 }

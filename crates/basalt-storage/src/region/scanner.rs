@@ -396,11 +396,14 @@ impl RegionScanner {
         if self.batch == 0 || cells.len() <= self.batch {
             return false;
         }
-        let rest = cells.split_off(self.batch);
-        let parts = rest.len().div_ceil(self.batch);
-        for (i, part) in rest.chunks(self.batch).enumerate() {
-            self.pending
-                .push_back(RowResult::of_cells(part.to_vec(), i + 1 != parts));
+        // The parts are moved off the row's end, not copied (a copy counts each cell's
+        // buffer once more).
+        let mut part = cells.split_off(self.batch);
+        while !part.is_empty() {
+            let after = part.split_off(part.len().min(self.batch));
+            let more = !after.is_empty();
+            self.pending.push_back(RowResult::of_cells(part, more));
+            part = after;
         }
         true
     }
