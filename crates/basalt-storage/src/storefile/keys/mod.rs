@@ -90,7 +90,7 @@ impl<'a> RawKey<'a> {
 pub type Damage = &'static str;
 
 /// Where one entry of a data block lies in the block's body; its key is checked.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 struct Located {
     key: std::ops::Range<usize>,
     row_len: usize,
@@ -361,12 +361,22 @@ impl DataBlock {
 
     /// Entry `i` (`i < len`), checked (invariant 1).
     fn locate(&self, i: usize) -> Result<Located, Damage> {
+        let mut e = Located::default();
+        self.locate_into(i, &mut e)?;
+        Ok(e)
+    }
+
+    /// [`DataBlock::locate`] into `e`, where the caller keeps it. The searches through a
+    /// block call this for each entry they pass: a `Located` returned by value was copied
+    /// out of the callee's stores at once, and the copy waited for them (BENCHMARKS.md).
+    fn locate_into(&self, i: usize, e: &mut Located) -> Result<(), Damage> {
         let end = if i + 1 == self.len {
             self.offsets_at
         } else {
             self.offset(i + 1)
         };
-        parse_entry(&self.body, self.offset(i), end, self.offsets_at)
+        *e = parse_entry(&self.body, self.offset(i), end, self.offsets_at)?;
+        Ok(())
     }
 
     fn key(&self, e: &Located) -> RawKey<'_> {
@@ -396,8 +406,9 @@ impl DataBlock {
         row: Option<&[u8]>,
         slot: &mut Option<Cell>,
     ) -> Result<Visible, Damage> {
+        let mut e = Located::default();
         while i < self.len {
-            let e = self.locate(i)?;
+            self.locate_into(i, &mut e)?;
             if let Some(found) = self.visible_at(&e, i, read_point, row, slot) {
                 return Ok(found);
             }
@@ -444,8 +455,9 @@ impl DataBlock {
         row: Option<&[u8]>,
         slot: &mut Option<Cell>,
     ) -> Result<Option<Visible>, Damage> {
+        let mut e = Located::default();
         while i < end.min(self.len) {
-            let e = self.locate(i)?;
+            self.locate_into(i, &mut e)?;
             if !passing.names(self.key(&e), &self.family) {
                 return match self.visible_at(&e, i, read_point, row, slot) {
                     Some(found) => Ok(Some(found)),
