@@ -7,19 +7,21 @@ use basalt_model::{Cell, Result};
 use bytes::Bytes;
 
 use super::scanner::CellSource;
+use crate::storefile::StoreFileScanner;
 
-/// The cells of `inner` whose rows lie in `[start, end)` (an empty `end`: no upper bound).
+/// The cells of `inner` (a store file's, but for tests) whose rows lie in `[start, end)`
+/// (an empty `end`: no upper bound).
 #[derive(Debug)]
-pub struct RowRangeSource {
-    inner: Box<dyn CellSource>,
+pub struct RowRangeSource<S = StoreFileScanner> {
+    inner: S,
     start: Bytes,
     end: Bytes,
 }
 
-impl RowRangeSource {
+impl<S: CellSource> RowRangeSource<S> {
     /// `inner`, cut to `[start, end)`.
     #[must_use]
-    pub fn new(inner: Box<dyn CellSource>, start: Bytes, end: Bytes) -> RowRangeSource {
+    pub fn new(inner: S, start: Bytes, end: Bytes) -> RowRangeSource<S> {
         RowRangeSource { inner, start, end }
     }
 
@@ -28,7 +30,7 @@ impl RowRangeSource {
     }
 }
 
-impl CellSource for RowRangeSource {
+impl<S: CellSource> CellSource for RowRangeSource<S> {
     fn peek(&self) -> Option<&Cell> {
         self.inner.peek().filter(|c| self.in_range(c.row()))
     }
@@ -101,19 +103,19 @@ mod tests {
         }
     }
 
-    fn source(rows: &[&str], start: &str, end: &str) -> RowRangeSource {
+    fn source(rows: &[&str], start: &str, end: &str) -> RowRangeSource<Cells> {
         let cells = rows
             .iter()
             .map(|r| Cell::put(r.to_string(), "f", "q", 1, "v"))
             .collect();
         RowRangeSource::new(
-            Box::new(Cells(cells, 0)),
+            Cells(cells, 0),
             Bytes::from(start.to_owned()),
             Bytes::from(end.to_owned()),
         )
     }
 
-    fn rows_from(s: &mut RowRangeSource, from: &str) -> Vec<String> {
+    fn rows_from(s: &mut RowRangeSource<Cells>, from: &str) -> Vec<String> {
         s.seek(&Cell::first_on_row(&Bytes::from(from.to_owned())))
             .unwrap();
         let mut cells = Vec::new();

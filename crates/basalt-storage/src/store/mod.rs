@@ -283,8 +283,8 @@ impl Store {
             return Ok(Source::File(s));
         }
         let r = &self.region;
-        Ok(Source::Other(Box::new(RowRangeSource::new(
-            Box::new(s),
+        Ok(Source::Cut(Box::new(RowRangeSource::new(
+            s,
             r.start_key.clone(),
             r.end_key.clone(),
         ))))

@@ -1,5 +1,5 @@
-//! A source the store scanner merges, by kind: a memstore, a store file, or another kind
-//! boxed (a file cut to a region's rows, a test's cells).
+//! A source the store scanner merges, by kind: a memstore, a store file, or a store file
+//! cut to a region's rows (the references a split or merge leaves, boxed: they are rare).
 //!
 //! The merge asks every source for its current cell to find the first, once for each cell
 //! a scan moves past. Through `Box<dyn CellSource>` each ask was an indirect call, and in a
@@ -9,6 +9,7 @@
 use basalt_model::{Cell, Result};
 use bytes::Bytes;
 
+use super::half::RowRangeSource;
 use super::scanner::CellSource;
 use crate::memstore::MemStoreScanner;
 use crate::storefile::StoreFileScanner;
@@ -18,7 +19,7 @@ use crate::storefile::StoreFileScanner;
 pub enum Source {
     Memory(MemStoreScanner),
     File(StoreFileScanner),
-    Other(Box<dyn CellSource>),
+    Cut(Box<RowRangeSource>),
 }
 
 /// `$call` of whichever source `$source` is.
@@ -27,7 +28,7 @@ macro_rules! each {
         match $source {
             Source::Memory($s) => $call,
             Source::File($s) => $call,
-            Source::Other($s) => $call,
+            Source::Cut($s) => $call,
         }
     };
 }
