@@ -146,6 +146,14 @@ impl Span {
     }
 }
 
+/// Whether two handles show the same bytes at the same address. Bytes a live handle shows
+/// never change, so a cell may keep its own handle for the other's: what it reads through
+/// either is the same.
+#[inline]
+fn same_buffer(a: &Bytes, b: &Bytes) -> bool {
+    a.as_ptr() == b.as_ptr() && a.len() == b.len()
+}
+
 /// A cell's parts, each its own buffer: what a cell is made from, and what it is taken
 /// apart into ([`Cell::into_parts`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -247,6 +255,36 @@ impl Cell {
             Span::of(spans.value.clone(), len)?,
         ];
         Some(Cell::at_spans(data, spans, family))
+    }
+
+    /// Makes this cell what [`Cell::in_buffer`] makes of `data`, `spans` and `family`, in
+    /// place: a handle the cell holds on the same buffer as `data` or `family` is kept, so
+    /// a cell used again for another cell of the same store file block takes no count on
+    /// the block (a reader that builds each cell anew takes one and drops it again: two
+    /// atomic operations a cell, BENCHMARKS.md). False, and the cell unchanged, when a span
+    /// is not within `data` or does not fit in 32 bits.
+    #[inline]
+    pub fn refill_in_buffer(&mut self, data: &Bytes, spans: &Spans, family: &Bytes) -> bool {
+        let len = data.len();
+        let (Some(row), Some(qualifier), Some(value)) = (
+            Span::of(spans.row.clone(), len),
+            Span::of(spans.qualifier.clone(), len),
+            Span::of(spans.value.clone(), len),
+        ) else {
+            return false;
+        };
+        if !same_buffer(&self.data, data) {
+            self.data = data.clone();
+        }
+        if !same_buffer(&self.family, family) {
+            self.family = family.clone();
+        }
+        (self.row, self.qualifier, self.value) = (row, qualifier, value);
+        self.timestamp = LATEST_TIMESTAMP;
+        self.cell_type = CellType::Put;
+        self.seq_id = 0;
+        self.ttl_ms = None;
+        true
     }
 
     /// A Put cell with sequence id 0 (assigned when the write commits).
@@ -570,6 +608,48 @@ mod tests {
             assert_eq!(CellType::from_code(code), Some(t));
         }
         assert_eq!(CellType::from_code(5), None);
+    }
+
+    #[test]
+    fn a_refilled_cell_is_what_its_buffer_makes_and_lets_go_of_the_last() {
+        let block = Bytes::from(b"r1q1v1r2q2v2".to_vec());
+        let family = Bytes::from_static(b"f");
+        let at = |o: usize| Spans {
+            row: o..o + 2,
+            qualifier: o + 2..o + 4,
+            value: o + 4..o + 6,
+        };
+        let built = |data: &Bytes, o: usize, family: &Bytes| {
+            Cell::in_buffer(data.clone(), &at(o), family.clone()).unwrap()
+        };
+        let mut c = built(&block, 0, &family);
+        (c.timestamp, c.cell_type, c.seq_id, c.ttl_ms) = (9, CellType::Delete, 3, Some(5));
+        // In its own buffer: the next cell's parts, and in_buffer's key fields.
+        assert!(c.refill_in_buffer(&block, &at(6), &family));
+        let second = built(&block, 6, &family);
+        assert_eq!(c, second);
+        assert_eq!(
+            (c.row(), c.qualifier(), c.value()),
+            (&b"r2"[..], &b"q2"[..], &b"v2"[..])
+        );
+        assert_eq!(
+            (c.timestamp, c.cell_type, c.seq_id, c.ttl_ms),
+            (LATEST_TIMESTAMP, CellType::Put, 0, None)
+        );
+        // In another buffer and family: that buffer's cell, and the first is let go.
+        let other = Bytes::from(b"__r3q3v3".to_vec());
+        let other_family = Bytes::from(b"g".to_vec());
+        drop(second);
+        assert!(!block.is_unique(), "the cell holds the first buffer");
+        assert!(c.refill_in_buffer(&other, &at(2), &other_family));
+        assert_eq!(c, built(&other, 2, &other_family));
+        assert_eq!(&c.family[..], b"g");
+        assert!(block.is_unique(), "the cell let go of the first buffer");
+        // Parts outside the buffer: refused, the cell as it was.
+        let before = c.clone();
+        assert!(!c.refill_in_buffer(&block, &at(8), &family));
+        assert_eq!(c, before);
+        assert_eq!(c.row(), b"r3");
     }
 
     #[test]

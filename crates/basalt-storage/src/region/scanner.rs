@@ -39,6 +39,10 @@ pub struct RegionScanner {
     /// row's vector starts with, so rows as wide as the last are read without the vector
     /// growing (and being copied) cell by cell.
     row_width_hint: usize,
+    /// The cells of the last row read in place, handed back by the caller with its vector:
+    /// the next row's cells are built in them where they lie in the same block
+    /// ([`CellSource::take_reusing`]), so a scan takes no count a cell on its blocks.
+    spare: Vec<Cell>,
 }
 
 /// The largest capacity a row's vector starts with (a wide row does not make every later
@@ -189,6 +193,7 @@ impl Region {
             pending: VecDeque::new(),
             row: Vec::new(),
             row_width_hint: first_row_width(scan),
+            spare: Vec::new(),
         };
         s.position()?;
         Ok(s)
@@ -307,20 +312,29 @@ impl RegionScanner {
         }
         let mut cells = Vec::with_capacity(self.row_width_hint);
         Ok(self
-            .next_cells(&mut cells)?
+            .read_into(&mut cells)?
             .map(|partial| RowResult::of_cells(cells, partial)))
     }
 
-    /// The next result's cells, read into `cells` (emptied first, its capacity kept), as
-    /// HBase's `RegionScanner.next(List<Cell>)` fills its caller's list: `Some(partial)`
-    /// when a row, or with a batch size a part of one, was read (`partial`: more of its row
-    /// follows), `None` at the end. A caller that looks at each row where it is read and
-    /// passes the same vector again allocates nothing a row, and no result is moved
-    /// between the scanners (BENCHMARKS.md).
+    /// The next result's cells, read into `cells`, as HBase's `RegionScanner.next(List<Cell>)`
+    /// fills its caller's list: `Some(partial)` when a row, or with a batch size a part of
+    /// one, was read (`partial`: more of its row follows), `None` at the end. What `cells`
+    /// held before is the caller's no more: the next row's cells are built in those cells
+    /// (the scanner keeps them, and hands back a vector it kept before, emptied). A caller
+    /// that looks at each row where it is read and passes the same vector again allocates
+    /// nothing a row once the two vectors have grown, takes no count a cell on the blocks
+    /// it reads, and no result is moved between the scanners (BENCHMARKS.md).
     ///
     /// # Errors
     /// A corrupt store file.
     pub fn next_cells(&mut self, cells: &mut Vec<Cell>) -> Result<Option<bool>> {
+        // Spare cells left from the last row go with the vector's clearing (`read_into`).
+        std::mem::swap(cells, &mut self.spare);
+        self.read_into(cells)
+    }
+
+    /// Reads the next result into `cells`, emptied first.
+    fn read_into(&mut self, cells: &mut Vec<Cell>) -> Result<Option<bool>> {
         cells.clear();
         if let Some(r) = self.pending.pop_front() {
             *cells = r.cells;
@@ -352,17 +366,19 @@ impl RegionScanner {
             }
             let mut done_scan = false;
             let mut budget = self.max_row_size_bytes;
+            let spare = &mut self.spare;
             for s in &mut self.stores {
                 done_scan |=
-                    s.read_row_within(&self.row, cells, self.filter.as_mut(), &mut budget)?;
+                    s.read_row_within(&self.row, cells, spare, self.filter.as_mut(), &mut budget)?;
                 if done_scan {
                     break;
                 }
             }
             self.done |= done_scan;
             if !self.keep_row(cells) {
-                // A dropped row's cells go with it: `cells` holds the answer's alone.
-                cells.clear();
+                // A dropped row's cells go with it: `cells` holds the answer's alone. They
+                // are spare cells for the rows after it.
+                self.spare.append(cells);
                 continue;
             }
             self.rows += 1;

@@ -56,6 +56,18 @@ impl<S: CellSource> CellSource for RowRangeSource<S> {
         self.inner.take_last_version_into(out)
     }
 
+    fn take_reusing(
+        &mut self,
+        out: &mut Vec<Cell>,
+        last_version: bool,
+        spare: &mut Vec<Cell>,
+    ) -> Result<bool> {
+        if self.peek().is_none() {
+            return Ok(false);
+        }
+        self.inner.take_reusing(out, last_version, spare)
+    }
+
     fn seek(&mut self, key: &Cell) -> Result<()> {
         if key.row()[..] < self.start[..] {
             self.inner.seek(&Cell::first_on_row(&self.start))

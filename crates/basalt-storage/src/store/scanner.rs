@@ -44,6 +44,28 @@ pub trait CellSource: Send + std::fmt::Debug {
     fn take_last_version_into(&mut self, out: &mut Vec<Cell>) -> Result<bool> {
         self.take_into(out)
     }
+    /// [`CellSource::take_last_version_into`] when the read keeps no more of the column
+    /// (`last_version`), else [`CellSource::take_into`], with `spare`: cells the reader is
+    /// done with, in which a source that builds its cells may build the next one. A store
+    /// file's cells share their block's buffer, and a spare cell on the same block keeps
+    /// its count, where a cell built anew takes one (and the spare, dropped, gives one
+    /// back).
+    ///
+    /// # Errors
+    /// A corrupt block.
+    fn take_reusing(
+        &mut self,
+        out: &mut Vec<Cell>,
+        last_version: bool,
+        spare: &mut Vec<Cell>,
+    ) -> Result<bool> {
+        let _ = spare;
+        if last_version {
+            self.take_last_version_into(out)
+        } else {
+            self.take_into(out)
+        }
+    }
     /// Moves to the first visible cell at or after `key` (never backwards past the current).
     ///
     /// # Errors
@@ -294,11 +316,12 @@ impl StoreScanner {
         filter: Option<&mut Filter>,
     ) -> Result<bool> {
         let mut unlimited = usize::MAX;
-        self.read_row_within(row, out, filter, &mut unlimited)
+        self.read_row_within(row, out, &mut Vec::new(), filter, &mut unlimited)
     }
 
     /// [`StoreScanner::read_row`], failing with `RowTooBig` once the cells kept exceed
-    /// `budget_bytes` (which shrinks by what is kept).
+    /// `budget_bytes` (which shrinks by what is kept), and building the cells it reads in
+    /// `spare`'s where it can ([`CellSource::take_reusing`]).
     ///
     /// # Errors
     /// A corrupt block, or `RowTooBig`.
@@ -306,6 +329,7 @@ impl StoreScanner {
         &mut self,
         row: &[u8],
         out: &mut Vec<Cell>,
+        spare: &mut Vec<Cell>,
         mut filter: Option<&mut Filter>,
         budget_bytes: &mut usize,
     ) -> Result<bool> {
@@ -332,7 +356,7 @@ impl StoreScanner {
                         _ => Step::Taken,
                     };
                     let last_version = matches!(step, Step::PastKeptColumn | Step::NextRow);
-                    match self.keep(i, last_version, out, filter.as_deref(), budget_bytes) {
+                    match self.keep(i, last_version, out, spare, filter.as_deref(), budget_bytes) {
                         Ok(true) => step,
                         // The source had no cell after all: nothing more to do for it.
                         Ok(false) => Step::Taken,
@@ -388,16 +412,11 @@ impl StoreScanner {
         i: usize,
         last_version: bool,
         out: &mut Vec<Cell>,
+        spare: &mut Vec<Cell>,
         filter: Option<&Filter>,
         budget_bytes: &mut usize,
     ) -> Result<bool> {
-        let source = &mut self.sources[i];
-        let taken = if last_version {
-            source.take_last_version_into(out)?
-        } else {
-            source.take_into(out)?
-        };
-        if !taken {
+        if !self.sources[i].take_reusing(out, last_version, spare)? {
             return Ok(false);
         }
         if let Some(f) = filter {

@@ -51,6 +51,15 @@ impl CellSource for Source {
         each!(self, s => s.take_last_version_into(out))
     }
 
+    fn take_reusing(
+        &mut self,
+        out: &mut Vec<Cell>,
+        last_version: bool,
+        spare: &mut Vec<Cell>,
+    ) -> Result<bool> {
+        each!(self, s => s.take_reusing(out, last_version, spare))
+    }
+
     fn seek(&mut self, key: &Cell) -> Result<()> {
         each!(self, s => s.seek(key))
     }

@@ -79,8 +79,18 @@ impl StoreFileScanner {
     }
 
     /// Positions at cell `pos` of block `block`, moving on to later blocks and past invisible
-    /// cells as needed.
-    fn load(&mut self, mut block: usize, mut pos: usize) -> Result<()> {
+    /// cells as needed. The cell is built in `current`, refilling the cell there (the last
+    /// one, or one the caller is done with) when it lies in the same block. After an error
+    /// the scanner stands on nothing.
+    fn load(&mut self, block: usize, pos: usize) -> Result<()> {
+        let loaded = self.load_from(block, pos);
+        if loaded.is_err() {
+            self.current = None;
+        }
+        loaded
+    }
+
+    fn load_from(&mut self, mut block: usize, mut pos: usize) -> Result<()> {
         loop {
             if block >= self.index.len() {
                 self.block = block;
@@ -174,7 +184,6 @@ impl StoreFileScanner {
                 Ok(true)
             }
             Some(Visible::End) => {
-                self.current = None;
                 self.load(self.block + 1, 0)?;
                 Ok(true)
             }
@@ -194,24 +203,37 @@ impl CellSource for StoreFileScanner {
         if self.pending.is_some() {
             return self.resolve();
         }
-        if self.current.take().is_some() {
+        // The cell passed over is refilled with the next (`load`).
+        if self.current.is_some() {
             self.load(self.block, self.pos + 1)?;
         }
         Ok(())
     }
 
     fn take_into(&mut self, out: &mut Vec<Cell>) -> Result<bool> {
+        self.take_reusing(out, false, &mut Vec::new())
+    }
+
+    /// The next cell is built in one of `spare`'s, a count on the block kept where the
+    /// cell taken out took its own.
+    fn take_reusing(
+        &mut self,
+        out: &mut Vec<Cell>,
+        _last_version: bool,
+        spare: &mut Vec<Cell>,
+    ) -> Result<bool> {
         if self.pending.is_some() {
             self.resolve()?;
         }
-        let Some(cell) = self.current.take() else {
+        if self.current.is_none() {
             return Ok(false);
-        };
+        }
+        let taken = std::mem::replace(&mut self.current, spare.pop());
         // The next cell is built before this one goes into `out`: the cell taken out passes
         // through the stack, and copied on at once, its copy's loads met the stores that
         // had just put it there and waited for them (BENCHMARKS.md).
         let loaded = self.load(self.block, self.pos + 1);
-        out.push(cell);
+        out.extend(taken);
         loaded?;
         Ok(true)
     }

@@ -395,7 +395,8 @@ impl DataBlock {
     /// `slot` (where the scanner keeps it: a cell returned by value was one more move of
     /// 128 bytes), and where it is; each entry passed over is parsed once. For a reader of
     /// `row` alone (when it names one), it stops at the first cell of another row without
-    /// building it. `slot` is left alone unless a cell is built.
+    /// building it. `slot` is left alone unless a cell is built; a cell in it on this block's
+    /// buffer is built over (`cell_into`).
     ///
     /// # Errors
     /// An entry on the way is damaged.
@@ -432,7 +433,7 @@ impl DataBlock {
             return Some(Visible::PastRow(i));
         }
         if key.seq_id() <= read_point {
-            *slot = Some(self.cell_of(e));
+            self.cell_into(e, slot);
             return Some(Visible::Cell(i));
         }
         None
@@ -471,24 +472,44 @@ impl DataBlock {
 
     /// The cell of entry `e`: its row, qualifier and value share the block with one count.
     fn cell_of(&self, e: &Located) -> Cell {
-        // Cloned first: a `Bytes` clone returns through memory, and the cell's copy of it,
-        // made at once, waited for the stores that had just written it (BENCHMARKS.md).
-        let family = self.family.clone();
-        let start = e.key.start + 2;
-        let data = self.body.slice(start..e.value.end);
+        let mut slot = None;
+        self.cell_into(e, &mut slot);
+        slot.unwrap_or_else(|| unreachable!("`cell_into` builds a cell"))
+    }
+
+    /// Builds the cell of entry `e` into `slot`: its row, qualifier and value lie in the
+    /// block's buffer, shared with one count. A cell in `slot` already on this block's
+    /// buffer is refilled and keeps its count ([`Cell::refill_in_buffer`]): a scanner that
+    /// builds each cell where the last one was takes no count a cell.
+    fn cell_into(&self, e: &Located, slot: &mut Option<Cell>) {
+        let cut;
+        let (data, base) = if u32::try_from(self.body.len()).is_ok() {
+            (&self.body, 0)
+        } else {
+            // A block past 4 GiB (one cell larger than that): the cell keeps its own part.
+            cut = self.body.slice(e.key.start..e.value.end);
+            (&cut, e.key.start)
+        };
+        let start = e.key.start + 2 - base;
         let spans = Spans {
-            row: 0..e.row_len,
-            qualifier: e.row_len..e.key.end - KEY_TAIL_LEN - start,
-            value: e.value.start - start..e.value.end - start,
+            row: start..start + e.row_len,
+            qualifier: start + e.row_len..e.key.end - KEY_TAIL_LEN - base,
+            value: e.value.start - base..e.value.end - base,
+        };
+        let refilled = slot
+            .as_mut()
+            .is_some_and(|c| c.refill_in_buffer(data, &spans, &self.family));
+        if !refilled {
+            *slot = Cell::in_buffer(data.clone(), &spans, self.family.clone());
+        }
+        let Some(cell) = slot.as_mut() else {
+            unreachable!("a located entry's parts lie within it (invariant 1)")
         };
         let (timestamp, code, seq_id) = self.key(e).tail();
-        let mut cell = Cell::in_buffer(data, &spans, family)
-            .unwrap_or_else(|| unreachable!("a located entry's parts lie within it (invariant 1)"));
         cell.timestamp = timestamp;
         cell.cell_type = CellType::from_code(code).unwrap_or(CellType::Put);
         cell.seq_id = seq_id;
         cell.ttl_ms = (e.ttl != u64::MAX).then_some(e.ttl);
-        cell
     }
 
     fn row_range(e: &Located) -> std::ops::Range<usize> {
