@@ -23,8 +23,8 @@ use basalt_model::ops::{
     Append, CheckAndMutate, Delete, Get, Increment, Mutation, Put, RowMutations, Scan,
 };
 use basalt_model::region::{RegionInfo, RegionLoad};
+use basalt_model::{Cell, RowResult, TableDescriptor, TableName};
 pub use basalt_model::{Error, Result};
-use basalt_model::{RowResult, TableDescriptor, TableName};
 use bytes::Bytes;
 
 /// A region and the server that hosts it (HBase's `HRegionLocation`).
@@ -261,6 +261,29 @@ pub trait ResultScanner: Send {
     /// The scan failed part way (a region went away past the client's retries, a damaged
     /// file): rows already returned stay valid.
     fn next_row(&mut self) -> Result<Option<RowResult>>;
+
+    /// The next result's cells, read into `cells`: `Some(partial)` when a row, or with a
+    /// batch size a part of one, was read (`partial`: more of its row follows), `None` at
+    /// the end, `cells` then empty. What `cells` held before is the scanner's to use again:
+    /// a scanner of a local table builds the next row's cells in them, so a caller that
+    /// passes the same vector each time allocates nothing a row and takes no count a cell
+    /// on the blocks read. Others read the next row and move its cells in.
+    ///
+    /// # Errors
+    /// As [`ResultScanner::next_row`].
+    fn next_cells(&mut self, cells: &mut Vec<Cell>) -> Result<Option<bool>> {
+        match self.next_row()? {
+            Some(row) => {
+                let partial = row.partial;
+                *cells = row.cells;
+                Ok(Some(partial))
+            }
+            None => {
+                cells.clear();
+                Ok(None)
+            }
+        }
+    }
 }
 
 impl Iterator for dyn ResultScanner + '_ {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use basalt_api::{Admin, ClusterStatus, Connection, RegionLocation, RegionReport, ResultScanner};
 use basalt_model::ops::{CheckAndMutate, Get, Mutation, RowMutations, Scan};
 use basalt_model::region::RegionInfo;
-use basalt_model::{Result, RowResult, TableDescriptor, TableName};
+use basalt_model::{Cell, Result, RowResult, TableDescriptor, TableName};
 use bytes::Bytes;
 
 use crate::{Database, Table, TableScanner};
@@ -198,5 +198,9 @@ impl basalt_api::Table for Table {
 impl ResultScanner for TableScanner {
     fn next_row(&mut self) -> Result<Option<RowResult>> {
         TableScanner::next_row(self)
+    }
+
+    fn next_cells(&mut self, cells: &mut Vec<Cell>) -> Result<Option<bool>> {
+        TableScanner::next_cells(self, cells)
     }
 }

@@ -228,17 +228,21 @@ fn decode_cell(msg: Bytes, ctx: &DecodeContext) -> Result<Cell, DecodeError> {
 
 /// The body of a `Result` message for `r`, and its length.
 fn row_len(r: &RowResult) -> usize {
-    let cells: usize = r
-        .cells
+    parts_len(r.row(), &r.cells, r.partial)
+}
+
+/// [`row_len`] of a result given by its parts: its row, its cells, whether it is partial.
+fn parts_len(row: &[u8], cells: &[Cell], partial: bool) -> usize {
+    let cells: usize = cells
         .iter()
         .map(|c| {
             let len = WireCell::of(c).len();
             key_len(2) + encoded_len_varint(len as u64) + len
         })
         .sum();
-    bytes_len(1, r.row())
+    bytes_len(1, row)
         + cells
-        + if r.partial {
+        + if partial {
             pbool::encoded_len(3, &true)
         } else {
             0
@@ -255,17 +259,21 @@ fn bytes_len(tag: u32, b: &[u8]) -> usize {
 }
 
 fn encode_row(r: &RowResult, buf: &mut impl BufMut) {
-    let row = r.row();
+    encode_parts(r.row(), &r.cells, r.partial, buf);
+}
+
+/// [`encode_row`] of a result given by its parts.
+fn encode_parts(row: &[u8], cells: &[Cell], partial: bool, buf: &mut impl BufMut) {
     if !row.is_empty() {
         encode_bytes(1, row, buf);
     }
-    for c in &r.cells {
+    for c in cells {
         put_key(2, WireType::LengthDelimited, buf);
         let cell = WireCell::of(c);
         put_varint(cell.len() as u64, buf);
         cell.encode(buf);
     }
-    if r.partial {
+    if partial {
         put_varint_field(3, 1, buf);
     }
 }
@@ -352,11 +360,64 @@ fn merge_rows(
     Ok(())
 }
 
+/// Rows encoded as they are read, for an answer's repeated `Result` field: a server's
+/// scanner reads each row into the same vector and its cells are encoded where they lie,
+/// where collecting the rows first kept a vector a row (and a count a cell on its block)
+/// until the answer was written, and each row's length was summed once more for the
+/// answer's. Each row is its length and its `Result` body; the field's key goes before it
+/// as the answer is written.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct EncodedRows {
+    bytes: Vec<u8>,
+    /// Where each row ends in `bytes`.
+    ends: Vec<usize>,
+}
+
+impl EncodedRows {
+    /// Encodes one more result, `cells` (at least one: a result's row is its first cell's)
+    /// and whether it is `partial`.
+    pub fn push(&mut self, cells: &[Cell], partial: bool) {
+        let row = cells.first().map_or(&[][..], Cell::row);
+        put_varint(parts_len(row, cells, partial) as u64, &mut self.bytes);
+        encode_parts(row, cells, partial, &mut self.bytes);
+        self.ends.push(self.bytes.len());
+    }
+
+    /// The rows encoded.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Whether no row is.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    fn encoded_len(&self, tag: u32) -> usize {
+        self.ends.len() * key_len(tag) + self.bytes.len()
+    }
+
+    fn encode(&self, tag: u8, buf: &mut impl BufMut) {
+        let mut start = 0;
+        for &end in &self.ends {
+            put_key(tag, WireType::LengthDelimited, buf);
+            buf.put_slice(&self.bytes[start..end]);
+            start = end;
+        }
+    }
+}
+
 /// A scanner's first rows with its id, as a `pb::OpenScannerResponse`.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct OpenedScanner {
     pub id: u64,
+    /// The rows, decoded (a client's) or to encode.
     pub results: Vec<RowResult>,
+    /// Rows encoded already (a server's), written before `results`; a decoder leaves it
+    /// empty.
+    pub encoded: EncodedRows,
     /// The results were the scanner's last: it is closed already.
     pub done: bool,
 }
@@ -366,6 +427,7 @@ impl Message for OpenedScanner {
         if self.id != 0 {
             put_varint_field(1, self.id, buf);
         }
+        self.encoded.encode(2, buf);
         encode_rows(2, &self.results, buf);
         if self.done {
             put_varint_field(3, 1, buf);
@@ -392,7 +454,8 @@ impl Message for OpenedScanner {
             0
         } else {
             uint64::encoded_len(1, &self.id)
-        }) + rows_len(2, &self.results)
+        }) + self.encoded.encoded_len(2)
+            + rows_len(2, &self.results)
             + if self.done {
                 pbool::encoded_len(3, &true)
             } else {
@@ -408,13 +471,18 @@ impl Message for OpenedScanner {
 /// A scanner's next rows, as a `pb::NextResponse`.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ScannedRows {
+    /// The rows, decoded (a client's) or to encode.
     pub results: Vec<RowResult>,
+    /// Rows encoded already (a server's), written before `results`; a decoder leaves it
+    /// empty.
+    pub encoded: EncodedRows,
     /// The scanner is exhausted (and closed on the server).
     pub done: bool,
 }
 
 impl Message for ScannedRows {
     fn encode_raw(&self, buf: &mut impl BufMut) {
+        self.encoded.encode(1, buf);
         encode_rows(1, &self.results, buf);
         if self.done {
             put_varint_field(2, 1, buf);
@@ -436,7 +504,8 @@ impl Message for ScannedRows {
     }
 
     fn encoded_len(&self) -> usize {
-        rows_len(1, &self.results)
+        self.encoded.encoded_len(1)
+            + rows_len(1, &self.results)
             + if self.done {
                 pbool::encoded_len(2, &true)
             } else {
@@ -538,19 +607,55 @@ mod tests {
                 let back = RowMessage::decode(Bytes::from(bytes)).unwrap().0;
                 prop_assert_eq!(back, through_pb(r));
             }
-            let opened = OpenedScanner { id, results: rows.clone(), done };
+            let opened = OpenedScanner { id, results: rows.clone(), done, ..OpenedScanner::default() };
             let want = pb::OpenScannerResponse { id, results: pb_rows.clone(), done };
             let bytes = opened.encode_to_vec();
             prop_assert_eq!(&bytes, &want.encode_to_vec());
             prop_assert_eq!(bytes.len(), opened.encoded_len());
             let back = OpenedScanner::decode(Bytes::from(bytes)).unwrap();
-            prop_assert_eq!(back, OpenedScanner { id, results: read.clone(), done });
-            let next = ScannedRows { results: rows, done };
+            prop_assert_eq!(back, OpenedScanner { id, results: read.clone(), done, ..OpenedScanner::default() });
+            let next = ScannedRows { results: rows, done, ..ScannedRows::default() };
             let want = pb::NextResponse { results: pb_rows, done };
             let bytes = next.encode_to_vec();
             prop_assert_eq!(&bytes, &want.encode_to_vec());
             let back = ScannedRows::decode(Bytes::from(bytes)).unwrap();
-            prop_assert_eq!(back, ScannedRows { results: read, done });
+            prop_assert_eq!(back, ScannedRows { results: read, done, ..ScannedRows::default() });
+        }
+
+        /// Rows encoded as a scan reads them (`EncodedRows`), before rows given whole: the
+        /// generated messages' bytes for all of them in order, their length as told, and
+        /// read back as the rows.
+        #[test]
+        fn rows_encoded_as_read_are_the_generated_messages(
+            rows in proptest::collection::vec(row(), 0..5),
+            split in any::<proptest::sample::Index>(),
+            id in prop_oneof![Just(0u64), any::<u64>()],
+            done in any::<bool>(),
+        ) {
+            // A scan's results have cells, and their row is their first cell's.
+            let rows: Vec<RowResult> = rows.into_iter().filter(|r| !r.cells.is_empty()).collect();
+            let (first, rest) = rows.split_at(split.index(rows.len() + 1));
+            let mut encoded = EncodedRows::default();
+            for r in first {
+                encoded.push(&r.cells, r.partial);
+            }
+            prop_assert_eq!(encoded.len(), first.len());
+            let pb_rows: Vec<pb::Result> = rows.iter().map(result_to_pb).collect();
+            let read: Vec<RowResult> = rows.iter().map(through_pb).collect();
+            let next = ScannedRows { results: rest.to_vec(), encoded: encoded.clone(), done };
+            let want = pb::NextResponse { results: pb_rows.clone(), done };
+            let bytes = next.encode_to_vec();
+            prop_assert_eq!(&bytes, &want.encode_to_vec());
+            prop_assert_eq!(bytes.len(), next.encoded_len());
+            let back = ScannedRows::decode(Bytes::from(bytes)).unwrap();
+            prop_assert_eq!(back, ScannedRows { results: read.clone(), done, ..ScannedRows::default() });
+            let opened = OpenedScanner { id, results: rest.to_vec(), encoded, done };
+            let want = pb::OpenScannerResponse { id, results: pb_rows, done };
+            let bytes = opened.encode_to_vec();
+            prop_assert_eq!(&bytes, &want.encode_to_vec());
+            prop_assert_eq!(bytes.len(), opened.encoded_len());
+            let back = OpenedScanner::decode(Bytes::from(bytes)).unwrap();
+            prop_assert_eq!(back, OpenedScanner { id, results: read, done, ..OpenedScanner::default() });
         }
 
         /// Damaged answers (a byte changed, the end cut off) and any bytes: decoded as the
@@ -563,7 +668,7 @@ mod tests {
             cut in any::<proptest::sample::Index>(),
             noise in proptest::collection::vec(any::<u8>(), 0..64),
         ) {
-            let mut damaged = ScannedRows { results: rows, done: true }.encode_to_vec();
+            let mut damaged = ScannedRows { results: rows, done: true, ..ScannedRows::default() }.encode_to_vec();
             let i = at.index(damaged.len());
             damaged[i] = byte;
             let mut cut_short = damaged.clone();
@@ -572,7 +677,7 @@ mod tests {
                 let generated = pb::NextResponse::decode(&bytes[..]).ok().and_then(|n| {
                     let results: Result<Vec<_>, _> =
                         n.results.into_iter().map(result_from_pb).collect();
-                    results.ok().map(|results| ScannedRows { results, done: n.done })
+                    results.ok().map(|results| ScannedRows { results, done: n.done, ..ScannedRows::default() })
                 });
                 prop_assert_eq!(ScannedRows::decode(Bytes::from(bytes)).ok(), generated);
             }

@@ -6,12 +6,12 @@ mod bench_table;
 mod common;
 mod http;
 mod process;
+mod scanner_calls;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
 
-use basalt_client::{BufferedMutator, ClientConfig, Connection};
+use basalt_client::{BufferedMutator, Connection};
 use basalt_model::filter::parse_filter;
 use basalt_model::ops::{
     Append, CheckAndMutate, CompareOp, Delete, Get, Increment, Mutation, Put, RowMutations, Scan,
@@ -352,99 +352,6 @@ async fn errors_cross_the_wire_with_hbase_names() {
         .await
         .unwrap_err();
     assert!(matches!(e, Error::TableNotDisabled(_)), "{e}");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn scanner_leases_expire_and_free_the_scanner() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = ServerProcess::start(dir.path(), &["--scanner-timeout-ms", "300"]);
-    let conn = Connection::connect_with(&server.addr, one_row_per_call())
-        .await
-        .unwrap();
-    conn.admin()
-        .create_table(&table_desc("t"), &[])
-        .await
-        .unwrap();
-    let t = conn.table("t").unwrap();
-    for i in 0..5 {
-        t.put(Put::new(format!("r{i}")).add("f", "q", "v"))
-            .await
-            .unwrap();
-    }
-    // Fetches within the lease renew it.
-    let mut s = t.scan(Scan::new()).await.unwrap();
-    for _ in 0..3 {
-        assert!(s.next().await.unwrap().is_some());
-        tokio::time::sleep(Duration::from_millis(150)).await;
-    }
-    // Left alone past the lease, the scanner is gone.
-    tokio::time::sleep(Duration::from_millis(900)).await;
-    let e = s.next().await.unwrap_err();
-    assert!(matches!(e, Error::UnknownScanner(_)), "{e}");
-    assert!(e.to_string().contains("lease expired"), "{e}");
-}
-
-/// A client whose scanner calls answer one row each (a byte's worth, at least one row).
-fn one_row_per_call() -> ClientConfig {
-    ClientConfig {
-        scanner_max_result_bytes: 1,
-        ..ClientConfig::default()
-    }
-}
-
-/// Calls of `op` the server counted, from its `/metrics`.
-fn calls(info: &str, op: &str) -> u64 {
-    let metrics = http::get(&format!("{info}metrics"));
-    let line = format!("basalt_requests_total{{op=\"{op}\"}} ");
-    metrics
-        .lines()
-        .find_map(|l| l.strip_prefix(&line))
-        .map_or(0, |n| n.parse().unwrap())
-}
-
-/// A scan whose rows fit one answer is one call: the first rows come back with the open,
-/// and the server closes the scanner they exhaust. Answered a row at a time, the same scan
-/// takes one call per row after the open, and one more that finds the end.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_scan_that_fits_one_answer_is_one_call() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut server = ServerProcess::start(dir.path(), &[]);
-    let info = server.info_url();
-    let conn = Connection::connect(&server.addr).await.unwrap();
-    conn.admin()
-        .create_table(&table_desc("t"), &[])
-        .await
-        .unwrap();
-    let t = conn.table("t").unwrap();
-    for row in ["a", "b", "c"] {
-        t.put(Put::new(row).add("f", "q", "v")).await.unwrap();
-    }
-    let scanner_calls = || ["open_scanner", "next", "close_scanner"].map(|op| calls(&info, op));
-    let before = scanner_calls();
-    let rows = t.scan(Scan::new()).await.unwrap().collect().await.unwrap();
-    assert_eq!(rows.len(), 3);
-    let after = scanner_calls();
-    assert_eq!(
-        [
-            after[0] - before[0],
-            after[1] - before[1],
-            after[2] - before[2]
-        ],
-        [1, 0, 0]
-    );
-
-    let one_by_one = Connection::connect_with(&server.addr, one_row_per_call())
-        .await
-        .unwrap();
-    let t = one_by_one.table("t").unwrap();
-    let rows = t.scan(Scan::new()).await.unwrap().collect().await.unwrap();
-    assert_eq!(rows.len(), 3);
-    let last = scanner_calls();
-    assert_eq!(
-        [last[0] - after[0], last[1] - after[1], last[2] - after[2]],
-        [1, 3, 0]
-    );
-    server.stop();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

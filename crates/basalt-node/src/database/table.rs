@@ -481,10 +481,11 @@ impl TableScanner {
         self.advance(RegionScanner::next_row, |r| r.partial)
     }
 
-    /// The next result's cells, read into `cells` (emptied first, its capacity kept):
-    /// `Some(partial)` when a row, or with a batch size a part of one, was read, `None` at
-    /// the end (as [`RegionScanner::next_cells`]). Reading rows in place this way, with the
-    /// same vector each time, allocates nothing a row.
+    /// The next result's cells, read into `cells`: `Some(partial)` when a row, or with a
+    /// batch size a part of one, was read, `None` at the end (as
+    /// [`RegionScanner::next_cells`], which builds the next row's cells in those `cells`
+    /// held). Reading rows in place this way, with the same vector each time, allocates
+    /// nothing a row and takes no count a cell on the blocks read.
     ///
     /// # Errors
     /// Corruption in a store file.

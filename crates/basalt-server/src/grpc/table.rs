@@ -7,7 +7,8 @@ use basalt_proto::convert::{
     row_mutations_from_pb, scan_from_pb,
 };
 use basalt_proto::pb;
-use basalt_proto::rows::{OpenedScanner, RowMessage, ScannedRows};
+use basalt_proto::rows::{EncodedRows, OpenedScanner, RowMessage, ScannedRows};
+use prost::Message;
 use tonic::{Request, Response, Status};
 
 use super::region_check::check_region;
@@ -27,6 +28,17 @@ fn error_entry(e: &Error) -> pb::Error {
         message: e.to_string(),
         retryable: e.is_retryable(),
     }
+}
+
+/// An answer of ours as the generated message of the same bytes (`basalt_proto::rows`,
+/// invariant 1): a scan's rows are encoded as they are read.
+fn as_generated<M: Message + Default>(
+    answer: Response<impl Message>,
+) -> std::result::Result<Response<M>, Status> {
+    let (meta, message, extensions) = answer.into_parts();
+    let message = M::decode(message.encode_to_vec().as_slice())
+        .map_err(|e| Status::internal(format!("a scan's answer did not decode: {e}")))?;
+    Ok(Response::from_parts(meta, message, extensions))
 }
 
 #[tonic::async_trait]
@@ -138,23 +150,14 @@ impl pb::table_server::Table for Services {
         &self,
         r: Request<pb::OpenScannerRequest>,
     ) -> std::result::Result<Response<pb::OpenScannerResponse>, Status> {
-        let answer = self.open_scanner_rows(r).await?;
-        Ok(answer.map(|o| pb::OpenScannerResponse {
-            id: o.id,
-            results: o.results.into_iter().map(result_into_pb).collect(),
-            done: o.done,
-        }))
+        as_generated(self.open_scanner_rows(r).await?)
     }
 
     async fn next(
         &self,
         r: Request<pb::NextRequest>,
     ) -> std::result::Result<Response<pb::NextResponse>, Status> {
-        let answer = self.next_rows(r).await?;
-        Ok(answer.map(|n| pb::NextResponse {
-            results: n.results.into_iter().map(result_into_pb).collect(),
-            done: n.done,
-        }))
+        as_generated(self.next_rows(r).await?)
     }
 
     async fn close_scanner(
@@ -227,8 +230,9 @@ impl Services {
             let first = next_results(s, id, r.first_result_bytes)?;
             Ok(OpenedScanner {
                 id,
-                results: first.results,
+                encoded: first.encoded,
                 done: first.done,
+                ..OpenedScanner::default()
             })
         })
         .await
@@ -248,7 +252,8 @@ impl Services {
 }
 
 /// Results of one scanner call: up to `max_bytes` (at least one result), the lease renewed;
-/// an exhausted scanner is closed.
+/// an exhausted scanner is closed. The rows are read into one vector and encoded where they
+/// lie ([`EncodedRows`]).
 fn next_results(s: &Services, id: u64, max_bytes: u64) -> Result<ScannedRows> {
     let limit = if max_bytes == 0 {
         DEFAULT_MAX_RESULT_BYTES
@@ -256,13 +261,14 @@ fn next_results(s: &Services, id: u64, max_bytes: u64) -> Result<ScannedRows> {
         max_bytes
     };
     let mut scanner = s.scanners.take(id)?;
-    let mut results = Vec::new();
+    let mut encoded = EncodedRows::default();
+    let mut cells = Vec::new();
     let mut bytes = 0u64;
     let done = loop {
-        match scanner.next_row() {
-            Ok(Some(row)) => {
-                bytes += row.cells.iter().map(|c| c.heap_size() as u64).sum::<u64>();
-                results.push(row);
+        match scanner.next_cells(&mut cells) {
+            Ok(Some(partial)) => {
+                bytes += cells.iter().map(|c| c.heap_size() as u64).sum::<u64>();
+                encoded.push(&cells, partial);
                 if bytes >= limit {
                     break false;
                 }
@@ -275,5 +281,9 @@ fn next_results(s: &Services, id: u64, max_bytes: u64) -> Result<ScannedRows> {
     if !done {
         s.scanners.put_back(id, scanner);
     }
-    Ok(ScannedRows { results, done })
+    Ok(ScannedRows {
+        encoded,
+        done,
+        ..ScannedRows::default()
+    })
 }
