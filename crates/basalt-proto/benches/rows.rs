@@ -1,10 +1,11 @@
 //! The answers that carry rows on the native API's hot path: a Get's row of ten 100-byte
-//! columns (a YCSB record) framed by the server and decoded by the client.
+//! columns (a YCSB record) framed by the server and decoded by the client, and a scanner
+//! call's answer of 100 such rows, encoded from the rows collected or as they are read.
 //!
 //! `cargo bench -p basalt-proto --bench rows`
 
 use basalt_model::{Cell, RowResult};
-use basalt_proto::rows::RowMessage;
+use basalt_proto::rows::{EncodedRows, RowMessage, ScannedRows};
 use basalt_proto::unary::{frame, unframe};
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use prost::Message;
@@ -45,5 +46,34 @@ fn answers(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, answers);
+/// A scanner call's answer of 100 YCSB rows: collected into results and then encoded, as
+/// the server answered before, or each row encoded as the scanner reads it into one vector.
+fn scan_answers(c: &mut Criterion) {
+    let row = ycsb_row();
+    let rows = vec![row.clone(); 100];
+    let collected = ScannedRows {
+        results: rows.clone(),
+        ..ScannedRows::default()
+    };
+    let as_read = || {
+        let mut encoded = EncodedRows::default();
+        for r in &rows {
+            encoded.push(black_box(&r.cells), false);
+        }
+        ScannedRows {
+            encoded,
+            ..ScannedRows::default()
+        }
+    };
+    let framed = frame(&as_read(), 4 << 20).expect("frames");
+    assert_eq!(framed, frame(&collected, 4 << 20).expect("frames"));
+    c.bench_function("rows/frame_100_rows_collected", |b| {
+        b.iter(|| frame(black_box(&collected), 4 << 20).expect("frames"));
+    });
+    c.bench_function("rows/frame_100_rows_encoded_as_read", |b| {
+        b.iter(|| frame(&as_read(), 4 << 20).expect("frames"));
+    });
+}
+
+criterion_group!(benches, answers, scan_answers);
 criterion_main!(benches);
