@@ -8,11 +8,12 @@ use std::time::Duration;
 
 use super::{http, table_desc, ServerProcess};
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn scanner_leases_expire_and_free_the_scanner() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = ServerProcess::start(dir.path(), &["--scanner-timeout-ms", "300"]);
-    let conn = Connection::connect_with(&server.addr, one_row_per_call())
+/// A connection to `server` made with `config`, and table `t` created through it.
+async fn table_t(
+    server: &ServerProcess,
+    config: ClientConfig,
+) -> (Connection, basalt_client::Table) {
+    let conn = Connection::connect_with(&server.addr, config)
         .await
         .unwrap();
     conn.admin()
@@ -20,6 +21,14 @@ async fn scanner_leases_expire_and_free_the_scanner() {
         .await
         .unwrap();
     let t = conn.table("t").unwrap();
+    (conn, t)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scanner_leases_expire_and_free_the_scanner() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ServerProcess::start(dir.path(), &["--scanner-timeout-ms", "300"]);
+    let (_conn, t) = table_t(&server, one_row_per_call()).await;
     for i in 0..5 {
         t.put(Put::new(format!("r{i}")).add("f", "q", "v"))
             .await
@@ -64,12 +73,7 @@ async fn a_scan_that_fits_one_answer_is_one_call() {
     let dir = tempfile::tempdir().unwrap();
     let mut server = ServerProcess::start(dir.path(), &[]);
     let info = server.info_url();
-    let conn = Connection::connect(&server.addr).await.unwrap();
-    conn.admin()
-        .create_table(&table_desc("t"), &[])
-        .await
-        .unwrap();
-    let t = conn.table("t").unwrap();
+    let (_conn, t) = table_t(&server, ClientConfig::default()).await;
     for row in ["a", "b", "c"] {
         t.put(Put::new(row).add("f", "q", "v")).await.unwrap();
     }
@@ -108,12 +112,7 @@ async fn a_scan_that_fits_one_answer_is_one_call() {
 async fn a_batched_scan_answers_each_row_in_parts() {
     let dir = tempfile::tempdir().unwrap();
     let server = ServerProcess::start(dir.path(), &[]);
-    let conn = Connection::connect(&server.addr).await.unwrap();
-    conn.admin()
-        .create_table(&table_desc("t"), &[])
-        .await
-        .unwrap();
-    let t = conn.table("t").unwrap();
+    let (conn, t) = table_t(&server, ClientConfig::default()).await;
     let put_row = |row: &str, qualifiers: std::ops::Range<u32>| {
         qualifiers.fold(Put::new(row.to_owned()), |p, q| {
             p.add("f", format!("q{q}"), format!("{row}-{q}"))
