@@ -288,11 +288,13 @@ impl SeaweedFs {
             Duration::from_secs(90),
             dir.path(),
             || {
-                let made = http(&endpoint, "PUT", &format!("/{bucket}"), b"");
+                let status =
+                    |path: &str, body: &[u8]| http(&endpoint, "PUT", path, body).map(|a| a.status);
+                let made = status(&format!("/{bucket}"), b"");
                 // An object with a body: an empty one is kept by the filer alone, and only
                 // a body shows that a volume server takes writes.
                 matches!(made, Some(200 | 409))
-                    && http(&endpoint, "PUT", &format!("/{bucket}/probe"), b"probe") == Some(200)
+                    && status(&format!("/{bucket}/probe"), b"probe") == Some(200)
             },
         );
         SeaweedFs {
@@ -335,8 +337,18 @@ impl SeaweedFs {
     }
 }
 
-/// An HTTP request; the status code, or `None` when the server does not answer.
-fn http(address: &str, method: &str, path: &str, body: &[u8]) -> Option<u16> {
+/// An HTTP/1.1 server's answer.
+#[derive(Debug)]
+pub struct HttpAnswer {
+    pub status: u16,
+    /// Everything after the head.
+    pub body: Vec<u8>,
+}
+
+/// One HTTP/1.1 request on a connection of its own, its answer read to the end; `None` when
+/// the server does not answer within 5 s.
+#[must_use]
+pub fn http(address: &str, method: &str, path: &str, body: &[u8]) -> Option<HttpAnswer> {
     let mut s = TcpStream::connect(address).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
     write!(
@@ -346,7 +358,12 @@ fn http(address: &str, method: &str, path: &str, body: &[u8]) -> Option<u16> {
     )
     .ok()?;
     s.write_all(body).ok()?;
-    let mut head = [0u8; 12];
-    s.read_exact(&mut head).ok()?;
-    std::str::from_utf8(&head[9..12]).ok()?.parse().ok()
+    let mut answer = Vec::new();
+    s.read_to_end(&mut answer).ok()?;
+    let status = std::str::from_utf8(answer.get(9..12)?).ok()?.parse().ok()?;
+    let head_end = answer.windows(4).position(|w| w == b"\r\n\r\n")? + 4;
+    Some(HttpAnswer {
+        status,
+        body: answer.split_off(head_end),
+    })
 }
