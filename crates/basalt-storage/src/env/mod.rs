@@ -365,6 +365,8 @@ impl Env {
             faults: self.faults.clone(),
             written: 0,
             preallocated: 0,
+            zero_window: 0,
+            zeroed: 0,
         }
     }
 
@@ -600,6 +602,10 @@ pub struct WritableFile {
     /// The size [`WritableFile::preallocate`] gave the file (0: none). Dropping the handle
     /// that preallocated cuts the file back to `written`.
     preallocated: u64,
+    /// How many bytes after `written` a preallocated file keeps written with zeros (0: none).
+    zero_window: u64,
+    /// Where the zeros written ahead of the data end.
+    zeroed: u64,
 }
 
 /// A preallocated file ends where its data does once closed. The cut is not synced: after a
@@ -655,6 +661,9 @@ impl WritableFile {
         self.written += buf.len() as u64;
         file.write_all(buf).map_err(err)?;
         record(self.faults.as_ref(), Op::Write, &self.path, buf.len());
+        if self.zero_window > 0 {
+            self.zero_ahead();
+        }
         Ok(())
     }
 
@@ -721,19 +730,32 @@ impl WritableFile {
             faults: self.faults.clone(),
             written: self.written,
             preallocated: 0,
+            zero_window: 0,
+            zeroed: 0,
         })
     }
 
     /// Gives a local file `len` bytes, reading as zeros past what is written, so that the
     /// writes that follow, up to `len`, leave its size as it is: a synced write then has
     /// only its data to flush, not a new size with it (on ext4 a write that grows the file
-    /// makes `fdatasync` commit the journal too; `BENCHMARKS.md`). The bytes are a hole, not
-    /// written. Dropping this handle cuts the file back to what was written. Nothing is done
-    /// on shared storage, nor for a file already as long.
+    /// makes `fdatasync` commit the journal too; `BENCHMARKS.md`). Dropping this handle cuts
+    /// the file back to what was written. Nothing is done on shared storage, nor for a file
+    /// already as long.
+    ///
+    /// The first `zeroed_ahead` bytes after the data are written with zeros, and the writes
+    /// that follow keep them so, topping them up once fewer than half are left; the rest is
+    /// a hole. A synced write into a hole makes the file system allocate its blocks, and
+    /// `fdatasync` then writes the allocation too (on ext4 a journal commit, or without a
+    /// journal the block bitmap and extent): a log synced a few KiB at a time allocates a
+    /// block at nearly every sync. Blocks written with zeros are allocated already, so the
+    /// syncs into them flush data alone, and the allocation is paid once every half window,
+    /// by the sync after the zeros are written (PostgreSQL zero-fills its WAL segments for
+    /// the same reason; `BENCHMARKS.md`). The zeros read as the hole does. Writing them is an
+    /// optimisation only: a failure is logged and this file goes on without.
     ///
     /// # Errors
     /// `Io` naming the file.
-    pub fn preallocate(&mut self, len: u64) -> Result<()> {
+    pub fn preallocate(&mut self, len: u64, zeroed_ahead: u64) -> Result<()> {
         let Sink::Local(f) = &self.sink else {
             return Ok(());
         };
@@ -743,7 +765,40 @@ impl WritableFile {
         f.set_len(len)
             .map_err(|e| Error::io(format!("preallocating {}", self.path.display()), e))?;
         self.preallocated = len;
+        self.zero_window = zeroed_ahead;
+        self.zero_ahead();
         Ok(())
+    }
+
+    /// Writes zeros up to `zero_window` bytes after the data, within the preallocated
+    /// length, once fewer than half a window of them are left (see
+    /// [`WritableFile::preallocate`]). They go after every byte written, so they never land
+    /// on data.
+    fn zero_ahead(&mut self) {
+        static ZEROS: [u8; 64 << 10] = [0; 64 << 10];
+        let Sink::Local(f) = &self.sink else {
+            return;
+        };
+        let from = self.zeroed.max(self.written);
+        let to = self
+            .written
+            .saturating_add(self.zero_window)
+            .min(self.preallocated);
+        if from >= to || from >= self.written.saturating_add(self.zero_window / 2) {
+            return;
+        }
+        let mut at = from;
+        while at < to {
+            let n = (to - at).min(ZEROS.len() as u64);
+            let piece = &ZEROS[..usize::try_from(n).unwrap_or(ZEROS.len())];
+            if let Err(e) = std::os::unix::fs::FileExt::write_all_at(&**f, piece, at) {
+                tracing::warn!(file = %self.path.display(), error = %e, "writing zeros ahead of a log's data failed; its syncs will allocate blocks as they go");
+                self.zero_window = 0;
+                return;
+            }
+            at += n;
+        }
+        self.zeroed = to;
     }
 
     /// Cuts a file [`WritableFile::preallocate`] grew back to what was written, now rather

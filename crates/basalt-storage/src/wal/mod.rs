@@ -32,10 +32,13 @@
 //! 6. A local segment is made at its full size (the roll size and a buffer more), zeros past
 //!    its records, so a synced append does not grow the file: fdatasync then flushes the
 //!    data alone, not the file's new size with it (a third less time a sync on ext4,
-//!    `BENCHMARKS.md`). Closing a segment cuts it back to its records; after a crash, a
-//!    segment may still end in zeros, which replay takes as the end of its records
-//!    ([`replay`]). Every segment but the current one was synced whole before the next was
-//!    begun, so those zeros never stand for a record that was acknowledged.
+//!    `BENCHMARKS.md`). Up to `ZEROED_AHEAD_BYTES` past its records are written zeros,
+//!    kept so as appends go on, so a synced append does not allocate blocks either: those
+//!    are allocated once every half window, by the write of the next zeros. Closing a
+//!    segment cuts it back to its records; after a crash, a segment may still end in zeros,
+//!    which replay takes as the end of its records ([`replay`]). Every segment but the
+//!    current one was synced whole before the next was begun, so those zeros never stand
+//!    for a record that was acknowledged.
 //! 7. A writer waiting for a sync parks in `SyncState::waiters`, registered under `sync`
 //!    while a leader syncs, and the leader's end releases exactly the writers its sync
 //!    covered (all of them when it failed) and one other, who leads the next sync. So every
@@ -67,6 +70,11 @@ pub const DEFAULT_ROLL_SIZE_BYTES: u64 = 64 << 20;
 pub const ASYNC_SYNC_INTERVAL: Duration = Duration::from_millis(100);
 /// Buffered bytes beyond which an appender writes the buffer out itself.
 const MAX_BUFFER_BYTES: usize = 1 << 20;
+/// How far past its records a local segment keeps zeros written, at most (invariant 6): a
+/// sync into blocks not yet allocated writes their allocation too. With 1 MiB, 32 synced
+/// writers made 85–88k puts a second against 57–67k with a hole; 256 KiB and 4 MiB did no
+/// better (`BENCHMARKS.md`).
+const ZEROED_AHEAD_BYTES: u64 = 1 << 20;
 
 /// A position in the log that a writer waits on.
 pub type Ticket = u64;
@@ -764,7 +772,7 @@ fn new_segment(env: &Env, dir: &Path, id: u64, roll_size_bytes: u64) -> Result<W
     let made = f
         .write_all(&record::header())
         .and_then(|()| f.sync_data())
-        .and_then(|()| f.preallocate(room))
+        .and_then(|()| f.preallocate(room, ZEROED_AHEAD_BYTES.min(roll_size_bytes)))
         .and_then(|()| f.sync_data())
         .and_then(|()| env.sync_dir(dir));
     if let Err(e) = made {

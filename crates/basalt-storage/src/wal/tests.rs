@@ -387,6 +387,54 @@ fn a_segment_is_made_whole_and_closed_at_its_records() {
     assert_eq!(recovered_seqs(tmp.path()), (1..=20).collect::<Vec<_>>());
 }
 
+/// Bytes of disk the file at `path` holds (its allocated blocks, not its length).
+fn allocated(path: &Path) -> u64 {
+    std::os::unix::fs::MetadataExt::blocks(&std::fs::metadata(path).unwrap()) * 512
+}
+
+/// Invariant 6: the window past a segment's records is written zeros, not a hole, kept so
+/// as appends go on, while the rest of the segment stays a hole; records written across
+/// many top-ups of those zeros replay whole.
+#[test]
+fn a_segment_keeps_zeros_written_past_its_records() {
+    let tmp = tempfile::tempdir().unwrap();
+    let wal = open(tmp.path());
+    let seg = current_segment(&wal);
+    let header = record::HEADER_LEN as u64;
+    let window = ZEROED_AHEAD_BYTES;
+    assert!(
+        allocated(&seg) >= header + window,
+        "a new segment holds {} bytes of disk",
+        allocated(&seg)
+    );
+    let mut t = 0;
+    for seq in 1..=400 {
+        let cell = Cell::put(format!("row{seq}"), "f", "q", 7, vec![b'v'; 8 << 10]);
+        t = wal.append(1, seq, &[cell]).unwrap();
+        if seq % 8 == 0 {
+            wal.sync(t, false).unwrap();
+            let records_end = header + t;
+            let held = allocated(&seg);
+            assert!(
+                held >= records_end + window / 2,
+                "after {seq} records ({records_end} bytes) the segment holds {held} bytes of disk"
+            );
+            assert!(
+                held <= records_end + 2 * window,
+                "after {seq} records ({records_end} bytes) the segment holds {held} bytes of disk: its zeros run ahead of the window"
+            );
+        }
+    }
+    assert!(header + t > 3 * window, "the records span several windows");
+    wal.sync(t, false).unwrap();
+    let data = std::fs::read(&seg).unwrap();
+    let records_end = usize::try_from(header + t).unwrap();
+    assert!(data[records_end..].iter().all(|&b| b == 0));
+    drop(wal);
+    assert_eq!(len(&seg), header + t);
+    assert_eq!(recovered_seqs(tmp.path()), (1..=400).collect::<Vec<_>>());
+}
+
 /// A crash leaves the current segment in its zeros (the process never closed it): replay
 /// ends its records there, keeps every synced one, and cuts the zeros away.
 #[test]
