@@ -44,12 +44,21 @@ pub enum Op {
     List,
     /// Taking a data directory's lock.
     Lock,
+    /// Writing zeros ahead of a preallocated file's data, which only saves the syncs that
+    /// follow their block allocations: not counted among the operations a crash is placed
+    /// at, and its failure is only ever injected, so that tests of crashes, torn writes
+    /// and full disks see the same operations with and without it.
+    ZeroFill,
 }
 
 impl Op {
-    /// Whether the operation changes nothing on disk.
-    fn reads_only(self) -> bool {
-        matches!(self, Op::Open | Op::Read | Op::List | Op::Lock)
+    /// Whether the operation stands outside the count a crash is placed at: those that
+    /// change nothing on disk, and the zeros written ahead of data (see [`Op::ZeroFill`]).
+    fn uncounted(self) -> bool {
+        matches!(
+            self,
+            Op::Open | Op::Read | Op::List | Op::Lock | Op::ZeroFill
+        )
     }
 }
 
@@ -225,7 +234,7 @@ impl FaultInjector {
                 "simulated crash: process is gone",
             );
         }
-        if op.reads_only() {
+        if op.uncounted() {
             return match s.fail_once.get_mut(&op) {
                 Some(n) if *n <= 1 => {
                     s.fail_once.remove(&op);
@@ -302,7 +311,7 @@ impl FaultInjector {
             }
             // Recorded by `renamed`, which knows both paths.
             Op::Rename => {}
-            Op::Open | Op::Read | Op::List | Op::Lock => {}
+            Op::Open | Op::Read | Op::List | Op::Lock | Op::ZeroFill => {}
         }
     }
 }

@@ -787,18 +787,35 @@ impl WritableFile {
         if from >= to || from >= self.written.saturating_add(self.zero_window / 2) {
             return;
         }
-        let mut at = from;
-        while at < to {
-            let n = (to - at).min(ZEROS.len() as u64);
-            let piece = &ZEROS[..usize::try_from(n).unwrap_or(ZEROS.len())];
-            if let Err(e) = std::os::unix::fs::FileExt::write_all_at(&**f, piece, at) {
-                tracing::warn!(file = %self.path.display(), error = %e, "writing zeros ahead of a log's data failed; its syncs will allocate blocks as they go");
-                self.zero_window = 0;
-                return;
+        let len = usize::try_from(to - from).unwrap_or(usize::MAX);
+        let written = gate(
+            self.faults.as_ref(),
+            Op::ZeroFill,
+            &self.path,
+            len,
+            "writing zeros in",
+        )
+        .and_then(|_| {
+            let mut at = from;
+            while at < to {
+                let n = (to - at).min(ZEROS.len() as u64);
+                let piece = &ZEROS[..usize::try_from(n).unwrap_or(ZEROS.len())];
+                std::os::unix::fs::FileExt::write_all_at(&**f, piece, at)
+                    .map_err(|e| io_err("writing zeros in", &self.path, e))?;
+                at += n;
             }
-            at += n;
+            Ok(())
+        });
+        match written {
+            Ok(()) => {
+                record(self.faults.as_ref(), Op::ZeroFill, &self.path, len);
+                self.zeroed = to;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "writing zeros ahead of a log's data failed; its syncs will allocate blocks as they go");
+                self.zero_window = 0;
+            }
         }
-        self.zeroed = to;
     }
 
     /// Cuts a file [`WritableFile::preallocate`] grew back to what was written, now rather

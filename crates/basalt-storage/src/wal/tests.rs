@@ -435,6 +435,44 @@ fn a_segment_keeps_zeros_written_past_its_records() {
     assert_eq!(recovered_seqs(tmp.path()), (1..=400).collect::<Vec<_>>());
 }
 
+/// Invariant 6: zeros that cannot be written cost the log nothing but their gain: a segment
+/// whose first zeros fail writes none after them, and takes and replays its records as a
+/// segment with zeros does.
+#[test]
+fn a_segment_whose_zeros_fail_goes_on_without_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let faults = Arc::new(crate::env::FaultInjector::new(7));
+    faults.fail_nth(crate::env::Op::ZeroFill, 1);
+    let env = Env::with_faults(Arc::new(crate::env::SystemClock), Arc::clone(&faults));
+    let wal = Wal::open(&env, tmp.path(), DEFAULT_ROLL_SIZE_BYTES).unwrap();
+    wal.recover(|_| Ok(())).unwrap();
+    let seg = current_segment(&wal);
+    let header = record::HEADER_LEN as u64;
+    let mut t = 0;
+    for seq in 1..=400 {
+        let cell = Cell::put(format!("row{seq}"), "f", "q", 7, vec![b'v'; 8 << 10]);
+        t = wal.append(1, seq, &[cell]).unwrap();
+        if seq % 8 == 0 {
+            wal.sync(t, false).unwrap();
+        }
+    }
+    wal.sync(t, false).unwrap();
+    assert_eq!(
+        faults.done_count(crate::env::Op::ZeroFill),
+        0,
+        "zeros were written after the first failed"
+    );
+    let records_end = header + t;
+    assert!(
+        allocated(&seg) < records_end + ZEROED_AHEAD_BYTES / 2,
+        "the segment holds {} bytes of disk for {records_end} bytes of records",
+        allocated(&seg)
+    );
+    drop(wal);
+    assert_eq!(len(&seg), records_end);
+    assert_eq!(recovered_seqs(tmp.path()), (1..=400).collect::<Vec<_>>());
+}
+
 /// A crash leaves the current segment in its zeros (the process never closed it): replay
 /// ends its records there, keeps every synced one, and cuts the zeros away.
 #[test]
