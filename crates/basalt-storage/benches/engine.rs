@@ -165,6 +165,40 @@ fn memstore(c: &mut Criterion) {
     g.finish();
 }
 
+/// A flush's read of a memstore of a million cells written in random order: the store
+/// scanner walks the skip list's nodes in key order, which lie apart in the arena.
+fn flush_read(c: &mut Criterion) {
+    let m = Arc::new(MemStore::new());
+    for i in 0..1_000_000u64 {
+        m.insert(&cell(i.wrapping_mul(0x9E37_79B9_7F4A_7C15), i + 1));
+    }
+    let mut g = c.benchmark_group("memstore");
+    g.sample_size(10);
+    g.throughput(Throughput::Elements(1_000_000));
+    g.bench_function("flush_read_1m_random", |b| {
+        b.iter(|| {
+            let matcher = QueryMatcher::new(
+                Mode::RetainDeletes,
+                scan_info(),
+                1_800_000_000_000,
+                u64::MAX,
+            );
+            let mut s = StoreScanner::new(vec![Source::Memory(m.scanner(u64::MAX))], matcher);
+            s.seek_to_first().unwrap();
+            let mut n = 0usize;
+            s.compact_into(|c| {
+                n += 1;
+                black_box(c);
+                Ok(())
+            })
+            .unwrap();
+            assert_eq!(n, 1_000_000);
+            n
+        });
+    });
+    g.finish();
+}
+
 /// A Get of a row whose ten columns were each written `versions` times since the last
 /// flush (a hot row under updates), among 10k rows of one cell: the store scanner keeps
 /// each column's newest version and skips the rest. The row is a binary number, or a YCSB
@@ -530,6 +564,7 @@ criterion_group!(
     blocks,
     blooms,
     memstore,
+    flush_read,
     hot_row,
     store_file_row,
     get_after_updates,
