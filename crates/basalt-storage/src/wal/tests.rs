@@ -392,6 +392,22 @@ fn allocated(path: &Path) -> u64 {
     std::os::unix::fs::MetadataExt::blocks(&std::fs::metadata(path).unwrap()) * 512
 }
 
+/// Appends records 1 to 400 of 8 KiB values (3.3 MiB), syncing every eighth and calling
+/// `synced(seq, ticket)` after that sync; returns the last ticket, synced.
+fn append_big_records(wal: &Wal, mut synced: impl FnMut(u64, Ticket)) -> Ticket {
+    let mut t = 0;
+    for seq in 1..=400 {
+        let cell = Cell::put(format!("row{seq}"), "f", "q", 7, vec![b'v'; 8 << 10]);
+        t = wal.append(1, seq, &[cell]).unwrap();
+        if seq % 8 == 0 {
+            wal.sync(t, false).unwrap();
+            synced(seq, t);
+        }
+    }
+    wal.sync(t, false).unwrap();
+    t
+}
+
 /// Invariant 6: the window past a segment's records is written zeros, not a hole, kept so
 /// as appends go on, while the rest of the segment stays a hole; records written across
 /// many top-ups of those zeros replay whole.
@@ -407,26 +423,19 @@ fn a_segment_keeps_zeros_written_past_its_records() {
         "a new segment holds {} bytes of disk",
         allocated(&seg)
     );
-    let mut t = 0;
-    for seq in 1..=400 {
-        let cell = Cell::put(format!("row{seq}"), "f", "q", 7, vec![b'v'; 8 << 10]);
-        t = wal.append(1, seq, &[cell]).unwrap();
-        if seq % 8 == 0 {
-            wal.sync(t, false).unwrap();
-            let records_end = header + t;
-            let held = allocated(&seg);
-            assert!(
-                held >= records_end + window / 2,
-                "after {seq} records ({records_end} bytes) the segment holds {held} bytes of disk"
-            );
-            assert!(
-                held <= records_end + 2 * window,
-                "after {seq} records ({records_end} bytes) the segment holds {held} bytes of disk: its zeros run ahead of the window"
-            );
-        }
-    }
+    let t = append_big_records(&wal, |seq, t| {
+        let records_end = header + t;
+        let held = allocated(&seg);
+        assert!(
+            held >= records_end + window / 2,
+            "after {seq} records ({records_end} bytes) the segment holds {held} bytes of disk"
+        );
+        assert!(
+            held <= records_end + 2 * window,
+            "after {seq} records ({records_end} bytes) the segment holds {held} bytes of disk: its zeros run ahead of the window"
+        );
+    });
     assert!(header + t > 3 * window, "the records span several windows");
-    wal.sync(t, false).unwrap();
     let data = std::fs::read(&seg).unwrap();
     let records_end = usize::try_from(header + t).unwrap();
     assert!(data[records_end..].iter().all(|&b| b == 0));
@@ -448,15 +457,7 @@ fn a_segment_whose_zeros_fail_goes_on_without_them() {
     wal.recover(|_| Ok(())).unwrap();
     let seg = current_segment(&wal);
     let header = record::HEADER_LEN as u64;
-    let mut t = 0;
-    for seq in 1..=400 {
-        let cell = Cell::put(format!("row{seq}"), "f", "q", 7, vec![b'v'; 8 << 10]);
-        t = wal.append(1, seq, &[cell]).unwrap();
-        if seq % 8 == 0 {
-            wal.sync(t, false).unwrap();
-        }
-    }
-    wal.sync(t, false).unwrap();
+    let t = append_big_records(&wal, |_, _| {});
     assert_eq!(
         faults.done_count(crate::env::Op::ZeroFill),
         0,
