@@ -14,15 +14,18 @@ use basalt_model::{
     BloomType, Cell, ColumnFamilyDescriptor, Compression, KeepDeletedCells, TimeRange,
 };
 use basalt_storage::block_cache::BlockCache;
+use basalt_storage::compaction::Throttle;
 use basalt_storage::env::Env;
 use basalt_storage::memstore::MemStore;
 use basalt_storage::store::query_matcher::{Mode, QueryMatcher, ScanInfo};
 use basalt_storage::store::scanner::StoreScanner;
 use basalt_storage::store::source::Source;
+use basalt_storage::store::Store;
 use basalt_storage::storefile::block::{decode_data_block, frame, unframe, DataBlockBuilder};
 use basalt_storage::storefile::{
     bloom_key, Bloom, BloomBuilder, Caching, FileId, StoreFile, StoreFileWriter,
 };
+use basalt_storage::RegionInfo;
 use bytes::Bytes;
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 
@@ -559,6 +562,66 @@ fn matcher(c: &mut Criterion) {
     g.finish();
 }
 
+/// Rows in the base file of [`compaction`]; each of the two newer files holds a third as many.
+const COMPACTED_ROWS: u64 = 300_000;
+
+/// A major compaction of a store shaped as a readwhilewriting run leaves it: a base file of
+/// every row, written in random order, and two flushes of newer versions of a third of the
+/// rows each, all through the store's own flush and compaction. It reads through the page
+/// cache (a compaction does not fill the block cache) and writes a file without syncing
+/// its directory's other files.
+fn compaction(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let env = Env::default();
+    let cache = BlockCache::new(64 << 20);
+    let region = RegionInfo {
+        id: 1,
+        start_key: Bytes::new(),
+        end_key: Bytes::new(),
+    };
+    let family = ColumnFamilyDescriptor::new("f");
+    let store = Store::open(&env, dir.path(), &region, family, &[], &cache).unwrap();
+    // Every row in the base file; rows ≡ 0 and ≡ 1 (mod 3) again in the second and third.
+    // The rows go in scrambled (a multiplier prime to the row count permutes them).
+    let mut seq = 0;
+    for (file, part) in [(1, None), (2, Some(0)), (3, Some(1))] {
+        for i in 0..COMPACTED_ROWS {
+            let row = i * 7_919 % COMPACTED_ROWS;
+            if part.is_some_and(|p| row % 3 != p) {
+                continue;
+            }
+            seq += 1;
+            let ts = i64::try_from(file).unwrap();
+            let mut c = Cell::put(format!("{row:016}"), "f", "q", ts, vec![b'v'; 100]);
+            c.seq_id = seq;
+            store.insert(&c);
+        }
+        let snapshot = store.take_snapshot().unwrap();
+        let flushed = store.write_flush(&snapshot, file, 10, 0, u64::MAX).unwrap();
+        store.finish_flush(flushed);
+    }
+    let inputs = store.files();
+    let mut g = c.benchmark_group("compaction");
+    g.sample_size(10);
+    g.throughput(Throughput::Elements(COMPACTED_ROWS * 5 / 3));
+    let mut id = 3;
+    g.bench_function("major_3_files_300k_rows", |b| {
+        b.iter(|| {
+            id += 1;
+            let mut throttle = Throttle::new(None, env.instant());
+            let out = store
+                .write_compaction(&inputs, id, true, 20, 0, &mut throttle)
+                .unwrap()
+                .unwrap();
+            let cells = out.info().cell_count;
+            assert_eq!(cells, COMPACTED_ROWS);
+            env.remove_file(out.path()).unwrap();
+            black_box(cells)
+        });
+    });
+    g.finish();
+}
+
 criterion_group!(
     benches,
     blocks,
@@ -571,6 +634,7 @@ criterion_group!(
     merging,
     older_versions,
     get_over_files,
-    matcher
+    matcher,
+    compaction
 );
 criterion_main!(benches);
