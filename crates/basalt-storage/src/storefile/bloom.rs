@@ -22,15 +22,22 @@ const LINE_BITS: u64 = 512;
 
 /// The bloom key of a row and, for ROWCOL, a qualifier.
 pub fn bloom_key(kind: BloomType, row: &[u8], qualifier: &[u8]) -> Vec<u8> {
+    let mut k = Vec::new();
+    put_bloom_key(&mut k, kind, row, qualifier);
+    k
+}
+
+/// Writes [`bloom_key`] into `out`, which it clears first.
+fn put_bloom_key(out: &mut Vec<u8>, kind: BloomType, row: &[u8], qualifier: &[u8]) {
+    out.clear();
     match kind {
-        BloomType::Row | BloomType::None => row.to_vec(),
+        BloomType::Row | BloomType::None => out.extend_from_slice(row),
         BloomType::RowCol => {
-            let mut k = Vec::with_capacity(row.len() + qualifier.len() + 2);
+            out.reserve(row.len() + qualifier.len() + 2);
             let len = u16::try_from(row.len()).unwrap_or(u16::MAX);
-            k.extend_from_slice(&len.to_be_bytes());
-            k.extend_from_slice(row);
-            k.extend_from_slice(qualifier);
-            k
+            out.extend_from_slice(&len.to_be_bytes());
+            out.extend_from_slice(row);
+            out.extend_from_slice(qualifier);
         }
     }
 }
@@ -41,6 +48,8 @@ pub struct BloomBuilder {
     kind: BloomType,
     hashes: Vec<u64>,
     last: Option<u64>,
+    /// The key being added ([`BloomBuilder::add_row_col`]).
+    scratch: Vec<u8>,
 }
 
 impl BloomBuilder {
@@ -51,12 +60,29 @@ impl BloomBuilder {
             kind,
             hashes: Vec::new(),
             last: None,
+            scratch: Vec::new(),
         }
     }
 
     /// Adds a key (consecutive duplicates are folded).
     pub fn add(&mut self, key: &[u8]) {
-        let h = xxh3_64(key);
+        self.add_hash(xxh3_64(key));
+    }
+
+    /// Adds the key of `row` and, for ROWCOL, `qualifier` ([`bloom_key`]), built in a buffer
+    /// the builder keeps: a file's writer adds one for each cell.
+    pub fn add_row_col(&mut self, row: &[u8], qualifier: &[u8]) {
+        let h = match self.kind {
+            BloomType::Row | BloomType::None => xxh3_64(row),
+            kind => {
+                put_bloom_key(&mut self.scratch, kind, row, qualifier);
+                xxh3_64(&self.scratch)
+            }
+        };
+        self.add_hash(h);
+    }
+
+    fn add_hash(&mut self, h: u64) {
         if self.last != Some(h) {
             self.hashes.push(h);
             self.last = Some(h);
@@ -239,5 +265,19 @@ mod tests {
             .filter(|i| bloom.may_contain_row_col(&i.to_be_bytes(), b"other"))
             .count();
         assert!(fp < 50, "{fp}");
+    }
+
+    #[test]
+    fn a_writer_s_keys_hash_as_the_keys_built_whole() {
+        for kind in [BloomType::Row, BloomType::RowCol] {
+            let (mut whole, mut built) = (BloomBuilder::new(kind), BloomBuilder::new(kind));
+            for i in 0..1000u32 {
+                let (row, qualifier) = (i.to_be_bytes(), format!("q{}", i % 7));
+                whole.add(&bloom_key(kind, &row, qualifier.as_bytes()));
+                built.add_row_col(&row, qualifier.as_bytes());
+            }
+            assert_eq!(built.hashes, whole.hashes, "{kind:?}");
+            assert_eq!(built.finish(), whole.finish(), "{kind:?}");
+        }
     }
 }

@@ -109,6 +109,62 @@ fn every_codec_round_trips_every_cell_field() {
 }
 
 #[test]
+fn a_writer_refuses_cells_out_of_order_and_search_keys() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("1.sf");
+    let cells = sample(200);
+    let mut w = StoreFileWriter::create(
+        &Env::default(),
+        &path,
+        &family(Compression::None, BloomType::RowCol),
+        42,
+    )
+    .unwrap();
+    let search_key = Cell::first_on_row(b"row00005");
+    for (i, c) in cells.iter().enumerate() {
+        w.add(c).unwrap();
+        // The same cell again, and one before it (in the open block, or in a block already
+        // written once a block has been), are refused and leave the writer as it was.
+        let again = w.add(c).unwrap_err();
+        assert!(
+            matches!(&again, Error::IllegalArgument(m) if m.contains("out of key order")),
+            "{again:?}"
+        );
+        if i > 0 {
+            assert!(w.add(&cells[i / 2]).is_err(), "cell {} after {i}", i / 2);
+        }
+        let refused = w.add(&search_key).unwrap_err();
+        assert!(
+            matches!(&refused, Error::IllegalArgument(m) if m.contains("search key")),
+            "{refused:?}"
+        );
+    }
+    let (_, info) = w.finish(false).unwrap();
+    let f = Arc::new(open(&path).unwrap());
+    assert!(f.block_count().unwrap() > 5, "small blocks expected");
+    assert_eq!(drain(&mut from_start(&f, u64::MAX)), cells);
+    // The first and last keys: the cells' keys, without their values or TTLs.
+    let key = |c: &Cell| {
+        (
+            c.row().to_vec(),
+            c.qualifier().to_vec(),
+            c.timestamp,
+            c.cell_type,
+            c.seq_id,
+        )
+    };
+    for (got, want) in [
+        (&info.first_key, &cells[0]),
+        (&info.last_key, &cells[cells.len() - 1]),
+    ] {
+        let got = got.as_ref().unwrap();
+        assert_eq!(key(got), key(want));
+        assert!(got.value().is_empty() && got.ttl_ms.is_none(), "{got:?}");
+    }
+    assert_eq!(f.info(), &info);
+}
+
+#[test]
 fn seek_and_last_row_before_use_the_index() {
     let tmp = tempfile::tempdir().unwrap();
     let cells = sample(300);

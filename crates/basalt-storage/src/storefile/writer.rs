@@ -1,11 +1,14 @@
 //! Writes a store file from cells in key order.
 
+use std::cmp::Ordering;
 use std::path::{Path, PathBuf};
 
 use basalt_model::{BloomType, Cell, CellType, ColumnFamilyDescriptor, Compression, Result};
+use bytes::Bytes;
 
 use super::block::{self, DataBlockBuilder};
-use super::bloom::{bloom_key, BloomBuilder};
+use super::bloom::BloomBuilder;
+use super::keys::cmp_encoded;
 use super::{FileInfo, FORMAT_VERSION, MAGIC};
 use crate::codec::{put_bytes, put_varint};
 use crate::env::{Env, WritableFile};
@@ -20,11 +23,12 @@ pub struct StoreFileWriter {
     block_size_bytes: usize,
     block: DataBlockBuilder,
     bloom: Option<BloomBuilder>,
-    bloom_kind: BloomType,
     index: Vec<(Vec<u8>, u64, u32)>,
     offset: u64,
     info: FileInfo,
-    last: Option<Cell>,
+    /// The family's name: the order of the cells added is the order a reader of the file
+    /// sees, whose keys are of this family.
+    family: Bytes,
 }
 
 impl StoreFileWriter {
@@ -46,7 +50,7 @@ impl StoreFileWriter {
             block_size_bytes: family.block_size_bytes as usize,
             block: DataBlockBuilder::default(),
             bloom: (bloom_kind != BloomType::None).then(|| BloomBuilder::new(bloom_kind)),
-            bloom_kind,
+            family: family.name.clone(),
             index: Vec::new(),
             offset: 0,
             info: FileInfo {
@@ -62,18 +66,27 @@ impl StoreFileWriter {
                 major_compacted: false,
                 created_ms: now_ms,
             },
-            last: None,
         })
     }
 
     /// Appends a cell.
     ///
     /// # Errors
-    /// `Io` writing a full block; `IllegalArgument` if cells arrive out of key order (a bug in
-    /// the caller: the file is abandoned rather than written unsorted).
+    /// `Io` writing a full block; `IllegalArgument` if cells arrive out of key order, or a
+    /// search key comes (a bug in the caller: the file is abandoned rather than written
+    /// unsorted or unreadable). A refused cell leaves the writer as it was.
     pub fn add(&mut self, c: &Cell) -> Result<()> {
-        if let Some(last) = &self.last {
-            if last >= c {
+        if matches!(c.cell_type, CellType::Minimum | CellType::Maximum) {
+            return Err(basalt_model::Error::IllegalArgument(format!(
+                "a search key is not a cell to store: {c:?} in {}",
+                self.file.path().display()
+            )));
+        }
+        if let Some(last) = self.last_key() {
+            // The previous cell's key as stored, compared where it lies: a copy of each cell's
+            // key cost a fifth of a compaction (BENCHMARKS.md).
+            if cmp_encoded(last, &self.family, c) != Some(Ordering::Less) {
+                let last = block::decode_key(&Bytes::copy_from_slice(last), &self.family);
                 return Err(basalt_model::Error::IllegalArgument(format!(
                     "store file cells out of key order: {last:?} then {c:?} in {}",
                     self.file.path().display()
@@ -86,7 +99,7 @@ impl StoreFileWriter {
             } else {
                 c.qualifier()
             };
-            bloom.add(&bloom_key(self.bloom_kind, c.row(), q));
+            bloom.add_row_col(c.row(), q);
         }
         let i = &mut self.info;
         if i.first_key.is_none() {
@@ -106,11 +119,20 @@ impl StoreFileWriter {
             i.delete_family_count += 1;
         }
         self.block.add(c);
-        self.last = Some(key_of(c));
         if self.block.size_bytes() >= self.block_size_bytes {
             self.flush_block()?;
         }
         Ok(())
+    }
+
+    /// The encoded key of the last cell added: the last in the open block, or else the last
+    /// of the last block written.
+    fn last_key(&self) -> Option<&[u8]> {
+        if self.block.is_empty() {
+            self.index.last().map(|(k, _, _)| k.as_slice())
+        } else {
+            Some(self.block.last_key())
+        }
     }
 
     /// Number of cells added.
@@ -150,7 +172,8 @@ impl StoreFileWriter {
     /// `Io` writing or syncing.
     pub fn finish(&mut self, major_compacted: bool) -> Result<(PathBuf, FileInfo)> {
         self.flush_block()?;
-        self.info.last_key = self.last.take();
+        let last = self.index.last().map(|(k, _, _)| Bytes::copy_from_slice(k));
+        self.info.last_key = last.and_then(|k| block::decode_key(&k, &self.family));
         self.info.major_compacted = major_compacted;
         let (bloom_off, bloom_len) = match self.bloom.take() {
             Some(b) if self.info.cell_count > 0 => self.write_section(&b.finish())?,

@@ -86,6 +86,13 @@ impl<'a> RawKey<'a> {
     }
 }
 
+/// The order of the encoded key `key` of `family` against `cell` (cell.rs, invariant 1);
+/// `None` when `key` is not one [`check_key`] passes.
+pub fn cmp_encoded(key: &[u8], family: &[u8], cell: &Cell) -> Option<Ordering> {
+    check_key(key)?;
+    Some(RawKey(key).cmp(family, cell))
+}
+
 /// What is wrong with a damaged data block, for the caller's corruption error.
 pub type Damage = &'static str;
 
