@@ -442,7 +442,7 @@ impl Store {
         let written = scanner
             .compact_into(|c| {
                 throttle.consume(c.serialized_size());
-                w.add(&c)
+                w.add(c)
             })
             .and_then(|()| {
                 if w.cell_count() == 0 {

@@ -496,11 +496,23 @@ impl StoreScanner {
     ///
     /// # Errors
     /// A corrupt block, or an error from `sink`.
-    pub fn compact_into(&mut self, mut sink: impl FnMut(Cell) -> Result<()>) -> Result<()> {
-        let mut row_cells = Vec::new();
-        while let Some(row) = self.peek_row_bytes() {
-            self.read_row(&row, &mut row_cells, None)?;
-            row_cells.drain(..).try_for_each(&mut sink)?;
+    ///
+    /// A row's cells are built in those of the row before ([`CellSource::take_reusing`]),
+    /// and the row is copied into a buffer kept for the whole walk: a cell built anew and a
+    /// handle on the row each took and dropped counts on their buffers, four atomic
+    /// operations a cell in a flush or compaction of one-cell rows.
+    pub fn compact_into(&mut self, mut sink: impl FnMut(&Cell) -> Result<()>) -> Result<()> {
+        let (mut row_cells, mut spare, mut row) = (Vec::new(), Vec::new(), Vec::new());
+        while let Some(next) = self.min() {
+            row.clear();
+            row.extend_from_slice(next.row());
+            let mut unlimited = usize::MAX;
+            self.read_row_within(&row, &mut row_cells, &mut spare, None, &mut unlimited)?;
+            row_cells.iter().try_for_each(&mut sink)?;
+            // The row's cells are the next row's spares; spares left unused (a source that
+            // builds its cells anew takes none) are dropped, so they stay a row's worth.
+            std::mem::swap(&mut row_cells, &mut spare);
+            row_cells.clear();
         }
         Ok(())
     }
