@@ -494,13 +494,13 @@ impl StoreScanner {
 
     /// Feeds every cell of every row through the matcher (compaction mode) into `sink`.
     ///
-    /// # Errors
-    /// A corrupt block, or an error from `sink`.
-    ///
     /// A row's cells are built in those of the row before ([`CellSource::take_reusing`]),
     /// and the row is copied into a buffer kept for the whole walk: a cell built anew and a
     /// handle on the row each took and dropped counts on their buffers, four atomic
     /// operations a cell in a flush or compaction of one-cell rows.
+    ///
+    /// # Errors
+    /// A corrupt block, or an error from `sink`.
     pub fn compact_into(&mut self, mut sink: impl FnMut(&Cell) -> Result<()>) -> Result<()> {
         let (mut row_cells, mut spare, mut row) = (Vec::new(), Vec::new(), Vec::new());
         while let Some(next) = self.min() {
