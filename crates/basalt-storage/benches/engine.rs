@@ -1,7 +1,7 @@
 //! Criterion micro-benchmarks of the engine's hot paths: block encode, checksum check and
 //! search, bloom probes, memstore inserts, Gets from a memstore, a store file and both,
-//! merging iteration (of memstores, and of store files with older versions to pass) and the
-//! query matcher.
+//! merging iteration (of memstores, and of store files with older versions to pass), the
+//! query matcher, a flush's read of a memstore and a major compaction.
 //!
 //! `cargo bench -p basalt-storage --bench engine`
 #![allow(clippy::unwrap_used, missing_docs)] // benchmark code
