@@ -1,13 +1,15 @@
 //! Criterion micro-benchmarks of the engine's hot paths: block encode, checksum check and
 //! search, bloom probes, memstore inserts, Gets from a memstore, a store file and both,
 //! merging iteration (of memstores, and of store files with older versions to pass), the
-//! query matcher, a flush's read of a memstore and a major compaction.
+//! query matcher, a flush's read of a memstore, a major compaction and a read point taken
+//! beside a writer.
 //!
 //! `cargo bench -p basalt-storage --bench engine`
 #![allow(clippy::unwrap_used, missing_docs)] // benchmark code
 
 use std::hint::black_box;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use basalt_model::{
@@ -17,6 +19,7 @@ use basalt_storage::block_cache::BlockCache;
 use basalt_storage::compaction::Throttle;
 use basalt_storage::env::Env;
 use basalt_storage::memstore::MemStore;
+use basalt_storage::region::mvcc::Mvcc;
 use basalt_storage::store::query_matcher::{Mode, QueryMatcher, ScanInfo};
 use basalt_storage::store::scanner::StoreScanner;
 use basalt_storage::store::source::Source;
@@ -622,6 +625,31 @@ fn compaction(c: &mut Criterion) {
     g.finish();
 }
 
+/// A read point taken while another thread begins and finishes writes in the same region, as
+/// a Get takes one beside a writer: what the reader pays for reading the state the writer
+/// writes.
+fn read_point(c: &mut Criterion) {
+    let mvcc = Arc::new(Mvcc::new(Arc::new(AtomicU64::new(0))));
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (mvcc, stop) = (Arc::clone(&mvcc), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                let id = mvcc.begin();
+                mvcc.staged(id, None);
+            }
+        })
+    };
+    let mut g = c.benchmark_group("mvcc");
+    g.throughput(Throughput::Elements(1));
+    g.bench_function("read_point_beside_a_writer", |b| {
+        b.iter(|| black_box(mvcc.read_point()));
+    });
+    g.finish();
+    stop.store(true, Ordering::Relaxed);
+    writer.join().unwrap();
+}
+
 criterion_group!(
     benches,
     blocks,
@@ -635,6 +663,7 @@ criterion_group!(
     older_versions,
     get_over_files,
     matcher,
-    compaction
+    compaction,
+    read_point
 );
 criterion_main!(benches);

@@ -12,7 +12,7 @@ mod batch;
 mod clock;
 mod maintenance;
 mod mutate;
-mod mvcc;
+pub mod mvcc;
 mod recovered;
 pub mod repair;
 mod scanner;
