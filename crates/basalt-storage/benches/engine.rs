@@ -571,8 +571,8 @@ const COMPACTED_ROWS: u64 = 300_000;
 /// A major compaction of a store shaped as a readwhilewriting run leaves it: a base file of
 /// every row, written in random order, and two flushes of newer versions of a third of the
 /// rows each, all through the store's own flush and compaction. It reads through the page
-/// cache (a compaction does not fill the block cache) and writes a file without syncing
-/// its directory's other files.
+/// cache (a compaction does not fill the block cache) and writes and syncs its output as a
+/// compaction does; the output is removed after each run, the inputs kept.
 fn compaction(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     let env = Env::default();
@@ -588,13 +588,13 @@ fn compaction(c: &mut Criterion) {
     // The rows go in scrambled (a multiplier prime to the row count permutes them).
     let mut seq = 0;
     for (file, part) in [(1, None), (2, Some(0)), (3, Some(1))] {
+        let ts = i64::try_from(file).unwrap();
         for i in 0..COMPACTED_ROWS {
             let row = i * 7_919 % COMPACTED_ROWS;
             if part.is_some_and(|p| row % 3 != p) {
                 continue;
             }
             seq += 1;
-            let ts = i64::try_from(file).unwrap();
             let mut c = Cell::put(format!("{row:016}"), "f", "q", ts, vec![b'v'; 100]);
             c.seq_id = seq;
             store.insert(&c);

@@ -79,13 +79,14 @@ impl Mvcc {
     /// Starts a write and returns its sequence id.
     pub fn begin(&self) -> u64 {
         let mut p = self.pending.lock();
-        if p.is_empty() {
+        let first = p.is_empty();
+        if first {
             // Before the id is taken (invariant 4): the counter now is at or below it.
             let last = self.seq.load(Ordering::SeqCst);
             self.published.store(last, Ordering::SeqCst);
         }
         let id = self.seq.fetch_add(1, Ordering::SeqCst) + 1;
-        if p.is_empty() {
+        if first {
             // The same point as the front's, once ids of other regions' writes taken
             // between the two are passed too (they are not this region's to wait for).
             self.published.store(id - 1, Ordering::SeqCst);

@@ -172,7 +172,7 @@ impl StoreFileWriter {
     /// `Io` writing or syncing.
     pub fn finish(&mut self, major_compacted: bool) -> Result<(PathBuf, FileInfo)> {
         self.flush_block()?;
-        let last = self.index.last().map(|(k, _, _)| Bytes::copy_from_slice(k));
+        let last = self.last_key().map(Bytes::copy_from_slice);
         self.info.last_key = last.and_then(|k| block::decode_key(&k, &self.family));
         self.info.major_compacted = major_compacted;
         let (bloom_off, bloom_len) = match self.bloom.take() {
