@@ -62,6 +62,12 @@ struct Args {
     /// With `--interleave`: runs of each read-only workload on each engine.
     #[arg(long, default_value_t = 3)]
     rounds: usize,
+    /// With `--interleave`: after each workload that writes, compact both stores whole
+    /// (untimed), so that the reads after it meet one sorted run in either engine, whatever
+    /// the background compactions had left: a comparison of two builds of one engine then
+    /// compares their read paths, not the compactions each happened to run.
+    #[arg(long, requires = "interleave")]
+    compact: bool,
 }
 
 struct RocksEngine {
@@ -107,6 +113,14 @@ impl RocksEngine {
 
     fn db(&self) -> anyhow::Result<&DB> {
         self.db.as_ref().context("closed")
+    }
+
+    /// Compacts the whole key range into the last level and waits for it.
+    fn compact_fully(&self) -> anyhow::Result<()> {
+        let db = self.db()?;
+        db.compact_range::<&[u8], &[u8]>(None, None);
+        db.wait_for_compact(&WaitForCompactOptions::default())?;
+        Ok(())
     }
 }
 
@@ -198,7 +212,7 @@ fn main() -> anyhow::Result<()> {
     if a.interleave {
         let mut b = open_basalt()?;
         let mut r = RocksEngine::open(&root.join("rocksdb"), cache, a.block_kib << 10)?;
-        interleave(&mut b, &mut r, &a.workloads, &cfg, a.rounds)?;
+        interleave(&mut b, &mut r, &a.workloads, &cfg, (a.rounds, a.compact))?;
         b.close()?;
         if temporary {
             std::fs::remove_dir_all(&root).ok();
@@ -231,16 +245,18 @@ fn main() -> anyhow::Result<()> {
 }
 
 /// Each workload on both engines in turn (see the module's header), then each read-only
-/// workload's ratios over `rounds` runs: their median and their range.
+/// workload's ratios over `rounds` runs: their median and their range. With `compact`, both
+/// stores are compacted whole after each workload that writes.
 fn interleave(
     basalt: &mut BasaltEngine,
     rocks: &mut RocksEngine,
     workloads: &[Workload],
     cfg: &Config,
-    rounds: usize,
+    (rounds, compact): (usize, bool),
 ) -> anyhow::Result<()> {
     let mut summary = Vec::new();
     for (i, &w) in workloads.iter().enumerate() {
+        let compact_after = compact && !w.is_read_only();
         let runs = if w.is_read_only() { rounds.max(1) } else { 1 };
         let mut ratios = Vec::with_capacity(runs);
         for round in 0..runs {
@@ -252,6 +268,10 @@ fn interleave(
                 (run_settled(basalt, "basalt", w, cfg, i)?, r)
             };
             ratios.push(b.ops_per_sec() / r.ops_per_sec());
+        }
+        if compact_after {
+            basalt.major_compact()?;
+            rocks.compact_fully()?;
         }
         summary.push((w, ratios));
     }

@@ -102,6 +102,17 @@ impl BasaltEngine {
         Ok(&self.parts()?.0)
     }
 
+    /// Compacts the table's stores into one file each (a major compaction) and waits for it.
+    ///
+    /// # Errors
+    /// The engine is closed, or the compaction failed.
+    pub fn major_compact(&self) -> anyhow::Result<()> {
+        let db = &self.parts()?.0;
+        db.major_compact(&TableName::parse(TABLE)?)?;
+        db.wait_for_background()?;
+        Ok(())
+    }
+
     /// Closes the database.
     ///
     /// # Errors
