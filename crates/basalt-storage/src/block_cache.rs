@@ -311,8 +311,10 @@ mod tests {
 
     fn data(_n: usize) -> Block {
         use bytes::Bytes;
-        let empty = Bytes::from_static(&[0; 4]);
-        Block::Data(Arc::new(DataBlock::new(Bytes::new(), empty).unwrap()))
+        let empty = crate::storefile::block::DataBlockBuilder::default().finish();
+        Block::Data(Arc::new(
+            DataBlock::new(Bytes::new(), empty.into()).unwrap(),
+        ))
     }
 
     fn key(file: u64, offset: u64) -> BlockKey {

@@ -8,7 +8,7 @@ use bytes::Bytes;
 
 use super::block::{self, DataBlockBuilder};
 use super::bloom::BloomBuilder;
-use super::keys::cmp_encoded;
+use super::keys::{parts_of_encoded, KeyParts};
 use super::{FileInfo, FORMAT_VERSION, MAGIC};
 use crate::codec::{put_bytes, put_varint};
 use crate::env::{Env, WritableFile};
@@ -85,8 +85,7 @@ impl StoreFileWriter {
         if let Some(last) = self.last_key() {
             // The previous cell's key as stored, compared where it lies: a copy of each cell's
             // key cost a fifth of a compaction (BENCHMARKS.md).
-            if cmp_encoded(last, &self.family, c) != Some(Ordering::Less) {
-                let last = block::decode_key(&Bytes::copy_from_slice(last), &self.family);
+            if last.cmp(&self.family, c) != Ordering::Less {
                 return Err(basalt_model::Error::IllegalArgument(format!(
                     "store file cells out of key order: {last:?} then {c:?} in {}",
                     self.file.path().display()
@@ -125,13 +124,12 @@ impl StoreFileWriter {
         Ok(())
     }
 
-    /// The encoded key of the last cell added: the last in the open block, or else the last
-    /// of the last block written.
-    fn last_key(&self) -> Option<&[u8]> {
-        if self.block.is_empty() {
-            self.index.last().map(|(k, _, _)| k.as_slice())
-        } else {
-            Some(self.block.last_key())
+    /// The key of the last cell added: the last in the open block, or else the last of the
+    /// last block written (an index key the writer encoded, so one that parses).
+    fn last_key(&self) -> Option<KeyParts<'_>> {
+        match self.block.last_key() {
+            Some(k) => Some(k),
+            None => self.index.last().and_then(|(k, _, _)| parts_of_encoded(k)),
         }
     }
 
@@ -145,7 +143,7 @@ impl StoreFileWriter {
         if self.block.is_empty() {
             return Ok(());
         }
-        let last_key = self.block.last_key().to_vec();
+        let last_key = self.block.last_key_encoded();
         let body = self.block.finish();
         let stored = block::frame(&body, self.codec)?;
         self.file.write_all(&stored)?;
@@ -172,7 +170,7 @@ impl StoreFileWriter {
     /// `Io` writing or syncing.
     pub fn finish(&mut self, major_compacted: bool) -> Result<(PathBuf, FileInfo)> {
         self.flush_block()?;
-        let last = self.last_key().map(Bytes::copy_from_slice);
+        let last = self.index.last().map(|(k, _, _)| Bytes::copy_from_slice(k));
         self.info.last_key = last.and_then(|k| block::decode_key(&k, &self.family));
         self.info.major_compacted = major_compacted;
         let (bloom_off, bloom_len) = match self.bloom.take() {
