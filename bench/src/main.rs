@@ -6,6 +6,7 @@
 //! ```text
 //! cd bench && cargo run --release -- --rows 1000000
 //! cd bench && cargo run --release -- --rows 1000000 --interleave --rounds 5
+//! cd bench && cargo run --release -- --rows 1000000 --interleave --compact
 //! ```
 //!
 //! By default all of Basalt's workloads run, then all of RocksDB's, minutes apart. On a

@@ -179,6 +179,7 @@ impl DataBlockBuilder {
         out.extend_from_slice(&n.to_le_bytes());
         out.push(u8::try_from(width).unwrap_or(4));
         self.offsets.clear();
+        self.base = Base::default();
         self.last = None;
         out
     }

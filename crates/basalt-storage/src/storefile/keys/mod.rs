@@ -1,9 +1,11 @@
 //! Data blocks and the index searched where they lie: keys are compared in place, and a
 //! [`Cell`] is built only for the entry a scanner stands on.
 //!
-//! A data block is kept as read from disk. Blocks used to be decoded on every cache miss, their
-//! prefix-compressed keys rebuilt into a second buffer beside an entry table: half again the
-//! memory of the block in the cache, and about 18 µs per 64 KiB block before the first compare.
+//! A data block of today's format is kept as read from disk. Blocks used to be decoded on
+//! every cache miss, their prefix-compressed keys rebuilt into a second buffer beside an entry
+//! table: half again the memory of the block in the cache, and about 18 µs per 64 KiB block
+//! before the first compare. Blocks of earlier formats still are, once each miss, into
+//! today's layout (until a compaction rewrites their file).
 //!
 //! # Invariants
 //! A [`RawKey`] (an encoded key: the index's, the file info's) is only made of a key

@@ -115,6 +115,30 @@ fn a_damaged_layout_is_refused() {
     );
 }
 
+/// An entry whose row is longer than a cell's may be is refused: no key could hold it.
+#[test]
+fn a_row_longer_than_a_key_holds_is_refused() {
+    let limit = basalt_model::limits::MAX_ROW_LENGTH;
+    for (row_len, readable) in [(limit, true), (limit + 1, false)] {
+        let row = vec![b'r'; row_len];
+        let mut b = DataBlockBuilder::default();
+        b.add_entry(&Entry {
+            row: &row,
+            qualifier: b"q",
+            ts: 1,
+            code: CellType::Put.code(),
+            seq: 1,
+            ttl: None,
+            value: b"v",
+        });
+        let block = DataBlock::new(Bytes::from_static(b"f"), Bytes::from(b.finish())).unwrap();
+        match block.cell(0) {
+            Ok(c) => assert!(readable && c.row() == &row[..], "{row_len}"),
+            Err(e) => assert!(!readable && e == "malformed entry header", "{row_len}: {e}"),
+        }
+    }
+}
+
 /// A block whose entries start past 64 KiB keeps four-byte offsets, and reads back whole.
 #[test]
 fn a_block_past_64_kib_keeps_four_byte_offsets() {
