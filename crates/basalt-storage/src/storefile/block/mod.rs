@@ -170,8 +170,16 @@ impl DataBlockBuilder {
         let width = self.offset_width();
         let mut out = std::mem::take(&mut self.buf);
         out.reserve(width * self.offsets.len() + FOOTER_LEN);
-        for o in &self.offsets {
-            out.extend_from_slice(&o.to_le_bytes()[..width]);
+        // Each width written as its own fixed-size copy, not cut at a run-time length.
+        if width == 2 {
+            for &o in &self.offsets {
+                // Width 2: every offset is at most `u16::MAX`.
+                out.extend_from_slice(&u16::try_from(o).unwrap_or(u16::MAX).to_le_bytes());
+            }
+        } else {
+            for o in &self.offsets {
+                out.extend_from_slice(&o.to_le_bytes());
+            }
         }
         out.extend_from_slice(&self.base.ts.to_le_bytes());
         out.extend_from_slice(&self.base.seq.to_le_bytes());
