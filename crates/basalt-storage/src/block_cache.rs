@@ -311,10 +311,8 @@ mod tests {
 
     fn data(_n: usize) -> Block {
         use bytes::Bytes;
-        let empty = crate::storefile::block::DataBlockBuilder::default().finish();
-        Block::Data(Arc::new(
-            DataBlock::new(Bytes::new(), empty.into()).unwrap(),
-        ))
+        let empty = Bytes::from_static(&[0; 4]);
+        Block::Data(Arc::new(DataBlock::new(Bytes::new(), empty).unwrap()))
     }
 
     fn key(file: u64, offset: u64) -> BlockKey {

@@ -6,9 +6,7 @@ use std::path::Path;
 
 use bytes::Bytes;
 
-use crate::storefile::{
-    block, decode_index_block, parse_trailer, Bloom, Index, LEGACY_FORMAT_VERSIONS,
-};
+use crate::storefile::{block, decode_index_block, parse_trailer, Bloom, Index};
 use crate::wal::replay::decode_segment;
 
 const PATH: &str = "fuzz-input";
@@ -22,18 +20,16 @@ pub fn wal_segment(data: &[u8]) {
     });
 }
 
-/// A stored data block: frame (codec and checksum), then the cells, read as every format
-/// version's layout.
+/// A stored data block: frame (codec and checksum), then the cells, read as both format
+/// versions' layouts.
 pub fn data_block(data: &[u8]) {
     let bodies = |body: Bytes| {
         let (family, path) = (&Bytes::from_static(b"f"), Path::new(PATH));
-        let legacy = LEGACY_FORMAT_VERSIONS
-            .map(|v| block::decode_legacy_data_block(v, &body, family, path, 0));
+        let legacy = block::decode_legacy_data_block(&body, family, path, 0);
         // A block whose layout is placed is read whole, as its entries are checked when
         // read: each cell built, and searched for enough times that the row probes are built.
-        for b in legacy
-            .into_iter()
-            .chain([block::decode_data_block(body, family, path, 0)])
+        for b in [legacy, block::decode_data_block(body, family, path, 0)]
+            .iter()
             .flatten()
         {
             let _ = b.next_visible(0, u64::MAX, None, &mut None);

@@ -28,9 +28,8 @@ use bytes::Bytes;
 
 type Target = (&'static str, fn(&[u8]));
 
-/// Data block seeds written by each earlier store file format version, in order, before
-/// today's: version 1's are seeds 1 to 20, version 2's 21 to 40.
-const LEGACY_DATA_BLOCK_SEEDS: [(u32, usize); 2] = [(1, 20), (2, 20)];
+/// Data block seeds written by store file format version 1, before version 2's seeds.
+const LEGACY_DATA_BLOCK_SEEDS: usize = 20;
 
 const TARGETS: [Target; 6] = [
     ("wal_segment", fuzzing::wal_segment),
@@ -131,20 +130,15 @@ fn wal_seeds_decode_to_what_they_held_and_damage_is_refused() {
 fn store_file_seeds_decode_to_what_they_held() {
     let held = cells();
     let family = Bytes::from_static(b"f");
-    // Four data blocks of each codec's file, in the order of `store_file_pieces`, written by
-    // each format version in turn: 1 (prefix-compressed keys), 2 (whole keys), then today's.
-    let versions = LEGACY_DATA_BLOCK_SEEDS
-        .iter()
-        .flat_map(|&(v, n)| std::iter::repeat_n(v, n))
-        .chain(std::iter::repeat_n(FORMAT_VERSION, 20));
-    for (n, version) in (1..).zip(versions) {
+    // Four data blocks of each codec's file, in the order of `store_file_pieces`: seeds 1 to
+    // 20 written by format version 1 (prefix-compressed keys), 21 to 40 by version 2.
+    for n in 1..=40 {
         let data = seed("data_block", n);
         let body = unframe(data, Path::new("seed"), 0).unwrap();
-        let (family, path) = (&family, Path::new("seed"));
-        let block = if version == FORMAT_VERSION {
-            decode_data_block(body, family, path, 0).unwrap()
+        let block = if n <= LEGACY_DATA_BLOCK_SEEDS {
+            decode_legacy_data_block(&body, &family, Path::new("seed"), 0).unwrap()
         } else {
-            decode_legacy_data_block(version, &body, family, path, 0).unwrap()
+            decode_data_block(body, &family, Path::new("seed"), 0).unwrap()
         };
         let cells: Vec<Cell> = (0..block.len()).map(|i| block.cell(i).unwrap()).collect();
         assert!(!cells.is_empty(), "data_block seed-{n:03}");
@@ -310,9 +304,8 @@ fn write_seed_corpus() {
             .iter()
             .map(|f| ("filter_language", f.as_bytes().to_vec())),
     );
-    // The data block seeds of earlier format versions stay as they were written.
-    let legacy = LEGACY_DATA_BLOCK_SEEDS.iter().map(|&(_, n)| n).sum();
-    let mut counts = std::collections::BTreeMap::from([("data_block", legacy)]);
+    // The data block seeds of format version 1 stay as they were written.
+    let mut counts = std::collections::BTreeMap::from([("data_block", LEGACY_DATA_BLOCK_SEEDS)]);
     for (target, data) in seeds {
         let dir = corpus_dir(target);
         std::fs::create_dir_all(&dir).unwrap();

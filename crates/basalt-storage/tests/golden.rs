@@ -1,7 +1,6 @@
 //! Golden files: a WAL segment and store files (every codec, a ROWCOL bloom, many blocks)
 //! committed under `tests/golden/`: store files of format version 1 (`store-<codec>.sf`,
-//! prefix-compressed keys), of version 2 (`store-v2-<codec>.sf`, whole encoded keys) and of
-//! version 3 (`store-v3-<codec>.sf`, entries with their numbers as deltas). Today's readers must
+//! prefix-compressed keys) and of version 2 (`store-v2-<codec>.sf`). Today's readers must
 //! return exactly the cells they were written with, so a change to a writer and its reader
 //! together that departs from `docs/formats/` fails here even though the pair still
 //! round-trips. Where the output is deterministic (no codec library in between), the writer
@@ -185,7 +184,7 @@ fn every_cell(f: &Arc<StoreFile>) -> Vec<Cell> {
 #[test]
 fn golden_store_files_of_every_codec_read_back_exactly_their_cells() {
     let expected = cells();
-    let files = CODECS.map(|c| [(c, 1), (c, 2), (c, FORMAT_VERSION)]);
+    let files = CODECS.map(|c| [(c, 1), (c, FORMAT_VERSION)]);
     for (codec, version) in files.into_iter().flatten() {
         let path = golden(&store_file_name(codec, version));
         let f = open(&path);

@@ -45,12 +45,11 @@ pub struct FileInfo {
 
 /// Trailer magic: never change.
 pub const MAGIC: &[u8; 8] = b"BSLTSF01";
-/// Store file format version written: data blocks hold each entry's parts whole, its
-/// timestamp and sequence id as deltas, and every entry's offset.
-pub const FORMAT_VERSION: u32 = 3;
-/// Earlier format versions, still read, whose data blocks are rewritten into today's layout
-/// as they are read: 1 (prefix-compressed keys) and 2 (whole encoded keys).
-pub const LEGACY_FORMAT_VERSIONS: [u32; 2] = [1, 2];
+/// Store file format version written: data blocks hold whole keys and every entry's offset.
+pub const FORMAT_VERSION: u32 = 2;
+/// The first format version, still read: data blocks with prefix-compressed keys, rewritten
+/// into version 2's layout as they are read.
+pub const LEGACY_FORMAT_VERSION: u32 = 1;
 /// Fixed trailer length.
 pub const TRAILER_LEN: usize = 52;
 

@@ -11,7 +11,7 @@ use super::block::{self, decode_data_block, decode_legacy_data_block};
 use super::bloom::Bloom;
 use super::keys::{check_key, Damage, DataBlock, IndexKeys};
 use super::scanner::StoreFileScanner;
-use super::{FileId, FileInfo, FORMAT_VERSION, LEGACY_FORMAT_VERSIONS, MAGIC, TRAILER_LEN};
+use super::{FileId, FileInfo, FORMAT_VERSION, LEGACY_FORMAT_VERSION, MAGIC, TRAILER_LEN};
 use crate::block_cache::{Block, BlockCache, BlockKey, Priority};
 use crate::codec::Reader;
 use crate::env::{Env, RandomAccessFile};
@@ -332,10 +332,10 @@ impl StoreFile {
         }
         let body = self.read_section((offset, len))?;
         let (family, path) = (&self.family, self.file.path());
-        let block = Arc::new(if self.version == FORMAT_VERSION {
-            decode_data_block(body, family, path, offset)?
+        let block = Arc::new(if self.version == LEGACY_FORMAT_VERSION {
+            decode_legacy_data_block(&body, family, path, offset)?
         } else {
-            decode_legacy_data_block(self.version, &body, family, path, offset)?
+            decode_data_block(body, family, path, offset)?
         });
         if caching.insert {
             let weight = block.weight();
@@ -408,8 +408,8 @@ fn read_trailer(file: &RandomAccessFile, path: &Path) -> Result<Trailer> {
 pub struct Trailer {
     /// The (offset, length) of the index, bloom and file info sections.
     pub sections: [(u64, u32); 3],
-    /// [`FORMAT_VERSION`], or one of [`LEGACY_FORMAT_VERSIONS`], whose data blocks are
-    /// rewritten into today's layout as they are read.
+    /// [`FORMAT_VERSION`], or [`LEGACY_FORMAT_VERSION`] for a file whose data blocks have
+    /// prefix-compressed keys.
     pub version: u32,
 }
 
@@ -433,7 +433,7 @@ pub fn parse_trailer(t: &[u8], path: &Path) -> Result<Trailer> {
         return Err(bad("checksum mismatch".into()));
     }
     let version = word(36);
-    if version != FORMAT_VERSION && !LEGACY_FORMAT_VERSIONS.contains(&version) {
+    if version != FORMAT_VERSION && version != LEGACY_FORMAT_VERSION {
         return Err(bad(format!("unsupported format version {version}")));
     }
     let mut r = Reader::new(t);

@@ -11,7 +11,7 @@ use super::reader::{Caching, Index, StoreFile};
 use crate::store::scanner::{first_on_next_row, CellSource, STEPS_BEFORE_SEEK};
 
 /// Iterates one store file in key order, a block at a time. Only the cell it stands on is
-/// built; searches compare keys where they lie in the block.
+/// built; searches compare encoded keys in place.
 ///
 /// # Invariants
 /// 1. While a seek is put off (`pending`), `current` is a stand-in that sorts at or before

@@ -139,14 +139,6 @@ fn a_writer_refuses_cells_out_of_order_and_search_keys() {
             "{refused:?}"
         );
     }
-    // A row longer than a key holds, after every cell, is refused too.
-    let last_row = cells[cells.len() - 1].row().to_vec();
-    let long = [last_row, vec![b'z'; basalt_model::limits::MAX_ROW_LENGTH]].concat();
-    let refused = w.add(&Cell::put(long, "f", "q", 1, "v")).unwrap_err();
-    assert!(
-        matches!(&refused, Error::IllegalArgument(m) if m.contains("a row of 32775 bytes")),
-        "{refused:?}"
-    );
     let (_, info) = w.finish(false).unwrap();
     let f = Arc::new(open(&path).unwrap());
     assert!(f.block_count().unwrap() > 5, "small blocks expected");
@@ -294,21 +286,22 @@ fn a_damaged_entry_is_reported_with_file_and_offset() {
     let mut body = block::unframe(data[at..at + len].to_vec(), &path, at as u64)
         .unwrap()
         .to_vec();
-    // An entry in the block's middle: its type is the fourth byte of its header. The footer
-    // ends with the entry count and the offsets' width.
-    let n = body.len();
-    let width = usize::from(body[n - 1]);
-    let count = u32::from_le_bytes(body[n - 5..n - 1].try_into().unwrap()) as usize;
-    let offsets = n - super::keys::FOOTER_LEN - width * count;
-    let i = count / 2;
-    let mut o = [0u8; 4];
-    o[..width].copy_from_slice(&body[offsets + width * i..][..width]);
-    let o = u32::from_le_bytes(o) as usize;
+    // The first entry of the block without a TTL: its header is three one-byte fields, and
+    // its key's type byte lies nine bytes before the key's end.
+    let count = u32::from_le_bytes(body[body.len() - 4..].try_into().unwrap()) as usize;
+    let offsets = body.len() - 4 - 4 * count;
+    let offset =
+        |i: usize| u32::from_le_bytes(body[offsets + 4 * i..][..4].try_into().unwrap()) as usize;
+    let (i, o) = (0..count)
+        .map(|i| (i, offset(i)))
+        .find(|&(_, o)| body[o + 2] == 0)
+        .unwrap();
+    let key_len = usize::from(body[o]);
     let damaged = DataBlock::new(name.clone(), Bytes::from(body.clone()))
         .unwrap()
         .cell(i)
         .unwrap();
-    body[o + 3] = 0xEE;
+    body[o + 3 + key_len - 9] = 0xEE;
     let framed = block::frame(&body, Compression::None).unwrap();
     assert_eq!(framed.len(), len);
     data[at..at + len].copy_from_slice(&framed);

@@ -3,13 +3,12 @@
 use std::cmp::Ordering;
 use std::path::{Path, PathBuf};
 
-use basalt_model::limits::MAX_ROW_LENGTH;
 use basalt_model::{BloomType, Cell, CellType, ColumnFamilyDescriptor, Compression, Result};
 use bytes::Bytes;
 
 use super::block::{self, DataBlockBuilder};
 use super::bloom::BloomBuilder;
-use super::keys::{parts_of_encoded, KeyParts};
+use super::keys::cmp_encoded;
 use super::{FileInfo, FORMAT_VERSION, MAGIC};
 use crate::codec::{put_bytes, put_varint};
 use crate::env::{Env, WritableFile};
@@ -73,10 +72,9 @@ impl StoreFileWriter {
     /// Appends a cell.
     ///
     /// # Errors
-    /// `Io` writing a full block; `IllegalArgument` if cells arrive out of key order, a
-    /// search key comes, or a row longer than a key holds (a bug in the caller: the file is
-    /// abandoned rather than written unsorted or unreadable). A refused cell leaves the
-    /// writer as it was.
+    /// `Io` writing a full block; `IllegalArgument` if cells arrive out of key order, or a
+    /// search key comes (a bug in the caller: the file is abandoned rather than written
+    /// unsorted or unreadable). A refused cell leaves the writer as it was.
     pub fn add(&mut self, c: &Cell) -> Result<()> {
         if matches!(c.cell_type, CellType::Minimum | CellType::Maximum) {
             return Err(basalt_model::Error::IllegalArgument(format!(
@@ -84,17 +82,11 @@ impl StoreFileWriter {
                 self.file.path().display()
             )));
         }
-        if c.row().len() > MAX_ROW_LENGTH {
-            return Err(basalt_model::Error::IllegalArgument(format!(
-                "a row of {} bytes, longer than the {MAX_ROW_LENGTH} a key holds, in {}",
-                c.row().len(),
-                self.file.path().display()
-            )));
-        }
         if let Some(last) = self.last_key() {
             // The previous cell's key as stored, compared where it lies: a copy of each cell's
             // key cost a fifth of a compaction (BENCHMARKS.md).
-            if last.cmp(&self.family, c) != Ordering::Less {
+            if cmp_encoded(last, &self.family, c) != Some(Ordering::Less) {
+                let last = block::decode_key(&Bytes::copy_from_slice(last), &self.family);
                 return Err(basalt_model::Error::IllegalArgument(format!(
                     "store file cells out of key order: {last:?} then {c:?} in {}",
                     self.file.path().display()
@@ -133,13 +125,13 @@ impl StoreFileWriter {
         Ok(())
     }
 
-    /// The key of the last cell added: the last in the open block, or else the last of the
-    /// last block written (an index key the writer encoded, so one that parses).
-    fn last_key(&self) -> Option<KeyParts<'_>> {
-        match self.block.last_key() {
-            Some(k) => Some(k),
-            // The writer encoded its index keys itself, of rows it checked.
-            None => self.index.last().and_then(|(k, _, _)| parts_of_encoded(k)),
+    /// The encoded key of the last cell added: the last in the open block, or else the last
+    /// of the last block written.
+    fn last_key(&self) -> Option<&[u8]> {
+        if self.block.is_empty() {
+            self.index.last().map(|(k, _, _)| k.as_slice())
+        } else {
+            Some(self.block.last_key())
         }
     }
 
@@ -153,7 +145,7 @@ impl StoreFileWriter {
         if self.block.is_empty() {
             return Ok(());
         }
-        let last_key = self.block.last_key_encoded();
+        let last_key = self.block.last_key().to_vec();
         let body = self.block.finish();
         let stored = block::frame(&body, self.codec)?;
         self.file.write_all(&stored)?;
@@ -180,7 +172,7 @@ impl StoreFileWriter {
     /// `Io` writing or syncing.
     pub fn finish(&mut self, major_compacted: bool) -> Result<(PathBuf, FileInfo)> {
         self.flush_block()?;
-        let last = self.index.last().map(|(k, _, _)| Bytes::copy_from_slice(k));
+        let last = self.last_key().map(Bytes::copy_from_slice);
         self.info.last_key = last.and_then(|k| block::decode_key(&k, &self.family));
         self.info.major_compacted = major_compacted;
         let (bloom_off, bloom_len) = match self.bloom.take() {

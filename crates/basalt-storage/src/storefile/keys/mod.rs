@@ -1,18 +1,15 @@
-//! Data blocks and the index searched where they lie: keys are compared in place, and a
-//! [`Cell`] is built only for the entry a scanner stands on.
+//! Data blocks and the index searched where they lie: keys stay encoded and are compared in
+//! place, and a [`Cell`] is built only for the entry a scanner stands on.
 //!
-//! A data block of today's format is kept as read from disk. Blocks used to be decoded on
-//! every cache miss, their prefix-compressed keys rebuilt into a second buffer beside an entry
-//! table: half again the memory of the block in the cache, and about 18 µs per 64 KiB block
-//! before the first compare. Blocks of earlier formats still are, once each miss, into
-//! today's layout (until a compaction rewrites their file).
+//! A data block is kept as read from disk. Blocks used to be decoded on every cache miss, their
+//! prefix-compressed keys rebuilt into a second buffer beside an entry table: half again the
+//! memory of the block in the cache, and about 18 µs per 64 KiB block before the first compare.
 //!
 //! # Invariants
-//! A [`RawKey`] (an encoded key: the index's, the file info's) is only made of a key
-//! [`check_key`] passed, so its accessors may slice without further checks: row length fits,
-//! at least 17 trailing bytes of timestamp, type and sequence id, and a type code that may be
-//! stored. Index keys are checked when the index is decoded; a data block's entries, whose
-//! parts lie apart ([`entry`]), each time they are located ([`DataBlock`], invariant 1).
+//! A [`RawKey`] is only made of a key [`check_key`] passed, so its accessors may slice
+//! without further checks: row length fits, at least 17 trailing bytes of timestamp, type and
+//! sequence id, and a type code that may be stored. (Index keys are checked when the index is
+//! decoded, data block keys each time their entry is located: [`DataBlock`], invariant 1.)
 
 use std::cmp::Ordering;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
@@ -22,9 +19,7 @@ use basalt_model::cell::compare_families;
 use basalt_model::{bytes_order, Cell, CellType, Spans};
 use bytes::Bytes;
 
-mod entry;
-use entry::Located;
-pub use entry::{put_entry, Base, Entry};
+use crate::codec::Reader;
 
 /// Timestamp, type and sequence id after the qualifier.
 const KEY_TAIL_LEN: usize = 8 + 1 + 8;
@@ -39,10 +34,14 @@ pub fn check_key(k: &[u8]) -> Option<usize> {
     if 2 + row_len > k.len() - KEY_TAIL_LEN {
         return None;
     }
-    storable(k[k.len() - 9]).then_some(row_len)
+    let code = k[k.len() - 9];
+    match CellType::from_code(code)? {
+        CellType::Minimum | CellType::Maximum => None,
+        _ => Some(row_len),
+    }
 }
 
-/// A checked encoded key (an index entry's, a file info's).
+/// A checked encoded key.
 #[derive(Clone, Copy)]
 struct RawKey<'a>(&'a [u8]);
 
@@ -51,142 +50,144 @@ impl<'a> RawKey<'a> {
         usize::from(u16::from_be_bytes([self.0[0], self.0[1]]))
     }
 
-    fn parts(self) -> KeyParts<'a> {
-        let row_end = 2 + self.row_len();
-        let tail_at = self.0.len() - KEY_TAIL_LEN;
-        let t = &self.0[tail_at..];
+    fn row(self) -> &'a [u8] {
+        &self.0[2..2 + self.row_len()]
+    }
+
+    fn qualifier(self) -> &'a [u8] {
+        &self.0[2 + self.row_len()..self.0.len() - KEY_TAIL_LEN]
+    }
+
+    fn tail(self) -> (i64, u8, u64) {
+        let t = &self.0[self.0.len() - KEY_TAIL_LEN..];
         let mut ts = [0u8; 8];
         ts.copy_from_slice(&t[..8]);
         let mut seq = [0u8; 8];
         seq.copy_from_slice(&t[9..]);
-        KeyParts {
-            row: &self.0[2..row_end],
-            qualifier: &self.0[row_end..tail_at],
-            ts: i64::from_be_bytes(ts),
-            code: t[8],
-            seq: u64::from_be_bytes(seq),
-        }
+        (i64::from_be_bytes(ts), t[8], u64::from_be_bytes(seq))
     }
-}
 
-/// A key's parts, read where they lie: from a data block's entry or an encoded key.
-#[derive(Clone, Copy)]
-pub struct KeyParts<'a> {
-    pub row: &'a [u8],
-    pub qualifier: &'a [u8],
-    pub ts: i64,
-    pub code: u8,
-    pub seq: u64,
-}
-
-impl KeyParts<'_> {
     /// The key's order against `key` (cell.rs, invariant 1), for a key of `family`.
-    #[inline]
-    pub fn cmp(self, family: &[u8], key: &Cell) -> Ordering {
-        bytes_order::compare(self.row, key.row())
+    fn cmp(self, family: &[u8], key: &Cell) -> Ordering {
+        bytes_order::compare(self.row(), key.row())
             .then_with(|| compare_families(family, &key.family))
-            .then_with(|| bytes_order::compare(self.qualifier, key.qualifier()))
+            .then_with(|| bytes_order::compare(self.qualifier(), key.qualifier()))
             .then_with(|| {
+                let (ts, code, seq) = self.tail();
                 key.timestamp
-                    .cmp(&self.ts)
-                    .then_with(|| key.cell_type.code().cmp(&self.code))
-                    .then_with(|| key.seq_id.cmp(&self.seq))
+                    .cmp(&ts)
+                    .then_with(|| key.cell_type.code().cmp(&code))
+                    .then_with(|| key.seq_id.cmp(&seq))
             })
     }
-}
 
-impl std::fmt::Debug for KeyParts<'_> {
-    /// As a cell's key prints: bytes escaped, the type named.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let cell_type = CellType::from_code(self.code);
-        f.debug_struct("Key")
-            .field("row", &Bytes::copy_from_slice(self.row))
-            .field("qualifier", &Bytes::copy_from_slice(self.qualifier))
-            .field("timestamp", &self.ts)
-            .field("cell_type", &cell_type.ok_or(self.code))
-            .field("seq_id", &self.seq)
-            .finish()
+    fn seq_id(self) -> u64 {
+        self.tail().2
     }
 }
 
-/// The parts of the encoded key `key`; `None` when it is not one [`check_key`] passes.
-pub fn parts_of_encoded(key: &[u8]) -> Option<KeyParts<'_>> {
+/// The order of the encoded key `key` of `family` against `cell` (cell.rs, invariant 1);
+/// `None` when `key` is not one [`check_key`] passes.
+pub fn cmp_encoded(key: &[u8], family: &[u8], cell: &Cell) -> Option<Ordering> {
     check_key(key)?;
-    Some(RawKey(key).parts())
+    Some(RawKey(key).cmp(family, cell))
 }
 
 /// What is wrong with a damaged data block, for the caller's corruption error.
 pub type Damage = &'static str;
 
-/// Parses the entry at `at` that must end at `end` (docs/formats/storefile.md, version 3),
-/// its type checked as [`check_key`] checks an encoded key's; the entries end at `limit`.
-fn parse_entry(
-    body: &[u8],
-    at: usize,
-    end: usize,
-    limit: usize,
-    base: Base,
-) -> Result<Located, Damage> {
-    // The entry's bytes run on into the offsets and footer: its numbers are loaded a word
-    // at a time, and `limit` bounds what it may hold.
-    let entry = body
-        .get(at..)
-        .filter(|_| at <= limit)
-        .ok_or("entry offset out of place")?;
-    let e = entry::header_of(entry, at, limit, base).ok_or("malformed entry header")?;
-    if !storable(e.code) {
-        return Err("malformed key");
-    }
-    if e.value.end != end {
+/// Where one entry of a data block lies in the block's body; its key is checked.
+#[derive(Clone, Debug, Default)]
+struct Located {
+    key: std::ops::Range<usize>,
+    row_len: usize,
+    value: std::ops::Range<usize>,
+    /// Cell TTL in ms; `u64::MAX` when the cell has none.
+    ttl: u64,
+}
+
+/// Parses the entry at `at` that must end at `end` (docs/formats/storefile.md, version 2),
+/// its key checked by [`check_key`]; the entries end at `limit`.
+fn parse_entry(body: &[u8], at: usize, end: usize, limit: usize) -> Result<Located, Damage> {
+    let entry = body.get(at..limit).ok_or("entry offset out of place")?;
+    let (key, value, ttl) = header_of(entry, at, limit).ok_or("malformed entry header")?;
+    let row_len = check_key(&body[key.clone()]).ok_or("malformed key")?;
+    if value.end != end {
         return Err(if end == limit {
             "bytes between the last entry and the offset array"
         } else {
             "entry offset out of place"
         });
     }
-    Ok(e)
+    Ok(Located {
+        key,
+        row_len,
+        value,
+        ttl,
+    })
 }
 
-/// Whether `code` is a cell type a store file may hold (not a search key's).
-fn storable(code: u8) -> bool {
-    !matches!(
-        CellType::from_code(code),
-        None | Some(CellType::Minimum | CellType::Maximum)
-    )
+/// Where an entry's key and value lie in the block's body, and its TTL.
+type Header = (std::ops::Range<usize>, std::ops::Range<usize>, u64);
+
+/// The header of the entry at `at` (`entry` is the body from there to `limit`): the usual
+/// one, one-byte key and value lengths and no TTL, read at once, any other by
+/// [`parse_header`], which answers alike for the usual one too.
+#[inline]
+fn header_of(entry: &[u8], at: usize, limit: usize) -> Option<Header> {
+    match *entry {
+        [key_len, value_len, 0, ..] if key_len < 0x80 && value_len < 0x80 => {
+            let key = at + 3;
+            let value = key + usize::from(key_len);
+            let value_end = value + usize::from(value_len);
+            (value_end <= limit).then_some((key..value, value..value_end, u64::MAX))
+        }
+        _ => parse_header(entry, at, limit),
+    }
 }
 
-/// Bytes after a data block's offset array: base timestamp, base sequence id, entry count
-/// and offset width.
-pub const FOOTER_LEN: usize = 8 + 8 + 4 + 1;
+/// The header of the entry at `at`, in any form (varint lengths, a TTL or none); the entries
+/// end at `limit`.
+fn parse_header(entry: &[u8], at: usize, limit: usize) -> Option<Header> {
+    let mut r = Reader::new(entry);
+    let key_len = r.len()?;
+    let value_len = r.len()?;
+    let ttl = match r.u8()? {
+        0 => u64::MAX,
+        1 => r.varint()?,
+        _ => return None,
+    };
+    let key = at + r.position();
+    let value = key.checked_add(key_len)?;
+    let value_end = value.checked_add(value_len)?;
+    (value_end <= limit).then_some((key..value, value..value_end, ttl))
+}
 
 /// A data block, searched and read where it lies: the block cache holds the body as read
 /// from disk (decompressed), and nothing is decoded until a cell is built.
 ///
-/// The body holds each entry's row and qualifier whole and an array of every entry's offset,
-/// so a search is a binary search over the entries themselves (HBase's ROW_INDEX_V1
-/// encoding, per cell rather than per row). Blocks of earlier format versions are rewritten
-/// into this layout when read ([`super::block::decode_legacy_data_block`]).
+/// The body holds each entry's whole key and an array of every entry's offset, so a search
+/// is a binary search over the entries themselves (HBase's ROW_INDEX_V1 encoding, per cell
+/// rather than per row). Blocks of the first format version, whose keys were
+/// prefix-compressed, are rewritten into this layout when read
+/// ([`super::block::decode_legacy_data_block`]).
 ///
 /// # Invariants
 /// 1. Entry `i` fills `offset(i)..offset(i + 1)` exactly (the last one ends where the offset
 ///    array starts), and the first starts at 0. Only [`DataBlock::locate`] reads an entry,
-///    and it checks that, the header and the type code every time; the parts of a
-///    [`Located`] lie within the entries. Nothing is checked when the block is built: a miss
+///    and it checks that, the header and the key ([`check_key`]) every time; a [`RawKey`] is
+///    only made of a key it checked. Nothing is checked when the block is built: a miss
 ///    that reads one cell then checks the dozen entries its search touched, not all of them.
 /// 2. The row probes, once built, hold one window per entry, every entry having been
 ///    located to build them.
 #[derive(Debug)]
 pub struct DataBlock {
     family: Bytes,
-    /// The decompressed body: entries, then the offset array and the footer.
+    /// The decompressed body: entries, then the offset array and the entry count.
     body: Bytes,
     /// Where the offset array starts; the entries end here.
     offsets_at: usize,
-    /// Bytes an offset takes: 2 when every entry starts below 64 KiB, else 4.
-    offset_width: usize,
     len: usize,
-    /// The timestamp and sequence id the entries' are deltas from.
-    base: Base,
     /// Search accelerator: the rows of a block share a prefix; a window holds the eight row
     /// bytes after it (zero-padded) of each entry, so most steps of a search compare one
     /// `u64` in a small array instead of reaching into the body for a key. Built by the
@@ -311,38 +312,22 @@ impl DataBlock {
     /// # Errors
     /// What is wrong with the body, for the caller's corruption error.
     pub(crate) fn new(family: Bytes, body: Bytes) -> Result<DataBlock, Damage> {
-        let footer_at = body
-            .len()
-            .checked_sub(FOOTER_LEN)
-            .ok_or("block shorter than its footer")?;
-        let footer = &body[footer_at..];
-        let word = |at: usize| {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(&footer[at..at + 8]);
-            u64::from_le_bytes(w)
-        };
-        let base = Base {
-            ts: word(0) as i64,
-            seq: word(8),
-        };
+        let n = body.len();
+        let count_at = n
+            .checked_sub(4)
+            .ok_or("block shorter than its entry count")?;
         let mut count = [0u8; 4];
-        count.copy_from_slice(&footer[16..20]);
+        count.copy_from_slice(&body[count_at..]);
         let len = u32::from_le_bytes(count) as usize;
-        let offset_width = match footer[20] {
-            w @ (2 | 4) => usize::from(w),
-            _ => return Err("unknown offset width"),
-        };
         let offsets_at = len
-            .checked_mul(offset_width)
-            .and_then(|o| footer_at.checked_sub(o))
+            .checked_mul(4)
+            .and_then(|o| count_at.checked_sub(o))
             .ok_or("offset array larger than the block")?;
         let block = DataBlock {
             family,
             body,
             offsets_at,
-            offset_width,
             len,
-            base,
             probes: OnceLock::new(),
             searches: AtomicU32::new(0),
         };
@@ -373,19 +358,12 @@ impl DataBlock {
         self.len == 0
     }
 
-    /// The offset array's entry `i` (`i < len`, so it lies before the footer).
-    #[inline]
+    /// The offset array's entry `i` (`i < len`, so it lies before the count).
     fn offset(&self, i: usize) -> usize {
-        // Each width read as its own fixed-size load: a copy of a width known only at run
-        // time was a call to `memcpy` and a stall on its store, for every entry a search read.
-        let at = self.offsets_at + self.offset_width * i;
-        if self.offset_width == 2 {
-            usize::from(u16::from_le_bytes([self.body[at], self.body[at + 1]]))
-        } else {
-            let mut o = [0u8; 4];
-            o.copy_from_slice(&self.body[at..at + 4]);
-            u32::from_le_bytes(o) as usize
-        }
+        let at = self.offsets_at + 4 * i;
+        let mut o = [0u8; 4];
+        o.copy_from_slice(&self.body[at..at + 4]);
+        u32::from_le_bytes(o) as usize
     }
 
     /// Entry `i` (`i < len`), checked (invariant 1).
@@ -404,18 +382,12 @@ impl DataBlock {
         } else {
             self.offset(i + 1)
         };
-        *e = parse_entry(&self.body, self.offset(i), end, self.offsets_at, self.base)?;
+        *e = parse_entry(&self.body, self.offset(i), end, self.offsets_at)?;
         Ok(())
     }
 
-    fn key<'a>(&'a self, e: &Located) -> KeyParts<'a> {
-        KeyParts {
-            row: &self.body[e.row.clone()],
-            qualifier: &self.body[e.qualifier.clone()],
-            ts: e.ts,
-            code: e.code,
-            seq: e.seq,
-        }
+    fn key(&self, e: &Located) -> RawKey<'_> {
+        RawKey(&self.body[e.key.clone()])
     }
 
     /// Cell `i`, built (its parts share the block's buffer).
@@ -464,10 +436,10 @@ impl DataBlock {
         slot: &mut Option<Cell>,
     ) -> Option<Visible> {
         let key = self.key(e);
-        if row.is_some_and(|r| !bytes_order::equal(key.row, r)) {
+        if row.is_some_and(|r| !bytes_order::equal(key.row(), r)) {
             return Some(Visible::PastRow(i));
         }
-        if key.seq <= read_point {
+        if key.seq_id() <= read_point {
             self.cell_into(e, slot);
             return Some(Visible::Cell(i));
         }
@@ -522,12 +494,13 @@ impl DataBlock {
             (&self.body, 0)
         } else {
             // A block past 4 GiB (one cell larger than that): the cell keeps its own part.
-            cut = self.body.slice(e.row.start..e.value.end);
-            (&cut, e.row.start)
+            cut = self.body.slice(e.key.start..e.value.end);
+            (&cut, e.key.start)
         };
+        let start = e.key.start + 2 - base;
         let spans = Spans {
-            row: e.row.start - base..e.row.end - base,
-            qualifier: e.qualifier.start - base..e.qualifier.end - base,
+            row: start..start + e.row_len,
+            qualifier: start + e.row_len..e.key.end - KEY_TAIL_LEN - base,
             value: e.value.start - base..e.value.end - base,
         };
         let refilled = slot
@@ -539,10 +512,15 @@ impl DataBlock {
         let Some(cell) = slot.as_mut() else {
             unreachable!("a located entry's parts lie within it (invariant 1)")
         };
-        cell.timestamp = e.ts;
-        cell.cell_type = CellType::from_code(e.code).unwrap_or(CellType::Put);
-        cell.seq_id = e.seq;
+        let (timestamp, code, seq_id) = self.key(e).tail();
+        cell.timestamp = timestamp;
+        cell.cell_type = CellType::from_code(code).unwrap_or(CellType::Put);
+        cell.seq_id = seq_id;
         cell.ttl_ms = (e.ttl != u64::MAX).then_some(e.ttl);
+    }
+
+    fn row_range(e: &Located) -> std::ops::Range<usize> {
+        e.key.start + 2..e.key.start + 2 + e.row_len
     }
 
     /// The row of cell `i`.
@@ -550,7 +528,7 @@ impl DataBlock {
     /// # Errors
     /// The entry is damaged.
     pub fn row(&self, i: usize) -> Result<Bytes, Damage> {
-        Ok(self.body.slice(self.locate(i)?.row))
+        Ok(self.body.slice(Self::row_range(&self.locate(i)?)))
     }
 
     /// The sequence id of cell `i`.
@@ -558,7 +536,7 @@ impl DataBlock {
     /// # Errors
     /// The entry is damaged.
     pub fn seq_id(&self, i: usize) -> Result<u64, Damage> {
-        Ok(self.locate(i)?.seq)
+        Ok(self.key(&self.locate(i)?).seq_id())
     }
 
     /// Cell `i`'s order against `key`.
@@ -600,7 +578,9 @@ impl DataBlock {
 
     /// Every entry located, and the windows of their rows (invariant 2).
     fn row_probes(&self) -> Result<RowProbes, Damage> {
-        RowProbes::of(&self.body, self.len, |i| Ok(self.locate(i)?.row))
+        RowProbes::of(&self.body, self.len, |i| {
+            Ok(Self::row_range(&self.locate(i)?))
+        })
     }
 
     /// Bytes held, the block's weight in the cache: the row probes are counted from the
@@ -676,7 +656,6 @@ impl IndexKeys {
         let below = |i: usize| {
             let (at, len, _, _) = self.entries[i];
             RawKey(&self.keys[at as usize..(at + len) as usize])
-                .parts()
                 .cmp(&self.family, key)
                 .is_lt()
         };
@@ -705,11 +684,11 @@ pub enum Passing<'a> {
 
 impl Passing<'_> {
     /// Whether the entry of `key`, in a block of `family`, is one to pass.
-    fn names(&self, key: KeyParts<'_>, family: &[u8]) -> bool {
+    fn names(&self, key: RawKey<'_>, family: &[u8]) -> bool {
         match *self {
-            Passing::Row(row) => bytes_order::equal(key.row, row),
+            Passing::Row(row) => bytes_order::equal(key.row(), row),
             Passing::Column { row, qualifier } => {
-                bytes_order::equal(key.row, row) && bytes_order::equal(key.qualifier, qualifier)
+                bytes_order::equal(key.row(), row) && bytes_order::equal(key.qualifier(), qualifier)
             }
             Passing::Below(below) => key.cmp(family, below).is_lt(),
         }

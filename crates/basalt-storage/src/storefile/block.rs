@@ -6,12 +6,13 @@ use std::path::Path;
 use basalt_model::{Cell, CellType, Compression, Error, Result};
 use bytes::Bytes;
 
-use super::keys::{parts_of_encoded, put_entry, Base, DataBlock, Entry, KeyParts, FOOTER_LEN};
-
-mod legacy;
+use super::keys::DataBlock;
+use crate::codec::{put_varint, Reader};
 
 /// Bytes after a block body: compression byte plus checksum.
 pub const BLOCK_TRAILER_LEN: usize = 5;
+/// Fixed key bytes besides row and qualifier: row length, timestamp, type, sequence id.
+const KEY_FIXED_LEN: usize = 2 + 8 + 1 + 8;
 
 /// Codec codes on disk: never renumber.
 fn codec_code(c: Compression) -> u8 {
@@ -24,117 +25,76 @@ fn codec_code(c: Compression) -> u8 {
     }
 }
 
-/// Encodes a cell's key (without family), as index entries and the file info hold it.
+/// Encodes a cell's key (without family).
 pub fn encode_key(out: &mut Vec<u8>, c: &Cell) {
-    encode_parts(
-        out,
-        &KeyParts {
-            row: c.row(),
-            qualifier: c.qualifier(),
-            ts: c.timestamp,
-            code: c.cell_type.code(),
-            seq: c.seq_id,
-        },
-    );
-}
-
-/// Encodes a key from its parts.
-fn encode_parts(out: &mut Vec<u8>, k: &KeyParts<'_>) {
-    let row_len = u16::try_from(k.row.len()).expect("rows are validated to at most 32767 bytes");
+    let row_len = u16::try_from(c.row().len()).expect("rows are validated to at most 32767 bytes");
     out.extend_from_slice(&row_len.to_be_bytes());
-    out.extend_from_slice(k.row);
-    out.extend_from_slice(k.qualifier);
-    out.extend_from_slice(&k.ts.to_be_bytes());
-    out.push(k.code);
-    out.extend_from_slice(&k.seq.to_be_bytes());
+    out.extend_from_slice(c.row());
+    out.extend_from_slice(c.qualifier());
+    out.extend_from_slice(&c.timestamp.to_be_bytes());
+    out.push(c.cell_type.code());
+    out.extend_from_slice(&c.seq_id.to_be_bytes());
 }
 
 /// Decodes a key into a cell of `family` with an empty value; `None` when malformed.
 pub fn decode_key(key: &Bytes, family: &Bytes) -> Option<Cell> {
-    let k = parts_of_encoded(key)?;
-    let row = 2..2 + k.row.len();
+    if key.len() < KEY_FIXED_LEN {
+        return None;
+    }
+    let row_len = usize::from(u16::from_be_bytes([key[0], key[1]]));
+    let qual_end = key.len().checked_sub(17)?;
+    if 2 + row_len > qual_end {
+        return None;
+    }
+    let ts = i64::from_be_bytes(key[qual_end..qual_end + 8].try_into().ok()?);
+    let cell_type = CellType::from_code(key[qual_end + 8])?;
+    let seq_id = u64::from_be_bytes(key[qual_end + 9..].try_into().ok()?);
     let spans = basalt_model::Spans {
-        qualifier: row.end..row.end + k.qualifier.len(),
-        value: row.end..row.end,
-        row,
+        row: 2..2 + row_len,
+        qualifier: 2 + row_len..qual_end,
+        value: qual_end..qual_end,
     };
     let mut cell = Cell::in_buffer(key.clone(), &spans, family.clone())?;
-    cell.timestamp = k.ts;
-    cell.cell_type = CellType::from_code(k.code)?;
-    cell.seq_id = k.seq;
+    cell.timestamp = ts;
+    cell.cell_type = cell_type;
+    cell.seq_id = seq_id;
     Some(cell)
 }
 
-/// Builds one data block (format version 3: every entry's parts whole, its numbers deltas
-/// from the block's first, every entry's offset).
+/// Builds one data block (format version 2: whole keys, every entry's offset).
 #[derive(Debug, Default)]
 pub struct DataBlockBuilder {
     buf: Vec<u8>,
     offsets: Vec<u32>,
-    /// The first cell's timestamp and sequence id.
-    base: Base,
-    /// The last entry added: where its row and qualifier lie in `buf`, and its numbers.
-    last: Option<LastEntry>,
-}
-
-#[derive(Debug)]
-struct LastEntry {
-    row: std::ops::Range<usize>,
-    qualifier: std::ops::Range<usize>,
-    ts: i64,
-    code: u8,
-    seq: u64,
+    /// Where the last key added lies in `buf`.
+    last_key: std::ops::Range<usize>,
 }
 
 impl DataBlockBuilder {
     /// Appends a cell; cells must come in key order.
     pub fn add(&mut self, c: &Cell) {
-        self.add_entry(&Entry {
-            row: c.row(),
-            qualifier: c.qualifier(),
-            ts: c.timestamp,
-            code: c.cell_type.code(),
-            seq: c.seq_id,
-            ttl: c.ttl_ms,
-            value: c.value(),
-        });
-    }
-
-    /// Appends an entry; entries must come in key order.
-    pub fn add_entry(&mut self, e: &Entry<'_>) {
-        if self.offsets.is_empty() {
-            self.base = Base {
-                ts: e.ts,
-                seq: e.seq,
-            };
-        }
         let at = u32::try_from(self.buf.len()).expect("blocks stay far below 4 GiB");
         self.offsets.push(at);
-        put_entry(&mut self.buf, self.base, e);
-        // The parts end the entry: the value last, the qualifier and the row before it.
-        let qualifier_end = self.buf.len() - e.value.len();
-        let row_end = qualifier_end - e.qualifier.len();
-        self.last = Some(LastEntry {
-            row: row_end - e.row.len()..row_end,
-            qualifier: row_end..qualifier_end,
-            ts: e.ts,
-            code: e.code,
-            seq: e.seq,
-        });
-    }
-
-    /// Bytes an offset takes: two while every entry starts below 64 KiB.
-    fn offset_width(&self) -> usize {
-        match self.offsets.last() {
-            Some(&o) if o > u32::from(u16::MAX) => 4,
-            _ => 2,
+        let key_len = KEY_FIXED_LEN + c.row().len() + c.qualifier().len();
+        put_varint(&mut self.buf, key_len as u64);
+        put_varint(&mut self.buf, c.value().len() as u64);
+        match c.ttl_ms {
+            Some(ttl) => {
+                self.buf.push(1);
+                put_varint(&mut self.buf, ttl);
+            }
+            None => self.buf.push(0),
         }
+        let key_at = self.buf.len();
+        encode_key(&mut self.buf, c);
+        self.last_key = key_at..self.buf.len();
+        self.buf.extend_from_slice(c.value());
     }
 
     /// Bytes of the body so far.
     #[must_use]
     pub fn size_bytes(&self) -> usize {
-        self.buf.len() + self.offset_width() * self.offsets.len() + FOOTER_LEN
+        self.buf.len() + 4 * self.offsets.len() + 4
     }
 
     /// Whether no cell was added.
@@ -143,57 +103,28 @@ impl DataBlockBuilder {
         self.offsets.is_empty()
     }
 
-    /// The key of the last cell added, read where it lies.
+    /// The encoded key of the last cell added.
     #[must_use]
-    pub fn last_key(&self) -> Option<KeyParts<'_>> {
-        self.last.as_ref().map(|l| KeyParts {
-            row: &self.buf[l.row.clone()],
-            qualifier: &self.buf[l.qualifier.clone()],
-            ts: l.ts,
-            code: l.code,
-            seq: l.seq,
-        })
-    }
-
-    /// The key of the last cell added, encoded as the index holds it (empty when none was).
-    #[must_use]
-    pub fn last_key_encoded(&self) -> Vec<u8> {
-        let mut out = Vec::new();
-        if let Some(k) = self.last_key() {
-            encode_parts(&mut out, &k);
-        }
-        out
+    pub fn last_key(&self) -> &[u8] {
+        &self.buf[self.last_key.clone()]
     }
 
     /// Finishes the block body and resets the builder.
     pub fn finish(&mut self) -> Vec<u8> {
-        let width = self.offset_width();
         let mut out = std::mem::take(&mut self.buf);
-        out.reserve(width * self.offsets.len() + FOOTER_LEN);
-        // Each width written as its own fixed-size copy, not cut at a run-time length.
-        if width == 2 {
-            for &o in &self.offsets {
-                // Width 2: every offset is at most `u16::MAX`.
-                out.extend_from_slice(&u16::try_from(o).unwrap_or(u16::MAX).to_le_bytes());
-            }
-        } else {
-            for o in &self.offsets {
-                out.extend_from_slice(&o.to_le_bytes());
-            }
+        out.reserve(4 * self.offsets.len() + 4);
+        for o in &self.offsets {
+            out.extend_from_slice(&o.to_le_bytes());
         }
-        out.extend_from_slice(&self.base.ts.to_le_bytes());
-        out.extend_from_slice(&self.base.seq.to_le_bytes());
         let n = u32::try_from(self.offsets.len()).expect("entry count fits u32");
         out.extend_from_slice(&n.to_le_bytes());
-        out.push(u8::try_from(width).unwrap_or(4));
         self.offsets.clear();
-        self.base = Base::default();
-        self.last = None;
+        self.last_key = 0..0;
         out
     }
 }
 
-/// A data block body of `family` as it lies (format version 3); its entries are checked as
+/// A data block body of `family` as it lies (format version 2); its entries are checked as
 /// they are read ([`DataBlock`], invariant 1).
 ///
 /// # Errors
@@ -217,44 +148,68 @@ pub fn damaged(path: &Path, offset: u64, what: &str) -> Error {
     )
 }
 
-/// A data block body of an earlier format `version` (1 or 2), rewritten into version 3's
-/// layout: every entry is read and checked once, here.
+/// A data block body of format version 1 (keys prefix-compressed, restart points every 16
+/// entries), rewritten into version 2's layout.
 ///
 /// # Errors
 /// `Corruption` naming `path` and `offset` when the body is malformed.
 pub fn decode_legacy_data_block(
-    version: u32,
     body: &[u8],
     family: &Bytes,
     path: &Path,
     offset: u64,
 ) -> Result<DataBlock> {
-    let mut out = DataBlockBuilder::default();
-    let mut add = |key: &[u8], ttl: Option<u64>, value: &[u8]| {
-        let k = parts_of_encoded(key).ok_or("malformed key")?;
-        // Offsets are 32 bits: a body that decompressed past them is refused, not rewritten.
-        let grown = out.size_bytes() + key.len() + value.len() + 32;
-        if u32::try_from(grown).is_err() {
-            return Err("block larger than 4 GiB");
-        }
-        out.add_entry(&Entry {
-            row: k.row,
-            qualifier: k.qualifier,
-            ts: k.ts,
-            code: k.code,
-            seq: k.seq,
-            ttl,
-            value,
-        });
-        Ok(())
-    };
-    match version {
-        1 => legacy::v1_entries(body, &mut add),
-        2 => legacy::v2_entries(body, &mut add),
-        _ => Err("no data block layout of this format version"),
+    let bad = |what: &str| damaged(path, offset, what);
+    if body.len() < 4 {
+        return Err(bad("block shorter than its restart count"));
     }
-    .map_err(|what| damaged(path, offset, what))?;
-    decode_data_block(Bytes::from(out.finish()), family, path, offset)
+    let n_restarts = u32::from_le_bytes(
+        body[body.len() - 4..]
+            .try_into()
+            .map_err(|_| bad("restart count"))?,
+    ) as usize;
+    let entries_end = n_restarts
+        .checked_mul(4)
+        .and_then(|r| body.len().checked_sub(4 + r))
+        .ok_or_else(|| bad("restart array larger than the block"))?;
+    let mut r = Reader::new(&body[..entries_end]);
+    let mut out = Vec::with_capacity(body.len() + body.len() / 4);
+    let mut offsets = Vec::new();
+    let mut key = Vec::new();
+    while !r.is_empty() {
+        let shared = r.len().ok_or_else(|| bad("truncated entry header"))?;
+        let unshared = r.len().ok_or_else(|| bad("truncated entry header"))?;
+        let value_len = r.len().ok_or_else(|| bad("truncated entry header"))?;
+        let flags = r.u8().ok_or_else(|| bad("truncated entry flags"))?;
+        if flags & !1 != 0 {
+            return Err(bad("unknown entry flags"));
+        }
+        let ttl = match flags {
+            1 => Some(r.varint().ok_or_else(|| bad("truncated ttl"))?),
+            _ => None,
+        };
+        if shared > key.len() {
+            return Err(bad("shared key prefix longer than the previous key"));
+        }
+        key.truncate(shared);
+        key.extend_from_slice(r.take(unshared).ok_or_else(|| bad("truncated key"))?);
+        let value = r.take(value_len).ok_or_else(|| bad("truncated value"))?;
+        offsets.push(u32::try_from(out.len()).map_err(|_| bad("block larger than 4 GiB"))?);
+        put_varint(&mut out, key.len() as u64);
+        put_varint(&mut out, value_len as u64);
+        out.push(flags);
+        if let Some(ttl) = ttl {
+            put_varint(&mut out, ttl);
+        }
+        out.extend_from_slice(&key);
+        out.extend_from_slice(value);
+    }
+    for o in &offsets {
+        out.extend_from_slice(&o.to_le_bytes());
+    }
+    let n = u32::try_from(offsets.len()).map_err(|_| bad("block larger than 4 GiB"))?;
+    out.extend_from_slice(&n.to_le_bytes());
+    decode_data_block(Bytes::from(out), family, path, offset)
 }
 
 /// Frames a block body: compresses it with `codec` and appends the trailer.
