@@ -139,6 +139,15 @@ fn a_writer_refuses_cells_out_of_order_and_search_keys() {
             "{refused:?}"
         );
     }
+    // A row longer than a key holds, after every cell, is refused too (its length would
+    // not fit the key's 16 bits, or would pass HBase's 32767).
+    let last_row = cells[cells.len() - 1].row().to_vec();
+    let long = [last_row, vec![b'z'; basalt_model::limits::MAX_ROW_LENGTH]].concat();
+    let refused = w.add(&Cell::put(long, "f", "q", 1, "v")).unwrap_err();
+    assert!(
+        matches!(&refused, Error::IllegalArgument(m) if m.contains("a row of 32775 bytes")),
+        "{refused:?}"
+    );
     let (_, info) = w.finish(false).unwrap();
     let f = Arc::new(open(&path).unwrap());
     assert!(f.block_count().unwrap() > 5, "small blocks expected");

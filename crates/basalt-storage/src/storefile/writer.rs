@@ -3,6 +3,7 @@
 use std::cmp::Ordering;
 use std::path::{Path, PathBuf};
 
+use basalt_model::limits::MAX_ROW_LENGTH;
 use basalt_model::{BloomType, Cell, CellType, ColumnFamilyDescriptor, Compression, Result};
 use bytes::Bytes;
 
@@ -72,13 +73,21 @@ impl StoreFileWriter {
     /// Appends a cell.
     ///
     /// # Errors
-    /// `Io` writing a full block; `IllegalArgument` if cells arrive out of key order, or a
-    /// search key comes (a bug in the caller: the file is abandoned rather than written
-    /// unsorted or unreadable). A refused cell leaves the writer as it was.
+    /// `Io` writing a full block; `IllegalArgument` if cells arrive out of key order, a
+    /// search key comes, or a row longer than a key holds (a bug in the caller: the file is
+    /// abandoned rather than written unsorted or unreadable). A refused cell leaves the
+    /// writer as it was.
     pub fn add(&mut self, c: &Cell) -> Result<()> {
         if matches!(c.cell_type, CellType::Minimum | CellType::Maximum) {
             return Err(basalt_model::Error::IllegalArgument(format!(
                 "a search key is not a cell to store: {c:?} in {}",
+                self.file.path().display()
+            )));
+        }
+        if c.row().len() > MAX_ROW_LENGTH {
+            return Err(basalt_model::Error::IllegalArgument(format!(
+                "a row of {} bytes, longer than the {MAX_ROW_LENGTH} a key holds, in {}",
+                c.row().len(),
                 self.file.path().display()
             )));
         }
