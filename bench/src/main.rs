@@ -213,7 +213,7 @@ fn main() -> anyhow::Result<()> {
     if a.interleave {
         let mut b = open_basalt()?;
         let mut r = RocksEngine::open(&root.join("rocksdb"), cache, a.block_kib << 10)?;
-        interleave(&mut b, &mut r, &a.workloads, &cfg, (a.rounds, a.compact))?;
+        interleave(&mut b, &mut r, &a.workloads, &cfg, a.rounds, a.compact)?;
         b.close()?;
         if temporary {
             std::fs::remove_dir_all(&root).ok();
@@ -253,7 +253,8 @@ fn interleave(
     rocks: &mut RocksEngine,
     workloads: &[Workload],
     cfg: &Config,
-    (rounds, compact): (usize, bool),
+    rounds: usize,
+    compact: bool,
 ) -> anyhow::Result<()> {
     let mut summary = Vec::new();
     for (i, &w) in workloads.iter().enumerate() {
