@@ -217,24 +217,45 @@ pub fn decode_legacy_data_block(
 /// # Errors
 /// `Io` if the codec fails (it only fails on allocation problems).
 pub fn frame(body: &[u8], codec: Compression) -> Result<Vec<u8>> {
-    let io = |e: std::io::Error| Error::io("compressing a block", e);
-    let mut out = match codec {
-        Compression::None => body.to_vec(),
-        Compression::Lz4 => lz4_flex::compress_prepend_size(body),
-        Compression::Zstd => zstd::bulk::compress(body, 3).map_err(io)?,
-        Compression::Snappy => snap::raw::Encoder::new()
-            .compress_vec(body)
-            .map_err(|e| Error::io("compressing a block", std::io::Error::other(e)))?,
-        Compression::Gz => {
-            let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-            enc.write_all(body).map_err(io)?;
-            enc.finish().map_err(io)?
-        }
-    };
-    out.push(codec_code(codec));
-    let crc = crate::checksum::crc32c(&out);
-    out.extend_from_slice(&crc.to_le_bytes());
+    let mut out = Vec::new();
+    frame_into(&mut out, body, codec)?;
     Ok(out)
+}
+
+/// [`frame`], appending the framed block to `out`; returns its length. On an error `out` is
+/// as it was.
+///
+/// # Errors
+/// `Io` if the codec fails (it only fails on allocation problems).
+pub fn frame_into(out: &mut Vec<u8>, body: &[u8], codec: Compression) -> Result<usize> {
+    let start = out.len();
+    if let Err(e) = compress_into(out, body, codec) {
+        out.truncate(start);
+        return Err(Error::io("compressing a block", e));
+    }
+    out.push(codec_code(codec));
+    let crc = crate::checksum::crc32c(&out[start..]);
+    out.extend_from_slice(&crc.to_le_bytes());
+    Ok(out.len() - start)
+}
+
+fn compress_into(out: &mut Vec<u8>, body: &[u8], codec: Compression) -> std::io::Result<()> {
+    match codec {
+        Compression::None => out.extend_from_slice(body),
+        Compression::Lz4 => out.extend_from_slice(&lz4_flex::compress_prepend_size(body)),
+        Compression::Zstd => out.extend_from_slice(&zstd::bulk::compress(body, 3)?),
+        Compression::Snappy => out.extend_from_slice(
+            &snap::raw::Encoder::new()
+                .compress_vec(body)
+                .map_err(std::io::Error::other)?,
+        ),
+        Compression::Gz => {
+            let mut enc = flate2::write::GzEncoder::new(out, flate2::Compression::default());
+            enc.write_all(body)?;
+            enc.finish()?;
+        }
+    }
+    Ok(())
 }
 
 /// Checks a stored block's checksum and decompresses its body. An uncompressed body keeps

@@ -173,6 +173,31 @@ fn a_writer_refuses_cells_out_of_order_and_search_keys() {
     assert_eq!(f.info(), &info);
 }
 
+/// A file of several MiB is written in whole chunks (`writer::WRITE_CHUNK`) and the last
+/// piece, not a write a block, and reads back whole.
+#[test]
+fn a_file_is_written_in_whole_chunks() {
+    let tmp = tempfile::tempdir().unwrap();
+    let faults = Arc::new(crate::env::FaultInjector::new(1));
+    let env = Env::with_faults(Arc::new(crate::env::SystemClock), Arc::clone(&faults));
+    let f = ColumnFamilyDescriptor::new("f").with_compression(Compression::None);
+    let cells: Vec<Cell> = (0..4000)
+        .map(|i| Cell::put(format!("row{i:05}"), "f", "q", 1, vec![b'v'; 1000]))
+        .collect();
+    let path = tmp.path().join("1.sf");
+    let mut w = StoreFileWriter::create(&env, &path, &f, 42).unwrap();
+    for c in &cells {
+        w.add(c).unwrap();
+    }
+    w.finish(true).unwrap();
+    let len = std::fs::metadata(&path).unwrap().len();
+    assert!(len > 3 << 20, "{len} bytes: the test wants several chunks");
+    let chunk = 1u64 << 20;
+    assert_eq!(faults.done_count(crate::env::Op::Write), len / chunk + 1);
+    let file = Arc::new(open(&path).unwrap());
+    assert_eq!(drain(&mut from_start(&file, u64::MAX)), cells);
+}
+
 #[test]
 fn seek_and_last_row_before_use_the_index() {
     let tmp = tempfile::tempdir().unwrap();
