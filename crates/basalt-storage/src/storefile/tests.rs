@@ -173,7 +173,7 @@ fn a_writer_refuses_cells_out_of_order_and_search_keys() {
     assert_eq!(f.info(), &info);
 }
 
-/// A file of several MiB is written in whole chunks (`writer::WRITE_CHUNK`) and the last
+/// A file of several MiB is written in whole chunks ([`writer::WRITE_CHUNK`]) and the last
 /// piece, not a write a block, and reads back whole.
 #[test]
 fn a_file_is_written_in_whole_chunks() {
@@ -192,7 +192,7 @@ fn a_file_is_written_in_whole_chunks() {
     w.finish(true).unwrap();
     let len = std::fs::metadata(&path).unwrap().len();
     assert!(len > 3 << 20, "{len} bytes: the test wants several chunks");
-    let chunk = 1u64 << 20;
+    let chunk = writer::WRITE_CHUNK as u64;
     assert_eq!(faults.done_count(crate::env::Op::Write), len / chunk + 1);
     let file = Arc::new(open(&path).unwrap());
     assert_eq!(drain(&mut from_start(&file, u64::MAX)), cells);

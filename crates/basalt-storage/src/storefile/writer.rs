@@ -20,7 +20,7 @@ use crate::env::{Env, WritableFile};
 /// time (about 64 KiB, at any offset) lay in pages of 4 KiB; each block read that missed the
 /// block cache then copied sixteen or more of them, and a random read at 10M rows ran a
 /// quarter slower than on the same file written in MiB chunks (`BENCHMARKS.md`).
-const WRITE_CHUNK: usize = 1 << 20;
+pub(super) const WRITE_CHUNK: usize = 1 << 20;
 
 /// Writes one store file. Call [`StoreFileWriter::add`] with cells in key order, then
 /// [`StoreFileWriter::finish`], which syncs the file.
