@@ -266,11 +266,21 @@ impl RegionScanner {
 
     /// Puts the next row to read into `self.row`; false when no store has one.
     fn next_candidate(&mut self) -> Result<bool> {
-        self.row.clear();
         if !self.reversed {
             let first = self.stores.iter().filter_map(StoreScanner::peek_row).min();
-            return Ok(first.map(|r| self.row.extend_from_slice(r)).is_some());
+            let Some(first) = first else {
+                self.row.clear();
+                return Ok(false);
+            };
+            // Rows of a table are most often of one length: the buffer is then only copied
+            // into, with no call to `memcpy` (`bytes_order::copy`) nor to `memset`.
+            if self.row.len() != first.len() {
+                self.row.resize(first.len(), 0);
+            }
+            basalt_model::bytes_order::copy(&mut self.row, first);
+            return Ok(true);
         }
+        self.row.clear();
         let mut best: Option<Bytes> = None;
         for s in &mut self.stores {
             if let Some(r) = s.last_row_before(self.cursor.as_ref())? {

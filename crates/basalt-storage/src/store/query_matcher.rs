@@ -447,7 +447,7 @@ impl KeyCopy {
     fn set(&mut self, key: &[u8]) {
         self.len = key.len();
         match self.inline.get_mut(..key.len()) {
-            Some(inline) => inline.copy_from_slice(key),
+            Some(inline) => basalt_model::bytes_order::copy(inline, key),
             None => {
                 self.spill.clear();
                 self.spill.extend_from_slice(key);
