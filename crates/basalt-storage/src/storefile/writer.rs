@@ -172,17 +172,16 @@ impl StoreFileWriter {
         }
         let last_key = self.block.last_key().to_vec();
         let body = self.block.finish();
-        let len = block::frame_into(&mut self.pending, &body, self.codec)?;
-        let len = u32::try_from(len).expect("a block is far below 4 GiB");
-        self.index.push((last_key, self.offset, len));
-        self.offset += u64::from(len);
-        self.write_chunks()
+        let (at, len) = self.write_section(&body, self.codec)?;
+        self.index.push((last_key, at, len));
+        Ok(())
     }
 
-    fn write_section(&mut self, body: &[u8]) -> Result<(u64, u32)> {
+    /// Frames `body` with `codec` after what the file holds; where it starts and its length.
+    fn write_section(&mut self, body: &[u8], codec: Compression) -> Result<(u64, u32)> {
         let at = self.offset;
-        let len = block::frame_into(&mut self.pending, body, Compression::None)?;
-        let len = u32::try_from(len).expect("metadata blocks are far below 4 GiB");
+        let len = block::frame_into(&mut self.pending, body, codec)?;
+        let len = u32::try_from(len).expect("blocks and sections are far below 4 GiB");
         self.offset += u64::from(len);
         self.write_chunks()?;
         Ok((at, len))
@@ -215,7 +214,9 @@ impl StoreFileWriter {
         self.info.last_key = last.and_then(|k| block::decode_key(&k, &self.family));
         self.info.major_compacted = major_compacted;
         let (bloom_off, bloom_len) = match self.bloom.take() {
-            Some(b) if self.info.cell_count > 0 => self.write_section(&b.finish())?,
+            Some(b) if self.info.cell_count > 0 => {
+                self.write_section(&b.finish(), Compression::None)?
+            }
             _ => (0, 0),
         };
         let mut index = Vec::new();
@@ -225,9 +226,9 @@ impl StoreFileWriter {
             index.extend_from_slice(&off.to_le_bytes());
             index.extend_from_slice(&len.to_le_bytes());
         }
-        let (index_off, index_len) = self.write_section(&index)?;
+        let (index_off, index_len) = self.write_section(&index, Compression::None)?;
         let info = encode_info(&self.info);
-        let (info_off, info_len) = self.write_section(&info)?;
+        let (info_off, info_len) = self.write_section(&info, Compression::None)?;
         let mut t = Vec::with_capacity(super::TRAILER_LEN);
         for (off, len) in [
             (index_off, index_len),
