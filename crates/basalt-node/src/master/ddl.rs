@@ -108,7 +108,7 @@ impl Master {
             let rdir = tdir.join(info.id.to_string());
             Region::create_empty(&self.env, &rdir, info.id)?;
             let r = self.rs.open_region(&rdir, info, &desc)?;
-            state.regions.write().push(r);
+            state.regions.write().online.push(r);
             Ok(())
         });
         let made = made.and_then(|()| {
@@ -180,7 +180,7 @@ impl Master {
         }
         // A system table the catalog does not list (hbase:meta).
         let state = self.state(name)?;
-        let region = state.regions.read().first().cloned();
+        let region = state.regions.read().online.first().cloned();
         region
             .map(|r| (*r.table()).clone())
             .ok_or_else(|| Error::TableNotFound(name.to_string()))

@@ -135,7 +135,7 @@ impl Master {
             .rs
             .open_unmanaged(&rdir, &info, &Arc::new(meta_descriptor()))?;
         let state = TableState::new(name.clone());
-        *state.regions.write() = vec![Arc::new(region)];
+        state.regions.write().online = vec![Arc::new(region)];
         self.tables.write().insert(name, state);
         self.sync_meta(catalog)
     }
@@ -145,7 +145,7 @@ impl Master {
         let Some(state) = self.tables.read().get(&meta_table()).cloned() else {
             return Ok(());
         };
-        let Some(region) = state.regions.read().first().cloned() else {
+        let Some(region) = state.regions.read().online.first().cloned() else {
             return Ok(());
         };
         // Regions that failed to open show as HBase shows them: `info:state` FAILED_OPEN.

@@ -15,7 +15,7 @@
 //! 1. `catalog`: held to read or commit the catalog, and to create a new table's empty
 //!    regions; never across a region close, a flush or a wait for a compaction.
 //! 2. `tables`;
-//! 3. a `TableState`'s `regions` and `failed`;
+//! 3. a `TableState`'s `regions` (the online and the failed ones);
 //! 4. `meta`'s rows (the `hbase:meta` mirror, written after a catalog commit);
 //! 5. a region's own locks (`region/mod.rs`), then the WAL's (`wal/mod.rs`) and the MVCC's.
 //!
@@ -71,10 +71,19 @@ pub(crate) struct TableState {
     pub name: TableName,
     /// Lock order 0: one procedure of the table at a time.
     procedure: Mutex<()>,
-    /// Online regions in key order; empty while the table is disabled. Lock order 3.
-    regions: RwLock<Vec<Arc<Region>>>,
+    /// The online regions and those that failed to open. Lock order 3.
+    regions: RwLock<Assignment>,
+}
+
+/// A table's regions as the master assigned them. The two lists are under one lock: a
+/// lookup takes it once (every Get and Put makes one), and sees both as they were set
+/// together.
+#[derive(Debug, Default)]
+struct Assignment {
+    /// Online regions in key order; empty while the table is disabled.
+    online: Vec<Arc<Region>>,
     /// Regions that failed to open, in key order: their rows answer `RegionOffline`.
-    failed: RwLock<Vec<FailedRegion>>,
+    failed: Vec<FailedRegion>,
 }
 
 /// A region that failed to open (HBase's FAILED_OPEN): damaged or missing files.
@@ -176,18 +185,20 @@ impl Master {
                 }
             }
         }
-        *state.regions.write() = regions;
-        *state.failed.write() = failed;
+        *state.regions.write() = Assignment {
+            online: regions,
+            failed,
+        };
     }
 
     /// Closes every region of `state` (flushed first) and lists none: the table is
     /// disabled. Stops at the first region that fails to close; it and those after it still
     /// serve.
     fn unassign(&self, state: &TableState) -> Result<()> {
-        state.failed.write().clear();
+        state.regions.write().failed.clear();
         for r in state.online() {
             self.rs.close_region(&r)?;
-            state.regions.write().retain(|x| !Arc::ptr_eq(x, &r));
+            state.regions.write().online.retain(|x| !Arc::ptr_eq(x, &r));
         }
         self.rs.retire_wal()
     }
@@ -260,8 +271,9 @@ impl Master {
         let mut out: Vec<(TableName, FailedRegion)> = tables
             .iter()
             .flat_map(|t| {
-                t.failed
+                t.regions
                     .read()
+                    .failed
                     .iter()
                     .map(|f| (t.name.clone(), f.clone()))
                     .collect::<Vec<_>>()
@@ -277,25 +289,24 @@ impl TableState {
         Arc::new(TableState {
             name,
             procedure: Mutex::new(()),
-            regions: RwLock::new(Vec::new()),
-            failed: RwLock::new(Vec::new()),
+            regions: RwLock::new(Assignment::default()),
         })
     }
 
     /// The online regions now, in key order. The guard is dropped before this returns, so
     /// the caller can call into the regions (lock order, see the module).
     pub fn online(&self) -> Vec<Arc<Region>> {
-        self.regions.read().clone()
+        self.regions.read().online.clone()
     }
 
     /// Whether any region is online (without copying the list: a scan asks at every start).
     pub fn has_online(&self) -> bool {
-        !self.regions.read().is_empty()
+        !self.regions.read().online.is_empty()
     }
 
     /// Regions that failed to open.
     pub fn failed(&self) -> Vec<FailedRegion> {
-        self.failed.read().clone()
+        self.regions.read().failed.clone()
     }
 
     /// The last region whose start key passes `starts_before` (regions are in key order):
@@ -308,18 +319,14 @@ impl TableState {
         &self,
         starts_before: impl Fn(&[u8]) -> bool,
     ) -> Result<Option<Arc<Region>>> {
-        let online = {
-            let regions = self.regions.read();
-            let n = regions.partition_point(|r| starts_before(&r.info().start_key));
-            n.checked_sub(1).and_then(|i| regions.get(i).cloned())
-        };
-        let failed = self.failed.read();
+        let regions = self.regions.read();
+        let (online, failed) = (&regions.online, &regions.failed);
+        let n = online.partition_point(|r| starts_before(&r.info().start_key));
+        let online = n.checked_sub(1).and_then(|i| online.get(i));
         let n = failed.partition_point(|f| starts_before(&f.info.start_key));
         // Ranges do not overlap: of the two candidates, the one starting later holds the row.
         if let Some(f) = n.checked_sub(1).and_then(|i| failed.get(i)) {
-            let later = online
-                .as_ref()
-                .is_none_or(|r| r.info().start_key < f.info.start_key);
+            let later = online.is_none_or(|r| r.info().start_key < f.info.start_key);
             if later {
                 return Err(Error::RegionOffline(format!(
                     "Region {} is offline: it failed to open ({}); run `basalt hbck` on the server",
@@ -328,7 +335,7 @@ impl TableState {
                 )));
             }
         }
-        Ok(online)
+        Ok(online.cloned())
     }
 }
 

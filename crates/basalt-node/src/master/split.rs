@@ -309,7 +309,7 @@ impl Master {
     /// Puts `new` in the place of the regions `gone` and starts their compactions.
     fn install(&self, state: &TableState, gone: &BTreeSet<u64>, new: Vec<Arc<Region>>) {
         {
-            let mut regions = state.regions.write();
+            let regions = &mut state.regions.write().online;
             let at = regions
                 .iter()
                 .position(|r| gone.contains(&r.info().id))
