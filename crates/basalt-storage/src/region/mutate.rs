@@ -59,11 +59,11 @@ impl Region {
             Mutation::Increment(i) => i
                 .columns
                 .iter()
-                .try_for_each(|(f, _, _)| self.family(f).map(drop)),
+                .try_for_each(|(f, _, _)| self.check_family(f)),
             Mutation::Append(a) => a
                 .columns
                 .iter()
-                .try_for_each(|(f, _, _)| self.family(f).map(drop)),
+                .try_for_each(|(f, _, _)| self.check_family(f)),
         }
     }
 
@@ -141,7 +141,7 @@ impl Region {
                 value,
                 time_range,
             } => {
-                self.family(family)?;
+                self.check_family(family)?;
                 let get = Get::new(cam.row.clone())
                     .add_column(family.clone(), qualifier.clone())
                     .with_time_range(*time_range);
@@ -180,7 +180,7 @@ impl Region {
     }
 
     fn check_cell(&self, c: &Cell) -> Result<()> {
-        self.family(&c.family)?;
+        self.check_family(&c.family)?;
         basalt_model::limits::check_cell_size(c, self.config.max_cell_size_bytes)
     }
 
@@ -262,7 +262,7 @@ impl Region {
     ) -> Result<RowResult> {
         let mut get = Get::new(row.clone()).with_time_range(tr);
         for (f, q) in cols {
-            self.family(f)?;
+            self.check_family(f)?;
             get = get.add_column(f.clone(), q.clone());
         }
         self.get(get)

@@ -138,15 +138,9 @@ impl Region {
         let mut stores = Vec::with_capacity(read.len());
         for store in read {
             let name = store.name();
-            let family = store.family();
             let explicit: Option<Vec<Bytes>> =
                 scan.columns.qualifiers(name).map(Qualifiers::to_vec);
             let tr = scan.time_range_for(name);
-            let max_versions = if scan.raw {
-                scan.max_versions
-            } else {
-                scan.max_versions.min(family.max_versions)
-            };
             let single_col: Option<Bytes> = explicit
                 .as_ref()
                 .filter(|c| c.len() == 1)
@@ -162,7 +156,8 @@ impl Region {
             let mode = Mode::User {
                 raw: scan.raw,
                 time_range: tr,
-                max_versions,
+                // The store keeps it within the family's (`Store::scanner`).
+                max_versions: scan.max_versions,
                 has_filter: scan.filter.is_some(),
                 explicit_columns: explicit,
             };

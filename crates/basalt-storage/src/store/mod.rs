@@ -159,15 +159,7 @@ impl Store {
     /// The retention settings as the matcher needs them.
     #[must_use]
     pub fn scan_info(&self, time_to_purge_deletes_ms: i64) -> ScanInfo {
-        let f = self.family.read();
-        ScanInfo {
-            max_versions: f.max_versions,
-            min_versions: f.min_versions,
-            ttl_ms: f.ttl_ms(),
-            keep_deleted_cells: f.keep_deleted_cells,
-            time_to_purge_deletes_ms,
-            new_version_behavior: f.new_version_behavior,
-        }
+        scan_info_of(&self.family.read(), time_to_purge_deletes_ms)
     }
 
     /// Adds a committed-to-be cell to the active memstore; returns the bytes it added (see
@@ -217,16 +209,17 @@ impl Store {
     /// A corrupt store file.
     pub fn scanner(
         &self,
-        mode: Mode,
+        mut mode: Mode,
         read_point: u64,
         now_ms: i64,
         purge_ms: i64,
         hint: &ReadHint<'_>,
     ) -> Result<StoreScanner> {
-        let matcher = QueryMatcher::new(mode, self.scan_info(purge_ms), now_ms, u64::MAX);
-        let caching = {
+        // The family is read once: a read on one thread and a write on another both take
+        // its lock, whose line each takes from the other.
+        let (caching, info) = {
             let f = self.family.read();
-            Caching {
+            let caching = Caching {
                 insert: f.block_cache && hint.cache_blocks,
                 priority: if f.in_memory {
                     Priority::InMemory
@@ -235,8 +228,20 @@ impl Store {
                 },
                 count: true,
                 cache_only: hint.cache_only,
-            }
+            };
+            (caching, scan_info_of(&f, purge_ms))
         };
+        // A user read keeps no more versions than the family does (HBase's
+        // UserScanQueryMatcher); a raw one keeps what it asks for.
+        if let Mode::User {
+            raw: false,
+            max_versions,
+            ..
+        } = &mut mode
+        {
+            *max_versions = (*max_versions).min(info.max_versions);
+        }
+        let matcher = QueryMatcher::new(mode, info, now_ms, u64::MAX);
         let st = self.state.read();
         let mut sources: Vec<Source> = Vec::with_capacity(st.files.len() + 2);
         // A memstore empty now holds nothing visible at `read_point`, now or later: a write
@@ -501,6 +506,18 @@ impl Store {
             let at = at.min(st.files.len());
             st.files.insert(at, o);
         }
+    }
+}
+
+/// The retention settings of family `f` as the matcher needs them.
+fn scan_info_of(f: &ColumnFamilyDescriptor, time_to_purge_deletes_ms: i64) -> ScanInfo {
+    ScanInfo {
+        max_versions: f.max_versions,
+        min_versions: f.min_versions,
+        ttl_ms: f.ttl_ms(),
+        keep_deleted_cells: f.keep_deleted_cells,
+        time_to_purge_deletes_ms,
+        new_version_behavior: f.new_version_behavior,
     }
 }
 

@@ -132,15 +132,12 @@ fn read_store(
     tr: TimeRange,
     columns: Option<&[Bytes]>,
 ) -> Vec<Cell> {
-    let max_versions = if raw {
-        versions
-    } else {
-        versions.min(store.family().max_versions)
-    };
+    // Asked for as the client asks: the store keeps a user read within the family's
+    // versions.
     let mode = Mode::User {
         raw,
         time_range: tr,
-        max_versions,
+        max_versions: versions,
         has_filter: false,
         explicit_columns: columns.map(<[Bytes]>::to_vec),
     };
