@@ -5,6 +5,9 @@
 //! the block's buffer), so a hit costs one shard lock and reference-count bumps. Index and
 //! bloom blocks are cached too, decoded, at in-memory priority, as HBase caches meta blocks.
 //!
+//! The counters are the shards', kept under their locks: a counter of the whole cache would
+//! be one cache line that every reading thread writes at every lookup.
+//!
 //! # Eviction
 //! Each shard runs CLOCK: an entry read since the hand last passed gets a second chance.
 //! In-memory entries (IN_MEMORY families, index and bloom blocks) are passed over while they
@@ -18,7 +21,6 @@
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -87,6 +89,17 @@ struct Shard {
     hand: usize,
     used: usize,
     in_memory_used: usize,
+    counts: Counts,
+}
+
+/// A shard's counters ([`CacheStats`]'s).
+#[derive(Debug, Default)]
+struct Counts {
+    hits: u64,
+    misses: u64,
+    inserts: u64,
+    evictions: u64,
+    data_block_reads: u64,
 }
 
 /// The shared cache. Cheap to share through an `Arc`.
@@ -94,11 +107,6 @@ struct Shard {
 pub struct BlockCache {
     shards: Box<[Mutex<Shard>]>,
     shard_capacity: usize,
-    hits: AtomicU64,
-    misses: AtomicU64,
-    inserts: AtomicU64,
-    evictions: AtomicU64,
-    data_block_reads: AtomicU64,
 }
 
 impl BlockCache {
@@ -109,11 +117,6 @@ impl BlockCache {
         Arc::new(BlockCache {
             shards: (0..shards).map(|_| Mutex::new(Shard::default())).collect(),
             shard_capacity: capacity_bytes / shards,
-            hits: AtomicU64::new(0),
-            misses: AtomicU64::new(0),
-            inserts: AtomicU64::new(0),
-            evictions: AtomicU64::new(0),
-            data_block_reads: AtomicU64::new(0),
         })
     }
 
@@ -133,18 +136,27 @@ impl BlockCache {
     /// [`BlockCache::get`], counting a miss only with `count_miss`: a memory-only read that
     /// misses reads again from disk, and that read counts it.
     pub fn lookup(&self, key: &BlockKey, count_miss: bool) -> Option<Block> {
-        let found = {
-            let mut s = self.shard(key).lock();
-            let slot = s.map.get(key).copied();
-            slot.and_then(|i| s.slots[i].as_mut()).map(|e| {
-                e.referenced = true;
-                e.block.clone()
-            })
-        };
+        self.lookup_data(key, count_miss, false)
+    }
+
+    /// [`BlockCache::lookup`] of a data block; with `count_read`, a query's read of it is
+    /// counted too ([`CacheStats::data_block_reads`]) when it is found or its miss is
+    /// counted (read from disk next).
+    pub fn lookup_data(&self, key: &BlockKey, count_miss: bool, count_read: bool) -> Option<Block> {
+        let mut s = self.shard(key).lock();
+        let slot = s.map.get(key).copied();
+        let found = slot.and_then(|i| s.slots[i].as_mut()).map(|e| {
+            e.referenced = true;
+            e.block.clone()
+        });
+        let c = &mut s.counts;
         if found.is_some() {
-            self.hits.fetch_add(1, Ordering::Relaxed);
+            c.hits += 1;
         } else if count_miss {
-            self.misses.fetch_add(1, Ordering::Relaxed);
+            c.misses += 1;
+        }
+        if count_read && (found.is_some() || count_miss) {
+            c.data_block_reads += 1;
         }
         found
     }
@@ -160,6 +172,8 @@ impl BlockCache {
             return;
         }
         let evicted = s.make_room(weight, self.shard_capacity);
+        s.counts.inserts += 1;
+        s.counts.evictions += evicted;
         s.add(Entry {
             key,
             block,
@@ -175,9 +189,6 @@ impl BlockCache {
             s.used,
             self.shard_capacity
         );
-        drop(s);
-        self.inserts.fetch_add(1, Ordering::Relaxed);
-        self.evictions.fetch_add(evicted, Ordering::Relaxed);
     }
 
     /// Drops every block of `file` (its file was deleted or closed).
@@ -196,30 +207,25 @@ impl BlockCache {
         }
     }
 
-    /// Counts a data block read by a query (hit or miss).
-    pub fn count_data_block_read(&self) {
-        self.data_block_reads.fetch_add(1, Ordering::Relaxed);
-    }
-
     /// The counters and current size.
     #[must_use]
     pub fn stats(&self) -> CacheStats {
-        let (mut size, mut blocks) = (0u64, 0u64);
+        let mut t = CacheStats {
+            capacity_bytes: (self.shard_capacity * self.shards.len()) as u64,
+            ..CacheStats::default()
+        };
         for shard in &*self.shards {
             let s = shard.lock();
-            size += s.used as u64;
-            blocks += s.map.len() as u64;
+            let c = &s.counts;
+            t.size_bytes += s.used as u64;
+            t.blocks += s.map.len() as u64;
+            t.hits += c.hits;
+            t.misses += c.misses;
+            t.inserts += c.inserts;
+            t.evictions += c.evictions;
+            t.data_block_reads += c.data_block_reads;
         }
-        CacheStats {
-            capacity_bytes: (self.shard_capacity * self.shards.len()) as u64,
-            size_bytes: size,
-            blocks,
-            hits: self.hits.load(Ordering::Relaxed),
-            misses: self.misses.load(Ordering::Relaxed),
-            inserts: self.inserts.load(Ordering::Relaxed),
-            evictions: self.evictions.load(Ordering::Relaxed),
-            data_block_reads: self.data_block_reads.load(Ordering::Relaxed),
-        }
+        t
     }
 }
 
@@ -328,6 +334,35 @@ mod tests {
         let s = c.stats();
         assert_eq!((s.hits, s.misses, s.inserts, s.blocks), (1, 1, 1, 1));
         assert_eq!(s.size_bytes, 100);
+    }
+
+    #[test]
+    fn counts_are_summed_over_the_shards() {
+        let c = BlockCache::new(64 << 20);
+        let keys: Vec<BlockKey> = (0..64).map(|i| key(i, i * 100)).collect();
+        let shards: std::collections::HashSet<*const Mutex<Shard>> = keys
+            .iter()
+            .map(|k| std::ptr::from_ref(c.shard(k)))
+            .collect();
+        assert!(shards.len() > 1, "the keys fall in one shard");
+        for k in &keys {
+            c.insert(*k, data(1), 100, Priority::Normal);
+        }
+        for k in &keys {
+            // A query's read of a cached block: a hit and a data block read.
+            assert!(c.lookup_data(k, true, true).is_some());
+            // A memory-only miss reads again from disk, which counts it: neither here.
+            assert!(c.lookup_data(&key(k.file + 1000, 0), false, true).is_none());
+            // A miss read from disk next: a miss and a data block read.
+            assert!(c.lookup_data(&key(k.file + 2000, 0), true, true).is_none());
+            // An index or bloom lookup: a hit, no data block read.
+            assert!(c.lookup(k, true).is_some());
+        }
+        let s = c.stats();
+        assert_eq!(
+            (s.hits, s.misses, s.inserts, s.data_block_reads, s.blocks),
+            (128, 64, 64, 128, 64)
+        );
     }
 
     #[test]

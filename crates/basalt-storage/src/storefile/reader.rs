@@ -320,10 +320,9 @@ impl StoreFile {
     ) -> Result<Arc<DataBlock>> {
         let (offset, len) = index.block(i);
         let key = self.cache_key(offset);
-        let cached = self.cache.lookup(&key, !caching.cache_only);
-        if caching.count && (cached.is_some() || !caching.cache_only) {
-            self.cache.count_data_block_read();
-        }
+        let cached = self
+            .cache
+            .lookup_data(&key, !caching.cache_only, caching.count);
         if let Some(Block::Data(block)) = cached {
             return Ok(block);
         }
