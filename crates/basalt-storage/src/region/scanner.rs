@@ -156,7 +156,7 @@ impl Region {
             let mode = Mode::User {
                 raw: scan.raw,
                 time_range: tr,
-                // The store keeps it within the family's (`Store::scanner`).
+                // The matcher keeps it within the family's (`QueryMatcher::new`).
                 max_versions: scan.max_versions,
                 has_filter: scan.filter.is_some(),
                 explicit_columns: explicit,

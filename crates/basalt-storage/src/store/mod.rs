@@ -209,7 +209,7 @@ impl Store {
     /// A corrupt store file.
     pub fn scanner(
         &self,
-        mut mode: Mode,
+        mode: Mode,
         read_point: u64,
         now_ms: i64,
         purge_ms: i64,
@@ -231,16 +231,6 @@ impl Store {
             };
             (caching, scan_info_of(&f, purge_ms))
         };
-        // A user read keeps no more versions than the family does (HBase's
-        // UserScanQueryMatcher); a raw one keeps what it asks for.
-        if let Mode::User {
-            raw: false,
-            max_versions,
-            ..
-        } = &mut mode
-        {
-            *max_versions = (*max_versions).min(info.max_versions);
-        }
         let matcher = QueryMatcher::new(mode, info, now_ms, u64::MAX);
         let st = self.state.read();
         let mut sources: Vec<Source> = Vec::with_capacity(st.files.len() + 2);

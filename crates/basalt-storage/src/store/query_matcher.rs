@@ -118,7 +118,13 @@ impl QueryMatcher {
                 explicit_columns,
                 ..
             } => {
-                let result_max = *max_versions;
+                // A user read keeps no more versions than the family does (HBase's
+                // UserScanQueryMatcher); a raw one keeps what it asks for.
+                let result_max = if *raw {
+                    *max_versions
+                } else {
+                    (*max_versions).min(info.max_versions)
+                };
                 let check = match (*has_filter, *raw) {
                     (true, true) => u32::MAX,
                     (true, false) => info.max_versions,
