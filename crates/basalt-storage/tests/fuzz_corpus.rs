@@ -30,6 +30,8 @@ type Target = (&'static str, fn(&[u8]));
 
 /// Data block seeds written by store file format version 1, before version 2's seeds.
 const LEGACY_DATA_BLOCK_SEEDS: usize = 20;
+/// Data block seeds written by format version 1 or 2, before version 3's seeds.
+const OLDER_DATA_BLOCK_SEEDS: usize = 40;
 
 const TARGETS: [Target; 6] = [
     ("wal_segment", fuzzing::wal_segment),
@@ -131,8 +133,9 @@ fn store_file_seeds_decode_to_what_they_held() {
     let held = cells();
     let family = Bytes::from_static(b"f");
     // Four data blocks of each codec's file, in the order of `store_file_pieces`: seeds 1 to
-    // 20 written by format version 1 (prefix-compressed keys), 21 to 40 by version 2.
-    for n in 1..=40 {
+    // 20 written by format version 1 (prefix-compressed keys), 21 to 40 by version 2, 41 to
+    // 60 by version 3 (row0000's cells, of sequence id 0, stored without it).
+    for n in 1..=OLDER_DATA_BLOCK_SEEDS + 20 {
         let data = seed("data_block", n);
         let body = unframe(data, Path::new("seed"), 0).unwrap();
         let block = if n <= LEGACY_DATA_BLOCK_SEEDS {
@@ -304,8 +307,8 @@ fn write_seed_corpus() {
             .iter()
             .map(|f| ("filter_language", f.as_bytes().to_vec())),
     );
-    // The data block seeds of format version 1 stay as they were written.
-    let mut counts = std::collections::BTreeMap::from([("data_block", LEGACY_DATA_BLOCK_SEEDS)]);
+    // The data block seeds of format versions 1 and 2 stay as they were written.
+    let mut counts = std::collections::BTreeMap::from([("data_block", OLDER_DATA_BLOCK_SEEDS)]);
     for (target, data) in seeds {
         let dir = corpus_dir(target);
         std::fs::create_dir_all(&dir).unwrap();

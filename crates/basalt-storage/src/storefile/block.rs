@@ -6,13 +6,15 @@ use std::path::Path;
 use basalt_model::{Cell, CellType, Compression, Error, Result};
 use bytes::Bytes;
 
-use super::keys::DataBlock;
+use super::keys::{DataBlock, FLAG_NO_SEQ, FLAG_TTL, KEY_TAIL_LEN, NARROW_OFFSETS};
 use crate::codec::{put_varint, Reader};
 
 /// Bytes after a block body: compression byte plus checksum.
 pub const BLOCK_TRAILER_LEN: usize = 5;
 /// Fixed key bytes besides row and qualifier: row length, timestamp, type, sequence id.
-const KEY_FIXED_LEN: usize = 2 + 8 + 1 + 8;
+const KEY_FIXED_LEN: usize = 2 + KEY_TAIL_LEN;
+/// The sequence id's bytes at the end of a whole key.
+const SEQ_LEN: usize = 8;
 
 /// Codec codes on disk: never renumber.
 fn codec_code(c: Compression) -> u8 {
@@ -25,15 +27,20 @@ fn codec_code(c: Compression) -> u8 {
     }
 }
 
-/// Encodes a cell's key (without family).
+/// Encodes a cell's whole key (without family).
 pub fn encode_key(out: &mut Vec<u8>, c: &Cell) {
+    encode_key_up_to_seq(out, c);
+    out.extend_from_slice(&c.seq_id.to_be_bytes());
+}
+
+/// Encodes a cell's key (without family) up to its sequence id, which is left out.
+fn encode_key_up_to_seq(out: &mut Vec<u8>, c: &Cell) {
     let row_len = u16::try_from(c.row().len()).expect("rows are validated to at most 32767 bytes");
     out.extend_from_slice(&row_len.to_be_bytes());
     out.extend_from_slice(c.row());
     out.extend_from_slice(c.qualifier());
     out.extend_from_slice(&c.timestamp.to_be_bytes());
     out.push(c.cell_type.code());
-    out.extend_from_slice(&c.seq_id.to_be_bytes());
 }
 
 /// Decodes a key into a cell of `family` with an empty value; `None` when malformed.
@@ -61,40 +68,59 @@ pub fn decode_key(key: &Bytes, family: &Bytes) -> Option<Cell> {
     Some(cell)
 }
 
-/// Builds one data block (format version 2: whole keys, every entry's offset).
+/// Builds one data block (format version 3: whole keys but a zero sequence id, every
+/// entry's offset, in two bytes where they fit).
 #[derive(Debug, Default)]
 pub struct DataBlockBuilder {
     buf: Vec<u8>,
     offsets: Vec<u32>,
     /// Where the last key added lies in `buf`.
     last_key: std::ops::Range<usize>,
+    /// Whether the last key added was stored with its sequence id.
+    last_seq_stored: bool,
 }
 
 impl DataBlockBuilder {
-    /// Appends a cell; cells must come in key order.
+    /// Appends a cell; cells must come in key order. A zero sequence id (a major
+    /// compaction's, for cells every reader sees) is not stored.
     pub fn add(&mut self, c: &Cell) {
         let at = u32::try_from(self.buf.len()).expect("blocks stay far below 4 GiB");
         self.offsets.push(at);
-        let key_len = KEY_FIXED_LEN + c.row().len() + c.qualifier().len();
+        let seq_stored = c.seq_id != 0;
+        let key_len = KEY_FIXED_LEN + c.row().len() + c.qualifier().len()
+            - if seq_stored { 0 } else { SEQ_LEN };
         put_varint(&mut self.buf, key_len as u64);
         put_varint(&mut self.buf, c.value().len() as u64);
+        let no_seq = if seq_stored { 0 } else { FLAG_NO_SEQ };
         match c.ttl_ms {
             Some(ttl) => {
-                self.buf.push(1);
+                self.buf.push(FLAG_TTL | no_seq);
                 put_varint(&mut self.buf, ttl);
             }
-            None => self.buf.push(0),
+            None => self.buf.push(no_seq),
         }
         let key_at = self.buf.len();
-        encode_key(&mut self.buf, c);
+        encode_key_up_to_seq(&mut self.buf, c);
+        if seq_stored {
+            self.buf.extend_from_slice(&c.seq_id.to_be_bytes());
+        }
         self.last_key = key_at..self.buf.len();
+        self.last_seq_stored = seq_stored;
         self.buf.extend_from_slice(c.value());
+    }
+
+    /// Whether the block's offsets fit in two bytes: the last entry starts below 64 KiB.
+    fn narrow(&self) -> bool {
+        self.offsets
+            .last()
+            .is_none_or(|&o| o <= u32::from(u16::MAX))
     }
 
     /// Bytes of the body so far.
     #[must_use]
     pub fn size_bytes(&self) -> usize {
-        self.buf.len() + 4 * self.offsets.len() + 4
+        let width = if self.narrow() { 2 } else { 4 };
+        self.buf.len() + width * self.offsets.len() + 4
     }
 
     /// Whether no cell was added.
@@ -103,28 +129,54 @@ impl DataBlockBuilder {
         self.offsets.is_empty()
     }
 
-    /// The encoded key of the last cell added.
+    /// The key of the last cell added as stored, and whether it holds its sequence id
+    /// (else the id is zero).
     #[must_use]
-    pub fn last_key(&self) -> &[u8] {
-        &self.buf[self.last_key.clone()]
+    pub fn last_key(&self) -> (&[u8], bool) {
+        (&self.buf[self.last_key.clone()], self.last_seq_stored)
+    }
+
+    /// The whole encoded key of the last cell added.
+    #[must_use]
+    pub fn last_whole_key(&self) -> Vec<u8> {
+        let (key, seq_stored) = self.last_key();
+        let mut whole = Vec::with_capacity(key.len() + SEQ_LEN);
+        whole.extend_from_slice(key);
+        if !seq_stored {
+            whole.extend_from_slice(&0u64.to_be_bytes());
+        }
+        whole
     }
 
     /// Finishes the block body and resets the builder.
     pub fn finish(&mut self) -> Vec<u8> {
+        let narrow = self.narrow();
         let mut out = std::mem::take(&mut self.buf);
-        out.reserve(4 * self.offsets.len() + 4);
-        for o in &self.offsets {
-            out.extend_from_slice(&o.to_le_bytes());
+        if narrow {
+            out.reserve(2 * self.offsets.len() + 4);
+            for &o in &self.offsets {
+                let o = u16::try_from(o).expect("a narrow block's offsets fit two bytes");
+                out.extend_from_slice(&o.to_le_bytes());
+            }
+        } else {
+            out.reserve(4 * self.offsets.len() + 4);
+            for o in &self.offsets {
+                out.extend_from_slice(&o.to_le_bytes());
+            }
         }
-        let n = u32::try_from(self.offsets.len()).expect("entry count fits u32");
-        out.extend_from_slice(&n.to_le_bytes());
+        let n = u32::try_from(self.offsets.len())
+            .ok()
+            .filter(|&n| n < NARROW_OFFSETS)
+            .expect("entry count fits 31 bits");
+        let count = if narrow { n | NARROW_OFFSETS } else { n };
+        out.extend_from_slice(&count.to_le_bytes());
         self.offsets.clear();
         self.last_key = 0..0;
         out
     }
 }
 
-/// A data block body of `family` as it lies (format version 2); its entries are checked as
+/// A data block body of `family` as it lies (format version 3 or 2); its entries are checked as
 /// they are read ([`DataBlock`], invariant 1).
 ///
 /// # Errors

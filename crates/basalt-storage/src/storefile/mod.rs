@@ -45,8 +45,12 @@ pub struct FileInfo {
 
 /// Trailer magic: never change.
 pub const MAGIC: &[u8; 8] = b"BSLTSF01";
-/// Store file format version written: data blocks hold whole keys and every entry's offset.
-pub const FORMAT_VERSION: u32 = 2;
+/// Store file format version written: data blocks hold whole keys (but a zero sequence id)
+/// and every entry's offset, in two bytes where they fit.
+pub const FORMAT_VERSION: u32 = 3;
+/// The second format version, still read: every key holds its sequence id and every offset
+/// is four bytes, which version 3's reader reads as they are.
+pub const FORMAT_VERSION_2: u32 = 2;
 /// The first format version, still read: data blocks with prefix-compressed keys, rewritten
 /// into version 2's layout as they are read.
 pub const LEGACY_FORMAT_VERSION: u32 = 1;

@@ -11,7 +11,9 @@ use super::block::{self, decode_data_block, decode_legacy_data_block};
 use super::bloom::Bloom;
 use super::keys::{check_key, Damage, DataBlock, IndexKeys};
 use super::scanner::StoreFileScanner;
-use super::{FileId, FileInfo, FORMAT_VERSION, LEGACY_FORMAT_VERSION, MAGIC, TRAILER_LEN};
+use super::{
+    FileId, FileInfo, FORMAT_VERSION, FORMAT_VERSION_2, LEGACY_FORMAT_VERSION, MAGIC, TRAILER_LEN,
+};
 use crate::block_cache::{Block, BlockCache, BlockKey, Priority};
 use crate::codec::Reader;
 use crate::env::{Env, RandomAccessFile};
@@ -407,8 +409,8 @@ fn read_trailer(file: &RandomAccessFile, path: &Path) -> Result<Trailer> {
 pub struct Trailer {
     /// The (offset, length) of the index, bloom and file info sections.
     pub sections: [(u64, u32); 3],
-    /// [`FORMAT_VERSION`], or [`LEGACY_FORMAT_VERSION`] for a file whose data blocks have
-    /// prefix-compressed keys.
+    /// [`FORMAT_VERSION`], [`FORMAT_VERSION_2`], or [`LEGACY_FORMAT_VERSION`] for a file
+    /// whose data blocks have prefix-compressed keys.
     pub version: u32,
 }
 
@@ -432,7 +434,7 @@ pub fn parse_trailer(t: &[u8], path: &Path) -> Result<Trailer> {
         return Err(bad("checksum mismatch".into()));
     }
     let version = word(36);
-    if version != FORMAT_VERSION && version != LEGACY_FORMAT_VERSION {
+    if ![FORMAT_VERSION, FORMAT_VERSION_2, LEGACY_FORMAT_VERSION].contains(&version) {
         return Err(bad(format!("unsupported format version {version}")));
     }
     let mut r = Reader::new(t);

@@ -321,21 +321,29 @@ fn a_damaged_entry_is_reported_with_file_and_offset() {
         .unwrap()
         .to_vec();
     // The first entry of the block without a TTL: its header is three one-byte fields, and
-    // its key's type byte lies nine bytes before the key's end.
-    let count = u32::from_le_bytes(body[body.len() - 4..].try_into().unwrap()) as usize;
-    let offsets = body.len() - 4 - 4 * count;
-    let offset =
-        |i: usize| u32::from_le_bytes(body[offsets + 4 * i..][..4].try_into().unwrap()) as usize;
+    // its key's type byte lies nine bytes before the key's end, or one when the key leaves
+    // out its sequence id. The count's top bit says the offsets are two bytes each.
+    let word = u32::from_le_bytes(body[body.len() - 4..].try_into().unwrap());
+    let (count, width) = (
+        (word << 1 >> 1) as usize,
+        if word >> 31 == 1 { 2 } else { 4 },
+    );
+    let offsets = body.len() - 4 - width * count;
+    let offset = |i: usize| {
+        let o = &body[offsets + width * i..][..width];
+        o.iter().rev().fold(0, |n, &b| n << 8 | usize::from(b))
+    };
     let (i, o) = (0..count)
         .map(|i| (i, offset(i)))
-        .find(|&(_, o)| body[o + 2] == 0)
+        .find(|&(_, o)| body[o + 2] & 1 == 0)
         .unwrap();
     let key_len = usize::from(body[o]);
+    let type_from_end = if body[o + 2] & 2 == 0 { 9 } else { 1 };
     let damaged = DataBlock::new(name.clone(), Bytes::from(body.clone()))
         .unwrap()
         .cell(i)
         .unwrap();
-    body[o + 3 + key_len - 9] = 0xEE;
+    body[o + 3 + key_len - type_from_end] = 0xEE;
     let framed = block::frame(&body, Compression::None).unwrap();
     assert_eq!(framed.len(), len);
     data[at..at + len].copy_from_slice(&framed);

@@ -107,11 +107,12 @@ impl StoreFileWriter {
                 self.file.path().display()
             )));
         }
-        if let Some(last) = self.last_key() {
+        if let Some((last, seq_stored)) = self.last_key() {
             // The previous cell's key as stored, compared where it lies: a copy of each cell's
             // key cost a fifth of a compaction (BENCHMARKS.md).
-            if cmp_encoded(last, &self.family, c) != Some(Ordering::Less) {
-                let last = block::decode_key(&Bytes::copy_from_slice(last), &self.family);
+            if cmp_encoded(last, seq_stored, &self.family, c) != Some(Ordering::Less) {
+                let last = self.last_whole_key().map(Bytes::from);
+                let last = last.and_then(|k| block::decode_key(&k, &self.family));
                 return Err(basalt_model::Error::IllegalArgument(format!(
                     "store file cells out of key order: {last:?} then {c:?} in {}",
                     self.file.path().display()
@@ -150,13 +151,23 @@ impl StoreFileWriter {
         Ok(())
     }
 
-    /// The encoded key of the last cell added: the last in the open block, or else the last
-    /// of the last block written.
-    fn last_key(&self) -> Option<&[u8]> {
+    /// The key of the last cell added as stored, and whether it holds its sequence id: the
+    /// last in the open block, or else the last of the last block written (whole, as the
+    /// index holds it).
+    fn last_key(&self) -> Option<(&[u8], bool)> {
         if self.block.is_empty() {
-            self.index.last().map(|(k, _, _)| k.as_slice())
+            self.index.last().map(|(k, _, _)| (k.as_slice(), true))
         } else {
             Some(self.block.last_key())
+        }
+    }
+
+    /// The whole encoded key of the last cell added.
+    fn last_whole_key(&self) -> Option<Vec<u8>> {
+        if self.block.is_empty() {
+            self.index.last().map(|(k, _, _)| k.clone())
+        } else {
+            Some(self.block.last_whole_key())
         }
     }
 
@@ -170,7 +181,7 @@ impl StoreFileWriter {
         if self.block.is_empty() {
             return Ok(());
         }
-        let last_key = self.block.last_key().to_vec();
+        let last_key = self.block.last_whole_key();
         let body = self.block.finish();
         let (at, len) = self.write_section(&body, self.codec)?;
         self.index.push((last_key, at, len));
@@ -210,7 +221,7 @@ impl StoreFileWriter {
     /// `Io` writing or syncing.
     pub fn finish(&mut self, major_compacted: bool) -> Result<(PathBuf, FileInfo)> {
         self.flush_block()?;
-        let last = self.last_key().map(Bytes::copy_from_slice);
+        let last = self.last_whole_key().map(Bytes::from);
         self.info.last_key = last.and_then(|k| block::decode_key(&k, &self.family));
         self.info.major_compacted = major_compacted;
         let (bloom_off, bloom_len) = match self.bloom.take() {

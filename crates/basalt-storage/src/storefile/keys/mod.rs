@@ -6,10 +6,11 @@
 //! memory of the block in the cache, and about 18 µs per 64 KiB block before the first compare.
 //!
 //! # Invariants
-//! A [`RawKey`] is only made of a key [`check_key`] passed, so its accessors may slice
-//! without further checks: row length fits, at least 17 trailing bytes of timestamp, type and
-//! sequence id, and a type code that may be stored. (Index keys are checked when the index is
-//! decoded, data block keys each time their entry is located: [`DataBlock`], invariant 1.)
+//! A [`RawKey`] is only made of a key [`check_key`] passed for its tail's length, so its
+//! accessors may slice without further checks: row length fits, the tail's bytes of
+//! timestamp, type and (unless the entry leaves a zero out) sequence id, and a type code that
+//! may be stored. (Index keys are checked when the index is decoded, data block keys each
+//! time their entry is located: [`DataBlock`], invariant 1.)
 
 use std::cmp::Ordering;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
@@ -21,50 +22,79 @@ use bytes::Bytes;
 
 use crate::codec::Reader;
 
-/// Timestamp, type and sequence id after the qualifier.
-const KEY_TAIL_LEN: usize = 8 + 1 + 8;
+/// Timestamp, type and sequence id after the qualifier: a whole key's tail.
+pub(crate) const KEY_TAIL_LEN: usize = 8 + 1 + 8;
+/// The tail of a data block entry's key whose zero sequence id is not stored (format
+/// version 3): timestamp and type.
+pub(crate) const SHORT_TAIL_LEN: usize = 8 + 1;
 
-/// Checks an encoded key (`u16 row length | row | qualifier | ts | type | seq`) and returns
-/// its row length.
+/// Checks a whole encoded key (`u16 row length | row | qualifier | ts | type | seq`) and
+/// returns its row length.
 pub fn check_key(k: &[u8]) -> Option<usize> {
-    if k.len() < 2 + KEY_TAIL_LEN {
+    check_key_with_tail(k, KEY_TAIL_LEN)
+}
+
+/// Checks an encoded key whose tail (after the qualifier) is `tail` bytes long:
+/// [`KEY_TAIL_LEN`], or [`SHORT_TAIL_LEN`] for a key stored without its zero sequence id.
+/// Returns the row length.
+fn check_key_with_tail(k: &[u8], tail: usize) -> Option<usize> {
+    if k.len() < 2 + tail {
         return None;
     }
     let row_len = usize::from(u16::from_be_bytes([k[0], k[1]]));
-    if 2 + row_len > k.len() - KEY_TAIL_LEN {
+    if 2 + row_len > k.len() - tail {
         return None;
     }
-    let code = k[k.len() - 9];
+    let code = k[k.len() - tail + 8];
     match CellType::from_code(code)? {
         CellType::Minimum | CellType::Maximum => None,
         _ => Some(row_len),
     }
 }
 
-/// A checked encoded key.
+/// A checked encoded key and its tail's length.
 #[derive(Clone, Copy)]
-struct RawKey<'a>(&'a [u8]);
+struct RawKey<'a> {
+    key: &'a [u8],
+    /// [`KEY_TAIL_LEN`], or [`SHORT_TAIL_LEN`] when the sequence id (zero) is left out.
+    tail: usize,
+}
 
 impl<'a> RawKey<'a> {
+    /// A whole key (an index key), which [`check_key`] passed.
+    fn whole(key: &'a [u8]) -> RawKey<'a> {
+        RawKey {
+            key,
+            tail: KEY_TAIL_LEN,
+        }
+    }
+
     fn row_len(self) -> usize {
-        usize::from(u16::from_be_bytes([self.0[0], self.0[1]]))
+        usize::from(u16::from_be_bytes([self.key[0], self.key[1]]))
     }
 
     fn row(self) -> &'a [u8] {
-        &self.0[2..2 + self.row_len()]
+        &self.key[2..2 + self.row_len()]
     }
 
     fn qualifier(self) -> &'a [u8] {
-        &self.0[2 + self.row_len()..self.0.len() - KEY_TAIL_LEN]
+        &self.key[2 + self.row_len()..self.key.len() - self.tail]
     }
 
+    /// Timestamp, type code and sequence id (zero when not stored).
     fn tail(self) -> (i64, u8, u64) {
-        let t = &self.0[self.0.len() - KEY_TAIL_LEN..];
+        let t = &self.key[self.key.len() - self.tail..];
         let mut ts = [0u8; 8];
         ts.copy_from_slice(&t[..8]);
-        let mut seq = [0u8; 8];
-        seq.copy_from_slice(&t[9..]);
-        (i64::from_be_bytes(ts), t[8], u64::from_be_bytes(seq))
+        let seq = match t.get(9..KEY_TAIL_LEN) {
+            Some(s) => {
+                let mut seq = [0u8; 8];
+                seq.copy_from_slice(s);
+                u64::from_be_bytes(seq)
+            }
+            None => 0,
+        };
+        (i64::from_be_bytes(ts), t[8], seq)
     }
 
     /// The key's order against `key` (cell.rs, invariant 1), for a key of `family`.
@@ -86,11 +116,17 @@ impl<'a> RawKey<'a> {
     }
 }
 
-/// The order of the encoded key `key` of `family` against `cell` (cell.rs, invariant 1);
-/// `None` when `key` is not one [`check_key`] passes.
-pub fn cmp_encoded(key: &[u8], family: &[u8], cell: &Cell) -> Option<Ordering> {
-    check_key(key)?;
-    Some(RawKey(key).cmp(family, cell))
+/// The order of the encoded key `key` of `family` against `cell` (cell.rs, invariant 1),
+/// `key` holding its sequence id or, when `seq_stored` is false, leaving a zero one out;
+/// `None` when `key` is not one [`check_key`] passes for that tail.
+pub fn cmp_encoded(key: &[u8], seq_stored: bool, family: &[u8], cell: &Cell) -> Option<Ordering> {
+    let tail = if seq_stored {
+        KEY_TAIL_LEN
+    } else {
+        SHORT_TAIL_LEN
+    };
+    check_key_with_tail(key, tail)?;
+    Some(RawKey { key, tail }.cmp(family, cell))
 }
 
 /// What is wrong with a damaged data block, for the caller's corruption error.
@@ -101,17 +137,25 @@ pub type Damage = &'static str;
 struct Located {
     key: std::ops::Range<usize>,
     row_len: usize,
+    /// The key's tail: [`KEY_TAIL_LEN`], or [`SHORT_TAIL_LEN`] when its zero sequence id is
+    /// not stored.
+    tail: usize,
     value: std::ops::Range<usize>,
     /// Cell TTL in ms; `u64::MAX` when the cell has none.
     ttl: u64,
 }
 
-/// Parses the entry at `at` that must end at `end` (docs/formats/storefile.md, version 2),
-/// its key checked by [`check_key`]; the entries end at `limit`.
+/// Parses the entry at `at` that must end at `end` (docs/formats/storefile.md, version 3),
+/// its key checked by [`check_key_with_tail`]; the entries end at `limit`.
 fn parse_entry(body: &[u8], at: usize, end: usize, limit: usize) -> Result<Located, Damage> {
     let entry = body.get(at..limit).ok_or("entry offset out of place")?;
-    let (key, value, ttl) = header_of(entry, at, limit).ok_or("malformed entry header")?;
-    let row_len = check_key(&body[key.clone()]).ok_or("malformed key")?;
+    let Header {
+        key,
+        value,
+        ttl,
+        tail,
+    } = header_of(entry, at, limit).ok_or("malformed entry header")?;
+    let row_len = check_key_with_tail(&body[key.clone()], tail).ok_or("malformed key")?;
     if value.end != end {
         return Err(if end == limit {
             "bytes between the last entry and the offset array"
@@ -122,55 +166,93 @@ fn parse_entry(body: &[u8], at: usize, end: usize, limit: usize) -> Result<Locat
     Ok(Located {
         key,
         row_len,
+        tail,
         value,
         ttl,
     })
 }
 
-/// Where an entry's key and value lie in the block's body, and its TTL.
-type Header = (std::ops::Range<usize>, std::ops::Range<usize>, u64);
+/// An entry's flag: a cell TTL follows the lengths.
+pub(crate) const FLAG_TTL: u8 = 1;
+/// An entry's flag: the key's sequence id is zero and not stored (format version 3).
+pub(crate) const FLAG_NO_SEQ: u8 = 2;
+
+/// Where an entry's key and value lie in the block's body, its TTL and its key's tail.
+#[derive(Debug, PartialEq, Eq)]
+struct Header {
+    key: std::ops::Range<usize>,
+    value: std::ops::Range<usize>,
+    ttl: u64,
+    tail: usize,
+}
+
+/// The tail of a key whose entry has `flags`.
+fn tail_of(flags: u8) -> usize {
+    if flags & FLAG_NO_SEQ == 0 {
+        KEY_TAIL_LEN
+    } else {
+        SHORT_TAIL_LEN
+    }
+}
 
 /// The header of the entry at `at` (`entry` is the body from there to `limit`): the usual
-/// one, one-byte key and value lengths and no TTL, read at once, any other by
-/// [`parse_header`], which answers alike for the usual one too.
+/// ones, one-byte key and value lengths and no TTL, read at once, any other by
+/// [`parse_header`], which answers alike for the usual ones too.
 #[inline]
 fn header_of(entry: &[u8], at: usize, limit: usize) -> Option<Header> {
     match *entry {
-        [key_len, value_len, 0, ..] if key_len < 0x80 && value_len < 0x80 => {
+        [key_len, value_len, flags @ (0 | FLAG_NO_SEQ), ..]
+            if key_len < 0x80 && value_len < 0x80 =>
+        {
             let key = at + 3;
             let value = key + usize::from(key_len);
             let value_end = value + usize::from(value_len);
-            (value_end <= limit).then_some((key..value, value..value_end, u64::MAX))
+            (value_end <= limit).then_some(Header {
+                key: key..value,
+                value: value..value_end,
+                ttl: u64::MAX,
+                tail: tail_of(flags),
+            })
         }
         _ => parse_header(entry, at, limit),
     }
 }
 
-/// The header of the entry at `at`, in any form (varint lengths, a TTL or none); the entries
-/// end at `limit`.
+/// The header of the entry at `at`, in any form (varint lengths, a TTL or none, a sequence
+/// id or none); the entries end at `limit`.
 fn parse_header(entry: &[u8], at: usize, limit: usize) -> Option<Header> {
     let mut r = Reader::new(entry);
     let key_len = r.len()?;
     let value_len = r.len()?;
-    let ttl = match r.u8()? {
-        0 => u64::MAX,
-        1 => r.varint()?,
-        _ => return None,
+    let flags = r.u8()?;
+    if flags & !(FLAG_TTL | FLAG_NO_SEQ) != 0 {
+        return None;
+    }
+    let ttl = if flags & FLAG_TTL == 0 {
+        u64::MAX
+    } else {
+        r.varint()?
     };
     let key = at + r.position();
     let value = key.checked_add(key_len)?;
     let value_end = value.checked_add(value_len)?;
-    (value_end <= limit).then_some((key..value, value..value_end, ttl))
+    (value_end <= limit).then_some(Header {
+        key: key..value,
+        value: value..value_end,
+        ttl,
+        tail: tail_of(flags),
+    })
 }
 
 /// A data block, searched and read where it lies: the block cache holds the body as read
 /// from disk (decompressed), and nothing is decoded until a cell is built.
 ///
-/// The body holds each entry's whole key and an array of every entry's offset, so a search
-/// is a binary search over the entries themselves (HBase's ROW_INDEX_V1 encoding, per cell
-/// rather than per row). Blocks of the first format version, whose keys were
-/// prefix-compressed, are rewritten into this layout when read
-/// ([`super::block::decode_legacy_data_block`]).
+/// The body holds each entry's whole key (but a zero sequence id) and an array of every
+/// entry's offset, so a search is a binary search over the entries themselves (HBase's
+/// ROW_INDEX_V1 encoding, per cell rather than per row). Blocks of format version 2 are
+/// version 3 blocks that leave out no sequence id and keep four-byte offsets. Blocks of the
+/// first format version, whose keys were prefix-compressed, are rewritten into version 2's
+/// layout when read ([`super::block::decode_legacy_data_block`]).
 ///
 /// # Invariants
 /// 1. Entry `i` fills `offset(i)..offset(i + 1)` exactly (the last one ends where the offset
@@ -187,6 +269,8 @@ pub struct DataBlock {
     body: Bytes,
     /// Where the offset array starts; the entries end here.
     offsets_at: usize,
+    /// Whether the offsets are two bytes each (else four).
+    narrow: bool,
     len: usize,
     /// Search accelerator: the rows of a block share a prefix; a window holds the eight row
     /// bytes after it (zero-padded) of each entry, so most steps of a search compare one
@@ -196,6 +280,10 @@ pub struct DataBlock {
     /// Searches made without the probes.
     searches: AtomicU32,
 }
+
+/// The count word's top bit: the block's offsets are two bytes each (format version 3, a
+/// block whose last entry starts below 64 KiB).
+pub(crate) const NARROW_OFFSETS: u32 = 1 << 31;
 
 /// Searches a block answers without its row probes before one builds them. Building them
 /// walks every entry, which costs about what five plain searches lose against probed ones:
@@ -318,15 +406,18 @@ impl DataBlock {
             .ok_or("block shorter than its entry count")?;
         let mut count = [0u8; 4];
         count.copy_from_slice(&body[count_at..]);
-        let len = u32::from_le_bytes(count) as usize;
+        let count = u32::from_le_bytes(count);
+        let narrow = count & NARROW_OFFSETS != 0;
+        let len = (count & !NARROW_OFFSETS) as usize;
         let offsets_at = len
-            .checked_mul(4)
+            .checked_mul(if narrow { 2 } else { 4 })
             .and_then(|o| count_at.checked_sub(o))
             .ok_or("offset array larger than the block")?;
         let block = DataBlock {
             family,
             body,
             offsets_at,
+            narrow,
             len,
             probes: OnceLock::new(),
             searches: AtomicU32::new(0),
@@ -360,10 +451,15 @@ impl DataBlock {
 
     /// The offset array's entry `i` (`i < len`, so it lies before the count).
     fn offset(&self, i: usize) -> usize {
-        let at = self.offsets_at + 4 * i;
-        let mut o = [0u8; 4];
-        o.copy_from_slice(&self.body[at..at + 4]);
-        u32::from_le_bytes(o) as usize
+        if self.narrow {
+            let at = self.offsets_at + 2 * i;
+            usize::from(u16::from_le_bytes([self.body[at], self.body[at + 1]]))
+        } else {
+            let at = self.offsets_at + 4 * i;
+            let mut o = [0u8; 4];
+            o.copy_from_slice(&self.body[at..at + 4]);
+            u32::from_le_bytes(o) as usize
+        }
     }
 
     /// Entry `i` (`i < len`), checked (invariant 1).
@@ -387,7 +483,10 @@ impl DataBlock {
     }
 
     fn key(&self, e: &Located) -> RawKey<'_> {
-        RawKey(&self.body[e.key.clone()])
+        RawKey {
+            key: &self.body[e.key.clone()],
+            tail: e.tail,
+        }
     }
 
     /// Cell `i`, built (its parts share the block's buffer).
@@ -500,7 +599,7 @@ impl DataBlock {
         let start = e.key.start + 2 - base;
         let spans = Spans {
             row: start..start + e.row_len,
-            qualifier: start + e.row_len..e.key.end - KEY_TAIL_LEN - base,
+            qualifier: start + e.row_len..e.key.end - e.tail - base,
             value: e.value.start - base..e.value.end - base,
         };
         let refilled = slot
@@ -614,7 +713,7 @@ impl IndexKeys {
     pub(crate) fn new(family: Bytes, keys: Bytes, entries: Vec<(u32, u32, u64, u32)>) -> Self {
         let row = |i: usize| {
             let at = entries[i].0 as usize;
-            let key = RawKey(&keys[at..at + entries[i].1 as usize]);
+            let key = RawKey::whole(&keys[at..at + entries[i].1 as usize]);
             Ok::<_, std::convert::Infallible>(at + 2..at + 2 + key.row_len())
         };
         let Ok(probes) = RowProbes::of(&keys, entries.len(), row);
@@ -655,7 +754,7 @@ impl IndexKeys {
     pub fn lower_bound(&self, key: &Cell) -> usize {
         let below = |i: usize| {
             let (at, len, _, _) = self.entries[i];
-            RawKey(&self.keys[at as usize..(at + len) as usize])
+            RawKey::whole(&self.keys[at as usize..(at + len) as usize])
                 .cmp(&self.family, key)
                 .is_lt()
         };

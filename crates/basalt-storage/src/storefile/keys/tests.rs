@@ -14,12 +14,12 @@ fn block_of(cells: &[Cell]) -> DataBlock {
 
 proptest::proptest! {
     /// The usual header read at once answers as the general parse does, for any bytes:
-    /// the headers it reads (short lengths, no TTL), the ones beside them (a TTL, a
-    /// length of 128 or more, a bad TTL flag) and any entry that ends too soon.
+    /// the headers it reads (short lengths, no TTL, a sequence id or none), the ones beside
+    /// them (a TTL, a length of 128 or more, a bad flag) and any entry that ends too soon.
     #[test]
     fn a_header_read_at_once_is_the_header_parsed(
         entry in proptest::collection::vec(
-            proptest::prop_oneof![0u8..3, 0x7eu8..0x82, proptest::arbitrary::any::<u8>()],
+            proptest::prop_oneof![0u8..5, 0x7eu8..0x82, proptest::arbitrary::any::<u8>()],
             0..200,
         ),
         at in 0usize..1000,
@@ -40,7 +40,8 @@ fn raw_keys_order_like_cells() {
             for ts in [9, 5] {
                 for t in [CellType::DeleteFamily, CellType::Put] {
                     let mut c = Cell::marker(row, "f", q, ts, t);
-                    c.seq_id = 3;
+                    // A zero sequence id is left out of the block (format version 3).
+                    c.seq_id = if ts == 9 { 0 } else { 3 };
                     cells.push(c);
                 }
             }
@@ -80,35 +81,66 @@ fn read_whole(body: Vec<u8>) -> Result<usize, Damage> {
     Ok(block.len())
 }
 
+/// `body`, a block [`DataBlockBuilder`] wrote with two-byte offsets, with four-byte ones:
+/// as format version 2 wrote every block, and version 3 a block past 64 KiB.
+fn widened(body: &[u8]) -> Vec<u8> {
+    let count_at = body.len() - 4;
+    let count = u32::from_le_bytes(body[count_at..].try_into().unwrap());
+    assert_ne!(count & NARROW_OFFSETS, 0, "a narrow block");
+    let n = (count & !NARROW_OFFSETS) as usize;
+    let at = count_at - 2 * n;
+    let mut out = body[..at].to_vec();
+    for o in body[at..count_at].chunks(2) {
+        out.extend_from_slice(&u32::from(u16::from_le_bytes([o[0], o[1]])).to_le_bytes());
+    }
+    out.extend_from_slice(&u32::try_from(n).unwrap().to_le_bytes());
+    out
+}
+
 /// A block whose layout is off is refused when it is read, naming what is wrong, and
-/// never read past: the accessors rely on it.
+/// never read past: the accessors rely on it. Both widths of offsets.
 #[test]
 fn a_damaged_layout_is_refused() {
     let cells: Vec<Cell> = (0..3u8)
-        .map(|i| Cell::put(vec![b'r', i], "f", "q", 1, "value"))
+        .map(|i| {
+            let mut c = Cell::put(vec![b'r', i], "f", "q", 1, "value");
+            c.seq_id = 7;
+            c
+        })
         .collect();
-    let good = body_of(&cells);
-    assert_eq!(read_whole(good.clone()), Ok(3));
+    let narrow = body_of(&cells);
+    for (good, width) in [(widened(&narrow), 4), (narrow, 2)] {
+        assert_damage_refused(&good, width);
+    }
+}
+
+/// [`a_damaged_layout_is_refused`] for a block of three cells whose offsets are `width`
+/// bytes each.
+fn assert_damage_refused(good: &[u8], width: usize) {
+    assert_eq!(read_whole(good.to_vec()), Ok(3));
     let n = good.len();
     let damaged = |at: usize, byte: u8| {
-        let mut d = good.clone();
+        let mut d = good.to_vec();
         d[at] = byte;
         read_whole(d).unwrap_err()
     };
+    let offsets_at = n - 4 - 3 * width;
     // Entry 0: key_len 22 (2 + 2 row + 1 qualifier + 17), value_len 5, flags, key, value.
     assert_eq!(damaged(n - 1, 0x40), "offset array larger than the block");
-    assert_eq!(damaged(n - 4, 4), "entry offset out of place");
-    let mut junk = good.clone();
-    junk.insert(n - 16, 0);
+    assert_eq!(damaged(n - 4, 4), "entry offset out of place", "{width}");
+    let mut junk = good.to_vec();
+    junk.insert(offsets_at, 0);
     assert_eq!(
         read_whole(junk).unwrap_err(),
         "bytes between the last entry and the offset array"
     );
-    assert_eq!(damaged(n - 12, 1), "entry offset out of place");
-    assert_eq!(damaged(n - 16, 1), "entry offset out of place");
+    assert_eq!(damaged(offsets_at + width, 1), "entry offset out of place");
+    assert_eq!(damaged(offsets_at, 1), "entry offset out of place");
     assert_eq!(damaged(0, 0x80), "malformed entry header");
     assert_eq!(damaged(1, 200), "malformed entry header");
-    assert_eq!(damaged(2, 2), "malformed entry header");
+    assert_eq!(damaged(2, 4), "malformed entry header");
+    // Said to leave out its sequence id, the key's type is read from its id's bytes.
+    assert_eq!(damaged(2, FLAG_NO_SEQ), "malformed key");
     assert_eq!(damaged(3, 9), "malformed key");
     assert_eq!(damaged(3 + 22 - 9, 0), "malformed key");
     // A value shorter than stored leaves a gap before the next entry.
@@ -124,12 +156,61 @@ fn a_damaged_layout_is_refused() {
     );
 }
 
+/// A zero sequence id is left out of its entry, which is eight bytes shorter and reads
+/// back as the same cell; a block whose last entry starts at 64 KiB or later keeps
+/// four-byte offsets, one below it two-byte ones, and both read alike.
+#[test]
+fn zero_sequence_ids_and_narrow_offsets_read_back() {
+    let cell = |i: u8, seq: u64, value: usize| {
+        let mut c = Cell::put(vec![b'r', i], "f", "q", 1, vec![b'v'; value]);
+        c.seq_id = seq;
+        c
+    };
+    let mut b = DataBlockBuilder::default();
+    b.add(&cell(0, 7, 5));
+    let with_seq = b.size_bytes();
+    b.add(&cell(1, 0, 5));
+    assert_eq!(
+        b.size_bytes() - with_seq,
+        with_seq - 4 - 8,
+        "no sequence id stored"
+    );
+
+    let small: Vec<Cell> = (0..4).map(|i| cell(i, u64::from(i % 2), 5)).collect();
+    let narrow = body_of(&small);
+    assert_ne!(
+        u32::from_le_bytes(narrow[narrow.len() - 4..].try_into().unwrap()) & NARROW_OFFSETS,
+        0
+    );
+    // The last entry of a large block starts past 64 KiB.
+    let large: Vec<Cell> = (0..4).map(|i| cell(i, u64::from(i % 2), 30_000)).collect();
+    let wide = body_of(&large);
+    assert_eq!(
+        u32::from_le_bytes(wide[wide.len() - 4..].try_into().unwrap()),
+        4,
+        "four-byte offsets, no flag"
+    );
+    for (cells, body) in [(&small, widened(&narrow)), (&small, narrow), (&large, wide)] {
+        let block = DataBlock::new(Bytes::from_static(b"f"), Bytes::from(body)).unwrap();
+        assert_eq!(block.len(), cells.len());
+        for (i, c) in cells.iter().enumerate() {
+            assert_eq!(block.cell(i).as_ref(), Ok(c));
+            assert_eq!(block.seq_id(i), Ok(c.seq_id));
+            assert_eq!(block.lower_bound(c), Ok(i));
+        }
+    }
+}
+
 /// Damage in an entry a search does not touch is found when the entry is read, or when
 /// the row probes are built, whichever comes first.
 #[test]
 fn damage_is_found_when_the_entry_is_read() {
     let cells: Vec<Cell> = (0..64u8)
-        .map(|i| Cell::put(vec![b'r', i], "f", "q", 1, "value"))
+        .map(|i| {
+            let mut c = Cell::put(vec![b'r', i], "f", "q", 1, "value");
+            c.seq_id = 7;
+            c
+        })
         .collect();
     let mut body = body_of(&cells);
     // Entry 40's key: its type byte (9 before the key's end) is no type.
