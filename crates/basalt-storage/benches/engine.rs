@@ -23,7 +23,7 @@ use basalt_storage::region::mvcc::Mvcc;
 use basalt_storage::store::query_matcher::{Mode, QueryMatcher, ScanInfo};
 use basalt_storage::store::scanner::StoreScanner;
 use basalt_storage::store::source::Source;
-use basalt_storage::store::Store;
+use basalt_storage::store::{CompactionKind, Store};
 use basalt_storage::storefile::block::{decode_data_block, frame, unframe, DataBlockBuilder};
 use basalt_storage::storefile::{
     bloom_key, Bloom, BloomBuilder, Caching, FileId, StoreFile, StoreFileWriter,
@@ -192,9 +192,9 @@ fn flush_read(c: &mut Criterion) {
             let mut s = StoreScanner::new(vec![Source::Memory(m.scanner(u64::MAX))], matcher);
             s.seek_to_first().unwrap();
             let mut n = 0usize;
-            s.compact_into(|c| {
-                n += 1;
-                black_box(c);
+            s.compact_into(|row| {
+                n += row.len();
+                black_box(row);
                 Ok(())
             })
             .unwrap();
@@ -613,7 +613,17 @@ fn compaction(c: &mut Criterion) {
             id += 1;
             let mut throttle = Throttle::new(None, env.instant());
             let out = store
-                .write_compaction(&inputs, id, true, 20, 0, &mut throttle)
+                .write_compaction(
+                    &inputs,
+                    id,
+                    CompactionKind {
+                        major: true,
+                        every_file: true,
+                    },
+                    20,
+                    0,
+                    &mut throttle,
+                )
                 .unwrap()
                 .unwrap();
             let cells = out.info().cell_count;

@@ -15,6 +15,8 @@ pub mod source;
 mod layer_tests;
 #[cfg(test)]
 mod model_tests;
+#[cfg(test)]
+mod seq_id_tests;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -376,7 +378,7 @@ impl Store {
             scanner,
             file_id,
             now_ms,
-            false,
+            Written::ByFlush,
             &mut Throttle::new(None, self.env.instant()),
         )
     }
@@ -388,8 +390,7 @@ impl Store {
         st.snapshot = None;
     }
 
-    /// Rewrites `inputs` into one file (`major` drops delete markers); `None` when nothing is
-    /// left.
+    /// Rewrites `inputs` into one file, as `kind` says; `None` when nothing is left.
     ///
     /// # Errors
     /// A corrupt input file or `Io` writing the output.
@@ -397,12 +398,12 @@ impl Store {
         &self,
         inputs: &[Arc<StoreFile>],
         file_id: u64,
-        major: bool,
+        kind: CompactionKind,
         now_ms: i64,
         purge_ms: i64,
         throttle: &mut Throttle,
     ) -> Result<Option<Arc<StoreFile>>> {
-        let mode = if major {
+        let mode = if kind.major {
             let earliest_put_ts = inputs
                 .iter()
                 .map(|f| f.info().earliest_put_ts)
@@ -420,7 +421,8 @@ impl Store {
             .collect::<Result<Vec<_>>>()?;
         let mut scanner = StoreScanner::new(sources, matcher);
         scanner.seek_to_first()?;
-        self.write_file(scanner, file_id, now_ms, major, throttle)
+        let by = Written::ByCompaction(kind);
+        self.write_file(scanner, file_id, now_ms, by, throttle)
     }
 
     fn write_file(
@@ -428,22 +430,31 @@ impl Store {
         mut scanner: StoreScanner,
         file: u64,
         now_ms: i64,
-        major: bool,
+        by: Written,
         throttle: &mut Throttle,
     ) -> Result<Option<Arc<StoreFile>>> {
         let path = self.dir.join(file_name(file));
         let family = self.family();
+        // Under NEW_VERSION_BEHAVIOR a marker masks only the cells written before it, which
+        // their sequence ids tell: they are kept (HBase keeps them too).
+        let clear =
+            matches!(by, Written::ByCompaction(k) if k.every_file) && !family.new_version_behavior;
         let mut w = StoreFileWriter::create(&self.env, &path, &family, now_ms)?;
         let written = scanner
-            .compact_into(|c| {
-                throttle.consume(c.serialized_size());
-                w.add(c)
+            .compact_into(|row| {
+                if clear {
+                    clear_seq_ids(row);
+                }
+                row.iter().try_for_each(|c| {
+                    throttle.consume(c.serialized_size());
+                    w.add(c)
+                })
             })
             .and_then(|()| {
                 if w.cell_count() == 0 {
                     return Ok(false);
                 }
-                w.finish(major)?;
+                w.finish(matches!(by, Written::ByCompaction(k) if k.major))?;
                 // The manifest about to list the file must not outlive its directory entry.
                 self.env.sync_dir(&self.dir)?;
                 Ok(true)
@@ -496,6 +507,51 @@ impl Store {
             let at = at.min(st.files.len());
             st.files.insert(at, o);
         }
+    }
+}
+
+/// What a compaction is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CompactionKind {
+    /// It drops delete markers, and masked, expired and surplus cells.
+    pub major: bool,
+    /// Its inputs are all the store's files when they were chosen: the output then holds
+    /// every cell older than the memstore's and later files', and its cells may take
+    /// sequence id 0 ([`clear_seq_ids`]).
+    pub every_file: bool,
+}
+
+/// What writes a store file.
+#[derive(Clone, Copy, Debug)]
+enum Written {
+    ByFlush,
+    ByCompaction(CompactionKind),
+}
+
+/// Gives sequence id 0 to each cell of `row` (one row's cells, in key order, as a compaction
+/// of every file of a store writes them) that shares its row, column, timestamp and type
+/// with no other cell; a zero id is not stored (docs/formats/storefile.md). HBase's
+/// compactions do the same for cells every reader sees (`Compactor`, below the smallest
+/// read point).
+///
+/// It changes no read's answer, because:
+/// - every cell of the output was flushed, so committed, before any read that opens the
+///   output took its read point: id 0 is as visible as the cell's own id;
+/// - a read open before the compaction reads the files it opened with, not the output;
+/// - the output holds every cell older than any other file's or the memstore's, so a cell
+///   elsewhere with the same key but the id orders before it either way;
+/// - cells of one key within the output keep their ids, which alone order them.
+fn clear_seq_ids(row: &mut [Cell]) {
+    let same_key = |a: &Cell, b: &Cell| {
+        a.timestamp == b.timestamp && a.cell_type == b.cell_type && a.same_column(b)
+    };
+    let mut shares_with_previous = false;
+    for i in 0..row.len() {
+        let shares_with_next = row.get(i + 1).is_some_and(|next| same_key(&row[i], next));
+        if !shares_with_previous && !shares_with_next {
+            row[i].seq_id = 0;
+        }
+        shares_with_previous = shares_with_next;
     }
 }
 

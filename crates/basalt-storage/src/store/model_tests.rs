@@ -14,7 +14,7 @@ use super::{ReadHint, Store};
 use crate::block_cache::BlockCache;
 use crate::env::Env;
 
-const NOW: i64 = 1_000_000;
+pub(super) const NOW: i64 = 1_000_000;
 
 #[derive(Clone, Debug)]
 enum StoreOp {
@@ -125,7 +125,7 @@ fn get_row(store: &Store, row: &Bytes, columns: Option<&[Bytes]>, versions: u32)
 }
 
 /// Every row of the store as a scan of `columns` (all when `None`) reads it.
-fn read_store(
+pub(super) fn read_store(
     store: &Store,
     raw: bool,
     versions: u32,
@@ -240,7 +240,7 @@ fn agrees_with_the_oracle(
 }
 
 /// Inserts `cells` into the store's memstore at sequence id `seq`.
-fn insert_at(store: &Store, cells: &[Cell], seq: u64) {
+pub(super) fn insert_at(store: &Store, cells: &[Cell], seq: u64) {
     for c in cells {
         let mut c = c.clone();
         c.seq_id = seq;
@@ -281,7 +281,10 @@ fn write(store: &Store, oracle: &mut Oracle, op: &StoreOp, counters: &mut (u64, 
                     .write_compaction(
                         &inputs,
                         *file_id,
-                        *major,
+                        crate::store::CompactionKind {
+                            major: *major,
+                            every_file: true,
+                        },
                         NOW,
                         0,
                         &mut crate::compaction::Throttle::new(
@@ -440,7 +443,7 @@ fn a_get_of_named_columns_reads_an_older_file_only_when_it_must() {
 }
 
 /// A store of `family` over the whole table in a fresh directory, with its block cache.
-fn open_store(
+pub(super) fn open_store(
     family: ColumnFamilyDescriptor,
 ) -> (tempfile::TempDir, std::sync::Arc<BlockCache>, Store) {
     let dir = tempfile::tempdir().unwrap();

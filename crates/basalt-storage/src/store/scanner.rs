@@ -501,14 +501,14 @@ impl StoreScanner {
     ///
     /// # Errors
     /// A corrupt block, or an error from `sink`.
-    pub fn compact_into(&mut self, mut sink: impl FnMut(&Cell) -> Result<()>) -> Result<()> {
+    pub fn compact_into(&mut self, mut sink: impl FnMut(&mut [Cell]) -> Result<()>) -> Result<()> {
         let (mut row_cells, mut spare, mut row) = (Vec::new(), Vec::new(), Vec::new());
         while let Some(next) = self.min() {
             row.clear();
             row.extend_from_slice(next.row());
             let mut unlimited = usize::MAX;
             self.read_row_within(&row, &mut row_cells, &mut spare, None, &mut unlimited)?;
-            row_cells.iter().try_for_each(&mut sink)?;
+            sink(&mut row_cells)?;
             // The row's cells are the next row's spares; spares left unused (a source that
             // builds its cells anew takes none) are dropped, so they stay a row's worth.
             std::mem::swap(&mut row_cells, &mut spare);
