@@ -23,7 +23,7 @@ use basalt_storage::region::mvcc::Mvcc;
 use basalt_storage::store::query_matcher::{Mode, QueryMatcher, ScanInfo};
 use basalt_storage::store::scanner::StoreScanner;
 use basalt_storage::store::source::Source;
-use basalt_storage::store::{CompactionKind, Store};
+use basalt_storage::store::Store;
 use basalt_storage::storefile::block::{decode_data_block, frame, unframe, DataBlockBuilder};
 use basalt_storage::storefile::{
     bloom_key, Bloom, BloomBuilder, Caching, FileId, StoreFile, StoreFileWriter,
@@ -613,17 +613,7 @@ fn compaction(c: &mut Criterion) {
             id += 1;
             let mut throttle = Throttle::new(None, env.instant());
             let out = store
-                .write_compaction(
-                    &inputs,
-                    id,
-                    CompactionKind {
-                        major: true,
-                        every_file: true,
-                    },
-                    20,
-                    0,
-                    &mut throttle,
-                )
+                .write_compaction(&inputs, id, true, 20, 0, &mut throttle)
                 .unwrap()
                 .unwrap();
             let cells = out.info().cell_count;

@@ -205,7 +205,7 @@ fn a_store_writer_that_finds_its_files_name_taken_leaves_the_file_alone() {
     use basalt_storage::block_cache::BlockCache;
     use basalt_storage::compaction::Throttle;
     use basalt_storage::region::RegionInfo;
-    use basalt_storage::store::{CompactionKind, Store};
+    use basalt_storage::store::Store;
     // A region's next server and the zombie it took the region from (its session expired,
     // it has not noticed yet) number their store files alike, from the same manifest.
     let env = shared(MemoryStore::new());
@@ -245,17 +245,7 @@ fn a_store_writer_that_finds_its_files_name_taken_leaves_the_file_alone() {
     let marker = Cell::marker("r", "f", "q", 5, CellType::DeleteColumn);
     let own = flush(&zombie, marker, 3).unwrap().unwrap();
     let mut throttle = Throttle::new(None, env.instant());
-    let out = zombie.write_compaction(
-        &[own],
-        2,
-        CompactionKind {
-            major: true,
-            every_file: true,
-        },
-        10,
-        0,
-        &mut throttle,
-    );
+    let out = zombie.write_compaction(&[own], 2, true, 10, 0, &mut throttle);
     assert!(out.unwrap().is_none());
     // ...and its flush finds the name of file 1 taken.
     let e = flush(&zombie, put("zombie"), 1).unwrap_err();

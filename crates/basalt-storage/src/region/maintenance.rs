@@ -11,7 +11,7 @@ use super::{ManifestFile, Region};
 use crate::compaction::{
     policy, CompactionConfig, FileStat, Selection, Throttle, ThroughputBounds,
 };
-use crate::store::{family_dir_name, CompactionKind, Store};
+use crate::store::{family_dir_name, Store};
 use crate::storefile::StoreFile;
 
 impl Region {
@@ -129,12 +129,12 @@ impl Region {
             if inputs.is_empty() || (!major && inputs.len() < 2) {
                 continue;
             }
-            let kind = CompactionKind {
+            self.run_compaction(
+                &store,
+                &inputs,
                 major,
-                every_file: true,
-            };
-            let mut throttle = Throttle::new(None, self.env.instant());
-            self.run_compaction(&store, &inputs, kind, &mut throttle)?;
+                &mut Throttle::new(None, self.env.instant()),
+            )?;
         }
         Ok(())
     }
@@ -196,11 +196,7 @@ impl Region {
                 picked.iter().map(|&i| Arc::clone(&files[i])).collect();
             let limit = throughput.and_then(|b| b.limit_for(files.len(), cfg));
             let mut throttle = Throttle::new(limit, self.env.instant());
-            let kind = CompactionKind {
-                major,
-                every_file: inputs.len() == files.len(),
-            };
-            self.run_compaction(&store, &inputs, kind, &mut throttle)?;
+            self.run_compaction(&store, &inputs, major, &mut throttle)?;
             ran += 1;
         }
         Ok(ran)
@@ -211,15 +207,14 @@ impl Region {
         &self,
         store: &Store,
         inputs: &[Arc<StoreFile>],
-        kind: CompactionKind,
+        major: bool,
         throttle: &mut Throttle,
     ) -> Result<()> {
-        let major = kind.major;
         let started = self.env.instant();
         let now = self.env.now_ms();
         let purge = self.config.time_to_purge_deletes_ms;
         let out =
-            store.write_compaction(inputs, self.next_file_id(), kind, now, purge, throttle)?;
+            store.write_compaction(inputs, self.next_file_id(), major, now, purge, throttle)?;
         let mut family_gone = false;
         let committed = self.edit_manifest(|m| {
             let Some(sm) = m.stores.get_mut(&family_dir_name(store.name())) else {

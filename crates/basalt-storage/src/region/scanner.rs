@@ -66,6 +66,49 @@ fn first_row_width(scan: &Scan) -> usize {
     })
 }
 
+/// A scanner of each of `stores` for `scan` at `read_point`; `None` when one of them asks
+/// for a new read point ([`Store::scanner`]).
+fn store_scanners(
+    stores: &[Arc<Store>],
+    scan: &Scan,
+    read_point: u64,
+    now: i64,
+    purge: i64,
+    cache_only: bool,
+) -> Result<Option<Vec<StoreScanner>>> {
+    let mut scanners = Vec::with_capacity(stores.len());
+    for store in stores {
+        let name = store.name();
+        let explicit: Option<Vec<Bytes>> = scan.columns.qualifiers(name).map(Qualifiers::to_vec);
+        let tr = scan.time_range_for(name);
+        let single_col: Option<Bytes> = explicit
+            .as_ref()
+            .filter(|c| c.len() == 1)
+            .map(|c| c[0].clone());
+        let hint = ReadHint {
+            get: scan
+                .is_get
+                .then_some((&scan.start_row, single_col.as_deref())),
+            time_range: tr,
+            cache_blocks: scan.cache_blocks,
+            cache_only,
+        };
+        let mode = Mode::User {
+            raw: scan.raw,
+            time_range: tr,
+            // The matcher keeps it within the family's (`QueryMatcher::new`).
+            max_versions: scan.max_versions,
+            has_filter: scan.filter.is_some(),
+            explicit_columns: explicit,
+        };
+        match store.scanner(mode, read_point, now, purge, &hint)? {
+            Some(s) => scanners.push(s),
+            None => return Ok(None),
+        }
+    }
+    Ok(Some(scanners))
+}
+
 impl Region {
     /// Reads one row.
     ///
@@ -131,38 +174,17 @@ impl Region {
             self.reads
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
-        let read_point = self.mvcc.read_point();
         let now = self.env.now_ms();
         let purge = self.config.time_to_purge_deletes_ms;
         let read = self.stores_read_by(&scan.columns)?;
-        let mut stores = Vec::with_capacity(read.len());
-        for store in read {
-            let name = store.name();
-            let explicit: Option<Vec<Bytes>> =
-                scan.columns.qualifiers(name).map(Qualifiers::to_vec);
-            let tr = scan.time_range_for(name);
-            let single_col: Option<Bytes> = explicit
-                .as_ref()
-                .filter(|c| c.len() == 1)
-                .map(|c| c[0].clone());
-            let hint = ReadHint {
-                get: scan
-                    .is_get
-                    .then_some((&scan.start_row, single_col.as_deref())),
-                time_range: tr,
-                cache_blocks: scan.cache_blocks,
-                cache_only,
-            };
-            let mode = Mode::User {
-                raw: scan.raw,
-                time_range: tr,
-                // The matcher keeps it within the family's (`QueryMatcher::new`).
-                max_versions: scan.max_versions,
-                has_filter: scan.filter.is_some(),
-                explicit_columns: explicit,
-            };
-            stores.push(store.scanner(mode, read_point, now, purge, &hint)?);
-        }
+        let stores = loop {
+            // A file installed since the read point was taken sends the read for a new one
+            // (`Store::scanner`): rare, as it needs a flush to finish in between.
+            let read_point = self.mvcc.read_point();
+            if let Some(stores) = store_scanners(&read, scan, read_point, now, purge, cache_only)? {
+                break stores;
+            }
+        };
         let mut filter = scan.filter.clone();
         if let Some(f) = &mut filter {
             f.set_reversed(scan.reversed);

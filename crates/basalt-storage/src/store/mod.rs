@@ -206,6 +206,11 @@ impl Store {
     }
 
     /// Builds a scanner for a read at `read_point`, skipping files the hint rules out.
+    /// `None` when a major compaction's file it would read holds a sequence id above
+    /// `read_point`: cells above the read point may have had their ids cleared there and
+    /// look visible ([`clear_seq_ids`]). Such a file was installed after the read point was
+    /// taken (every file installed before holds only ids at or below it, as a flush waits
+    /// for its ids to be visible), so the caller takes a new read point and asks again.
     ///
     /// # Errors
     /// A corrupt store file.
@@ -216,7 +221,7 @@ impl Store {
         now_ms: i64,
         purge_ms: i64,
         hint: &ReadHint<'_>,
-    ) -> Result<StoreScanner> {
+    ) -> Result<Option<StoreScanner>> {
         // The family is read once: a read on one thread and a write on another both take
         // its lock, whose line each takes from the other.
         let (caching, info) = {
@@ -252,6 +257,10 @@ impl Store {
         }
         for f in st.files.iter().rev() {
             if file_may_match(f, hint)? {
+                let info = f.info();
+                if info.major_compacted && info.max_seq_id > read_point {
+                    return Ok(None);
+                }
                 sources.push(self.file_source(f, read_point, caching, row)?);
             }
         }
@@ -260,7 +269,7 @@ impl Store {
             // A Get of named columns lets files wait at its first column (lazy seek).
             scanner.seek_lazily(row, &self.name);
         }
-        Ok(scanner)
+        Ok(Some(scanner))
     }
 
     /// A scanner of file `f` (of `row` alone, for a Get), cut to the region's rows when the
@@ -390,7 +399,10 @@ impl Store {
         st.snapshot = None;
     }
 
-    /// Rewrites `inputs` into one file, as `kind` says; `None` when nothing is left.
+    /// Rewrites `inputs` into one file; `None` when nothing is left. A `major` compaction
+    /// takes every file of the store (the policy's and [`crate::region::Region::compact`]'s
+    /// both do), drops delete markers, and clears the sequence ids no read needs
+    /// ([`clear_seq_ids`]).
     ///
     /// # Errors
     /// A corrupt input file or `Io` writing the output.
@@ -398,12 +410,12 @@ impl Store {
         &self,
         inputs: &[Arc<StoreFile>],
         file_id: u64,
-        kind: CompactionKind,
+        major: bool,
         now_ms: i64,
         purge_ms: i64,
         throttle: &mut Throttle,
     ) -> Result<Option<Arc<StoreFile>>> {
-        let mode = if kind.major {
+        let mode = if major {
             let earliest_put_ts = inputs
                 .iter()
                 .map(|f| f.info().earliest_put_ts)
@@ -421,7 +433,11 @@ impl Store {
             .collect::<Result<Vec<_>>>()?;
         let mut scanner = StoreScanner::new(sources, matcher);
         scanner.seek_to_first()?;
-        let by = Written::ByCompaction(kind);
+        let max_seq_id = inputs.iter().map(|f| f.info().max_seq_id).max();
+        let by = Written::ByCompaction {
+            major,
+            max_seq_id: max_seq_id.unwrap_or(0),
+        };
         self.write_file(scanner, file_id, now_ms, by, throttle)
     }
 
@@ -435,11 +451,14 @@ impl Store {
     ) -> Result<Option<Arc<StoreFile>>> {
         let path = self.dir.join(file_name(file));
         let family = self.family();
+        let major = matches!(by, Written::ByCompaction { major: true, .. });
         // Under NEW_VERSION_BEHAVIOR a marker masks only the cells written before it, which
         // their sequence ids tell: they are kept (HBase keeps them too).
-        let clear =
-            matches!(by, Written::ByCompaction(k) if k.every_file) && !family.new_version_behavior;
+        let clear = major && !family.new_version_behavior;
         let mut w = StoreFileWriter::create(&self.env, &path, &family, now_ms)?;
+        if let Written::ByCompaction { max_seq_id, .. } = by {
+            w.keep_max_seq_id(max_seq_id);
+        }
         let written = scanner
             .compact_into(|row| {
                 if clear {
@@ -454,7 +473,7 @@ impl Store {
                 if w.cell_count() == 0 {
                     return Ok(false);
                 }
-                w.finish(matches!(by, Written::ByCompaction(k) if k.major))?;
+                w.finish(major)?;
                 // The manifest about to list the file must not outlive its directory entry.
                 self.env.sync_dir(&self.dir)?;
                 Ok(true)
@@ -510,36 +529,30 @@ impl Store {
     }
 }
 
-/// What a compaction is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CompactionKind {
-    /// It drops delete markers, and masked, expired and surplus cells.
-    pub major: bool,
-    /// Its inputs are all the store's files when they were chosen: the output then holds
-    /// every cell older than the memstore's and later files', and its cells may take
-    /// sequence id 0 ([`clear_seq_ids`]).
-    pub every_file: bool,
-}
-
 /// What writes a store file.
 #[derive(Clone, Copy, Debug)]
 enum Written {
     ByFlush,
-    ByCompaction(CompactionKind),
+    /// A compaction, and its inputs' highest sequence id.
+    ByCompaction {
+        major: bool,
+        max_seq_id: u64,
+    },
 }
 
-/// Gives sequence id 0 to each cell of `row` (one row's cells, in key order, as a compaction
-/// of every file of a store writes them) that shares its row, column, timestamp and type
-/// with no other cell; a zero id is not stored (docs/formats/storefile.md). HBase's
-/// compactions do the same for cells every reader sees (`Compactor`, below the smallest
-/// read point).
+/// Gives sequence id 0 to each cell of `row` (one row's cells, in key order, as a major
+/// compaction writes them) that shares its row, column, timestamp and type with no other
+/// cell; a zero id is not stored (docs/formats/storefile.md). HBase's major compactions do
+/// the same for cells every reader sees (`Compactor`, below the smallest read point).
 ///
 /// It changes no read's answer, because:
-/// - every cell of the output was flushed, so committed, before any read that opens the
-///   output took its read point: id 0 is as visible as the cell's own id;
+/// - a read opens a major compaction's file only when its ids are all at or below the
+///   read's read point ([`Store::scanner`] sends it for a new one otherwise): id 0 is as
+///   visible to it as the cell's own id;
 /// - a read open before the compaction reads the files it opened with, not the output;
-/// - the output holds every cell older than any other file's or the memstore's, so a cell
-///   elsewhere with the same key but the id orders before it either way;
+/// - a major compaction takes every file, so its output holds every cell older than any
+///   later file's or the memstore's, and a cell elsewhere with the same key but the id
+///   orders before it either way;
 /// - cells of one key within the output keep their ids, which alone order them.
 fn clear_seq_ids(row: &mut [Cell]) {
     let same_key = |a: &Cell, b: &Cell| {

@@ -110,7 +110,10 @@ fn get_scanner(
         cache_blocks: true,
         cache_only: false,
     };
-    store.scanner(mode, u64::MAX, NOW, 0, &hint).unwrap()
+    store
+        .scanner(mode, u64::MAX, NOW, 0, &hint)
+        .unwrap()
+        .unwrap()
 }
 
 /// The newest `versions` of each of `columns` of `row`, read as a Get reads it.
@@ -154,6 +157,7 @@ pub(super) fn read_store(
                 cache_only: false,
             },
         )
+        .unwrap()
         .unwrap();
     s.seek_to_first().unwrap();
     let mut out = Vec::new();
@@ -281,10 +285,7 @@ fn write(store: &Store, oracle: &mut Oracle, op: &StoreOp, counters: &mut (u64, 
                     .write_compaction(
                         &inputs,
                         *file_id,
-                        crate::store::CompactionKind {
-                            major: *major,
-                            every_file: true,
-                        },
+                        *major,
                         NOW,
                         0,
                         &mut crate::compaction::Throttle::new(

@@ -1,11 +1,12 @@
-//! The sequence ids a compaction of every file clears ([`super::clear_seq_ids`]): which
+//! The sequence ids a major compaction clears ([`super::clear_seq_ids`]): which
 //! cells lose theirs, which keep them, and that no read's answer changes.
 
 use basalt_model::{Cell, CellType, ColumnFamilyDescriptor, TimeRange};
 use bytes::Bytes;
 
 use super::model_tests::{insert_at, open_store, read_store, NOW};
-use super::{clear_seq_ids, CompactionKind, Store};
+use super::query_matcher::Mode;
+use super::{clear_seq_ids, ReadHint, Store};
 use crate::compaction::Throttle;
 use crate::env::Env;
 use crate::store::scanner::CellSource;
@@ -55,17 +56,22 @@ fn stored(store: &Store) -> Vec<(Bytes, i64, u64)> {
         s.seek(&Cell::first_on_row(&Bytes::new())).unwrap();
         let mut cells = Vec::new();
         while s.take_into(&mut cells).unwrap() {}
-        out.extend(cells.iter().map(|c| (c.value_bytes(), c.timestamp, c.seq_id)));
+        out.extend(
+            cells
+                .iter()
+                .map(|c| (c.value_bytes(), c.timestamp, c.seq_id)),
+        );
     }
     out
 }
 
-fn compact(store: &Store, file_id: u64, kind: CompactionKind, files: usize) {
+/// Compacts the store's newest `files` (a major compaction takes them all).
+fn compact(store: &Store, file_id: u64, major: bool, files: usize) {
     let all = store.files();
     let inputs = &all[all.len() - files..];
     let mut throttle = Throttle::new(None, Env::default().instant());
     let out = store
-        .write_compaction(inputs, file_id, kind, NOW, 0, &mut throttle)
+        .write_compaction(inputs, file_id, major, NOW, 0, &mut throttle)
         .unwrap();
     store.finish_compaction(inputs, out);
 }
@@ -87,11 +93,12 @@ fn values(store: &Store) -> Vec<Bytes> {
         .collect()
 }
 
-/// A compaction of every file clears the ids of the cells every reader sees; one of some
-/// files, or under NEW_VERSION_BEHAVIOR, keeps them all. A write at a compacted cell's
-/// timestamp still wins over it, and the file is eight bytes a cell smaller.
+/// A major compaction clears the ids of the cells every reader sees; a minor one, or a
+/// major one under NEW_VERSION_BEHAVIOR, keeps them all. The file still says the highest
+/// id, a write at a compacted cell's timestamp still wins over it, and the file is eight
+/// bytes a cell smaller.
 #[test]
-fn a_compaction_of_every_file_clears_ids_and_reads_the_same() {
+fn a_major_compaction_clears_ids_and_reads_the_same() {
     for new_version_behavior in [false, true] {
         let family = ColumnFamilyDescriptor::new("f")
             .with_max_versions(3)
@@ -103,22 +110,13 @@ fn a_compaction_of_every_file_clears_ids_and_reads_the_same() {
         let before = values(&store);
         assert_eq!(before, ["seven", "six", "old"]);
         // Two of the three files: the ids stay.
-        let minor = CompactionKind {
-            major: false,
-            every_file: false,
-        };
-        compact(&store, 4, minor, 2);
+        compact(&store, 4, false, 2);
         assert_eq!(store.files().len(), 2);
         assert!(stored(&store).iter().all(|&(_, _, seq)| seq != 0));
         assert_eq!(values(&store), before);
         let size = |store: &Store| store.files().iter().map(|f| f.size_bytes()).sum::<u64>();
         let kept = size(&store);
-        // Every file.
-        let major = CompactionKind {
-            major: true,
-            every_file: true,
-        };
-        compact(&store, 5, major, 2);
+        compact(&store, 5, true, 2);
         let ids: Vec<u64> = stored(&store).iter().map(|&(_, _, seq)| seq).collect();
         let want = if new_version_behavior {
             vec![3, 2, 1]
@@ -126,6 +124,9 @@ fn a_compaction_of_every_file_clears_ids_and_reads_the_same() {
             vec![0, 0, 0]
         };
         assert_eq!(ids, want, "new_version_behavior {new_version_behavior}");
+        // The file still says the highest id its cells had: repair and replay read it.
+        let infos: Vec<u64> = store.files().iter().map(|f| f.info().max_seq_id).collect();
+        assert_eq!(infos, [3]);
         assert_eq!(values(&store), before);
         if !new_version_behavior {
             // Two files' blocks, indexes and infos became one's; each cell left out eight
@@ -140,4 +141,46 @@ fn a_compaction_of_every_file_clears_ids_and_reads_the_same() {
         store.finish_flush(store.write_flush(&snap, 6, NOW, 0, u64::MAX).unwrap());
         assert_eq!(values(&store), ["seven", "six", "new"]);
     }
+}
+
+/// A read whose read point is below a major compaction's file's highest id (a file
+/// installed after the read point was taken) is sent for a new read point: the file, whose
+/// cell of id 2 had its id cleared, would show that cell to a read at 1. A flush's file
+/// keeps its ids, and the read filters them.
+#[test]
+fn a_file_above_the_read_point_sends_the_read_for_a_new_one() {
+    let (_dir, _cache, store) = open_store(ColumnFamilyDescriptor::new("f"));
+    let read_at = |read_point: u64| -> Option<Vec<Bytes>> {
+        let mode = Mode::User {
+            raw: false,
+            time_range: TimeRange::all(),
+            max_versions: 1,
+            has_filter: false,
+            explicit_columns: None,
+        };
+        let hint = ReadHint {
+            get: None,
+            time_range: TimeRange::all(),
+            cache_blocks: true,
+            cache_only: false,
+        };
+        let mut s = store.scanner(mode, read_point, NOW, 0, &hint).unwrap()?;
+        s.seek_to_first().unwrap();
+        let mut cells = Vec::new();
+        while let Some(row) = s.peek_row_bytes() {
+            s.read_row(&row, &mut cells, None).unwrap();
+        }
+        Some(cells.iter().map(Cell::value_bytes).collect())
+    };
+    flush(&store, &[put("r", "a", 5, "first", 1)], 1);
+    flush(&store, &[put("r", "b", 5, "second", 2)], 2);
+    assert_eq!(
+        read_at(1).unwrap(),
+        ["first"],
+        "a flush's file keeps its ids"
+    );
+    compact(&store, 3, true, 2);
+    assert!(stored(&store).iter().all(|&(_, _, seq)| seq == 0));
+    assert_eq!(read_at(1), None, "a read at 1 would see the cell of id 2");
+    assert_eq!(read_at(2).unwrap(), ["first", "second"]);
 }

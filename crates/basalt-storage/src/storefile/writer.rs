@@ -171,6 +171,14 @@ impl StoreFileWriter {
         }
     }
 
+    /// Makes the file's max sequence id at least `seq`: a compaction's output says its
+    /// inputs' highest, as HBase's does, whichever cells it dropped or whose ids it cleared.
+    /// Repair rebuilds a lost manifest's flushed sequence ids from it, and a WAL edit at or
+    /// below it is not replayed into the store again.
+    pub fn keep_max_seq_id(&mut self, seq: u64) {
+        self.info.max_seq_id = self.info.max_seq_id.max(seq);
+    }
+
     /// Number of cells added.
     #[must_use]
     pub fn cell_count(&self) -> u64 {
