@@ -67,7 +67,7 @@ fn first_row_width(scan: &Scan) -> usize {
 }
 
 /// A scanner of each of `stores` for `scan` at `read_point`; `None` when one of them asks
-/// for a new read point ([`Store::scanner`]).
+/// for a new read point ([`Store::scanner_into`]).
 fn store_scanners(
     stores: &[Arc<Store>],
     scan: &Scan,
@@ -101,9 +101,8 @@ fn store_scanners(
             has_filter: scan.filter.is_some(),
             explicit_columns: explicit,
         };
-        match store.scanner(mode, read_point, now, purge, &hint)? {
-            Some(s) => scanners.push(s),
-            None => return Ok(None),
+        if !store.scanner_into(mode, read_point, now, purge, &hint, &mut scanners)? {
+            return Ok(None);
         }
     }
     Ok(Some(scanners))
@@ -178,8 +177,9 @@ impl Region {
         let purge = self.config.time_to_purge_deletes_ms;
         let read = self.stores_read_by(&scan.columns)?;
         let stores = loop {
-            // A file installed since the read point was taken sends the read for a new one
-            // (`Store::scanner`): rare, as it needs a flush to finish in between.
+            // A major compaction's file installed since the read point was taken sends the
+            // read for a new one (`Store::scanner_into`): rare, as the compaction must
+            // finish in between.
             let read_point = self.mvcc.read_point();
             if let Some(stores) = store_scanners(&read, scan, read_point, now, purge, cache_only)? {
                 break stores;

@@ -205,23 +205,26 @@ impl Store {
         self.state.read().files.clone()
     }
 
-    /// Builds a scanner for a read at `read_point`, skipping files the hint rules out.
-    /// `None` when a major compaction's file it would read holds a sequence id above
-    /// `read_point`: cells above the read point may have had their ids cleared there and
-    /// look visible ([`clear_seq_ids`]). Such a file was installed after the read point was
-    /// taken (every file installed before holds only ids at or below it, as a flush waits
-    /// for its ids to be visible), so the caller takes a new read point and asks again.
+    /// Builds a scanner for a read at `read_point` into `out`, skipping files the hint rules
+    /// out (built where it is kept: a scanner returned by value was one more copy of it).
+    /// False, and `out` as it was, when a major compaction's file it would read holds a
+    /// sequence id above `read_point`: cells above the read point may have had their ids
+    /// cleared there and look visible ([`clear_seq_ids`]). Such a file was installed after
+    /// the read point was taken (every file installed before holds only ids at or below it,
+    /// as a flush waits for its ids to be visible), so the caller takes a new read point and
+    /// asks again.
     ///
     /// # Errors
     /// A corrupt store file.
-    pub fn scanner(
+    pub fn scanner_into(
         &self,
         mode: Mode,
         read_point: u64,
         now_ms: i64,
         purge_ms: i64,
         hint: &ReadHint<'_>,
-    ) -> Result<Option<StoreScanner>> {
+        out: &mut Vec<StoreScanner>,
+    ) -> Result<bool> {
         // The family is read once: a read on one thread and a write on another both take
         // its lock, whose line each takes from the other.
         let (caching, info) = {
@@ -259,17 +262,17 @@ impl Store {
             if file_may_match(f, hint)? {
                 let info = f.info();
                 if info.major_compacted && info.max_seq_id > read_point {
-                    return Ok(None);
+                    return Ok(false);
                 }
                 sources.push(self.file_source(f, read_point, caching, row)?);
             }
         }
-        let mut scanner = StoreScanner::new(sources, matcher);
-        if let Some(row) = row {
+        out.push(StoreScanner::new(sources, matcher));
+        if let (Some(row), Some(scanner)) = (row, out.last_mut()) {
             // A Get of named columns lets files wait at its first column (lazy seek).
             scanner.seek_lazily(row, &self.name);
         }
-        Ok(Some(scanner))
+        Ok(true)
     }
 
     /// A scanner of file `f` (of `row` alone, for a Get), cut to the region's rows when the

@@ -10,6 +10,7 @@ use bytes::Bytes;
 use proptest::prelude::*;
 
 use super::query_matcher::Mode;
+use super::scanner::StoreScanner;
 use super::{ReadHint, Store};
 use crate::block_cache::BlockCache;
 use crate::env::Env;
@@ -110,10 +111,23 @@ fn get_scanner(
         cache_blocks: true,
         cache_only: false,
     };
-    store
-        .scanner(mode, u64::MAX, NOW, 0, &hint)
-        .unwrap()
-        .unwrap()
+    store_scanner(store, mode, u64::MAX, &hint).unwrap()
+}
+
+/// The store's scanner for a read at `read_point`; `None` when the store asks for a new
+/// read point.
+pub(super) fn store_scanner(
+    store: &Store,
+    mode: Mode,
+    read_point: u64,
+    hint: &ReadHint<'_>,
+) -> Option<StoreScanner> {
+    let mut out = Vec::new();
+    let built = store
+        .scanner_into(mode, read_point, NOW, 0, hint, &mut out)
+        .unwrap();
+    assert_eq!(built, out.len() == 1);
+    out.pop()
 }
 
 /// The newest `versions` of each of `columns` of `row`, read as a Get reads it.
@@ -144,21 +158,13 @@ pub(super) fn read_store(
         has_filter: false,
         explicit_columns: columns.map(<[Bytes]>::to_vec),
     };
-    let mut s = store
-        .scanner(
-            mode,
-            u64::MAX,
-            NOW,
-            0,
-            &ReadHint {
-                get: None,
-                time_range: tr,
-                cache_blocks: true,
-                cache_only: false,
-            },
-        )
-        .unwrap()
-        .unwrap();
+    let hint = ReadHint {
+        get: None,
+        time_range: tr,
+        cache_blocks: true,
+        cache_only: false,
+    };
+    let mut s = store_scanner(store, mode, u64::MAX, &hint).unwrap();
     s.seek_to_first().unwrap();
     let mut out = Vec::new();
     while let Some(row) = s.peek_row_bytes() {

@@ -4,7 +4,7 @@
 use basalt_model::{Cell, CellType, ColumnFamilyDescriptor, TimeRange};
 use bytes::Bytes;
 
-use super::model_tests::{insert_at, open_store, read_store, NOW};
+use super::model_tests::{insert_at, open_store, read_store, store_scanner, NOW};
 use super::query_matcher::Mode;
 use super::{clear_seq_ids, ReadHint, Store};
 use crate::compaction::Throttle;
@@ -164,7 +164,7 @@ fn a_file_above_the_read_point_sends_the_read_for_a_new_one() {
             cache_blocks: true,
             cache_only: false,
         };
-        let mut s = store.scanner(mode, read_point, NOW, 0, &hint).unwrap()?;
+        let mut s = store_scanner(&store, mode, read_point, &hint)?;
         s.seek_to_first().unwrap();
         let mut cells = Vec::new();
         while let Some(row) = s.peek_row_bytes() {

@@ -453,7 +453,9 @@ impl DataBlock {
     fn offset(&self, i: usize) -> usize {
         if self.narrow {
             let at = self.offsets_at + 2 * i;
-            usize::from(u16::from_le_bytes([self.body[at], self.body[at + 1]]))
+            let mut o = [0u8; 2];
+            o.copy_from_slice(&self.body[at..at + 2]);
+            usize::from(u16::from_le_bytes(o))
         } else {
             let at = self.offsets_at + 4 * i;
             let mut o = [0u8; 4];
