@@ -209,7 +209,7 @@ impl Store {
     /// out (built where it is kept: a scanner returned by value was one more copy of it).
     /// False, and `out` as it was, when a major compaction's file it would read holds a
     /// sequence id above `read_point`: cells above the read point may have had their ids
-    /// cleared there and look visible ([`clear_seq_ids`]). Such a file was installed after
+    /// cleared there and look visible (`clear_seq_ids`). Such a file was installed after
     /// the read point was taken (every file installed before holds only ids at or below it,
     /// as a flush waits for its ids to be visible), so the caller takes a new read point and
     /// asks again.
@@ -405,7 +405,7 @@ impl Store {
     /// Rewrites `inputs` into one file; `None` when nothing is left. A `major` compaction
     /// takes every file of the store (the policy's and [`crate::region::Region::compact`]'s
     /// both do), drops delete markers, and clears the sequence ids no read needs
-    /// ([`clear_seq_ids`]).
+    /// (`clear_seq_ids`).
     ///
     /// # Errors
     /// A corrupt input file or `Io` writing the output.
