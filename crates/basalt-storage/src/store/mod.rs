@@ -436,6 +436,12 @@ impl Store {
             .collect::<Result<Vec<_>>>()?;
         let mut scanner = StoreScanner::new(sources, matcher);
         scanner.seek_to_first()?;
+        invariant!(
+            !major || self.oldest_files_are(inputs),
+            "store {}: a major compaction of some files but not the oldest: clearing their \
+             sequence ids would let an older file's cell of the same key order first",
+            basalt_model::bytes_fmt::to_string_binary(&self.name)
+        );
         let max_seq_id = inputs.iter().map(|f| f.info().max_seq_id).max();
         let by = Written::ByCompaction {
             major,
@@ -514,6 +520,19 @@ impl Store {
         )?)))
     }
 
+    /// Whether the files of `inputs` that the store lists come before every file it lists
+    /// that is not among them (the store lists its files oldest first): a major compaction's
+    /// inputs are every file but those flushed since it chose them.
+    fn oldest_files_are(&self, inputs: &[Arc<StoreFile>]) -> bool {
+        let is_input = |f: &Arc<StoreFile>| inputs.iter().any(|i| i.id() == f.id());
+        let files = self.files();
+        let others_from = files
+            .iter()
+            .position(|f| !is_input(f))
+            .unwrap_or(files.len());
+        !files[others_from..].iter().any(is_input)
+    }
+
     /// Replaces compacted inputs by their output in the file list.
     pub fn finish_compaction(&self, inputs: &[Arc<StoreFile>], output: Option<Arc<StoreFile>>) {
         let mut st = self.state.write();
@@ -550,7 +569,7 @@ enum Written {
 ///
 /// It changes no read's answer, because:
 /// - a read opens a major compaction's file only when its ids are all at or below the
-///   read's read point ([`Store::scanner`] sends it for a new one otherwise): id 0 is as
+///   read's read point ([`Store::scanner_into`] sends it for a new one otherwise): id 0 is as
 ///   visible to it as the cell's own id;
 /// - a read open before the compaction reads the files it opened with, not the output;
 /// - a major compaction takes every file, so its output holds every cell older than any
