@@ -26,7 +26,7 @@ use basalt_storage::store::source::Source;
 use basalt_storage::store::Store;
 use basalt_storage::storefile::block::{decode_data_block, frame, unframe, DataBlockBuilder};
 use basalt_storage::storefile::{
-    bloom_key, Bloom, BloomBuilder, Caching, FileId, StoreFile, StoreFileWriter,
+    bloom_key, row_hash, Bloom, BloomBuilder, Caching, FileId, StoreFile, StoreFileWriter,
 };
 use basalt_storage::RegionInfo;
 use bytes::Bytes;
@@ -103,20 +103,29 @@ fn blooms(c: &mut Criterion) {
     for i in 0..100_000u64 {
         builder.add(&bloom_key(BloomType::Row, &i.to_be_bytes(), b""));
     }
-    let bloom = Bloom::decode(&builder.finish()).unwrap();
+    // In chunks of a 64 KiB block, probed as a read probes them: the chunk of the key's line.
+    let (layout, lines) = builder.finish(64 << 10, 0);
+    let chunks: Vec<Bloom> = (0..)
+        .zip(layout.split(&lines))
+        .map(|(i, body)| layout.chunk(i, body).unwrap())
+        .collect();
+    let probe = |row: u64| {
+        let h = row_hash(&row.to_be_bytes());
+        chunks[layout.chunk_of(h) as usize].may_contain_hash(h)
+    };
     let mut g = c.benchmark_group("bloom");
     g.throughput(Throughput::Elements(1));
     let mut i = 0u64;
     g.bench_function("probe_present", |b| {
         b.iter(|| {
             i = (i + 7919) % 100_000;
-            black_box(bloom.may_contain_row(&i.to_be_bytes()))
+            black_box(probe(i))
         });
     });
     g.bench_function("probe_absent", |b| {
         b.iter(|| {
             i += 7919;
-            black_box(bloom.may_contain_row(&(i + 1_000_000).to_be_bytes()))
+            black_box(probe(i + 1_000_000))
         });
     });
     g.finish();

@@ -6,7 +6,9 @@ use std::path::Path;
 
 use bytes::Bytes;
 
-use crate::storefile::{block, decode_index_block, parse_trailer, Bloom, Index};
+use crate::storefile::{
+    block, decode_index_block, parse_trailer, row_hash, Bloom, BloomLayout, Index,
+};
 use crate::wal::replay::decode_segment;
 
 const PATH: &str = "fuzz-input";
@@ -55,11 +57,20 @@ pub fn index_block(data: &[u8]) -> Option<Index> {
     decode_index_block(data, &Bytes::from_static(b"f"), u64::MAX)
 }
 
-/// A bloom block body, then probes of the decoded filter.
+/// A bloom section's body: a filter stored whole (before store file format version 4) or a
+/// chunked filter's layout, then probes of what decoded (the input read as a chunk too).
 pub fn bloom_block(data: &[u8]) {
     if let Some(b) = Bloom::decode(data) {
         let _ = b.may_contain_row(data);
         let _ = b.may_contain_row_col(data, b"q");
+    }
+    if let Some(layout) = BloomLayout::decode(data) {
+        let h = row_hash(data);
+        let i = layout.chunk_of(h);
+        let _ = (layout.chunk_at(i), layout.chunks_end());
+        if let Some(chunk) = layout.chunk(i, data) {
+            let _ = chunk.may_contain_hash(h);
+        }
     }
 }
 

@@ -20,7 +20,7 @@ use basalt_storage::env::Env;
 use basalt_storage::fuzzing;
 use basalt_storage::storefile::block::{decode_data_block, decode_legacy_data_block, unframe};
 use basalt_storage::storefile::{
-    decode_index_block, parse_trailer, Bloom, StoreFileWriter, FORMAT_VERSION,
+    decode_index_block, parse_trailer, Bloom, BloomLayout, StoreFileWriter, FORMAT_VERSION,
 };
 use basalt_storage::wal::replay::{decode_segment, DecodedSegment};
 use basalt_storage::wal::{Wal, WalEdit};
@@ -32,6 +32,9 @@ type Target = (&'static str, fn(&[u8]));
 const LEGACY_DATA_BLOCK_SEEDS: usize = 20;
 /// Data block seeds written by format version 1 or 2, before version 3's seeds.
 const OLDER_DATA_BLOCK_SEEDS: usize = 40;
+/// Bloom block seeds written by format version 3 (filters stored whole), before version 4's
+/// seeds (chunked filters' layouts).
+const WHOLE_BLOOM_SEEDS: usize = 5;
 
 const TARGETS: [Target; 6] = [
     ("wal_segment", fuzzing::wal_segment),
@@ -165,6 +168,18 @@ fn store_file_seeds_decode_to_what_they_held() {
                 "bloom seed-{n:03}"
             );
         }
+        // The layout of the same filter in chunks: 240 keys, five lines, one 512-byte chunk.
+        let m = WHOLE_BLOOM_SEEDS + n;
+        let layout = BloomLayout::decode(&seed("bloom_block", m)).unwrap();
+        assert_eq!(layout.kind, BloomType::RowCol, "bloom seed-{m:03}");
+        assert_eq!(layout.chunks(), 1, "bloom seed-{m:03}");
+        let (at, len) = layout.chunk_at(0);
+        assert_eq!(len, 5 * 64 + 5, "bloom seed-{m:03}");
+        assert_eq!(
+            layout.chunks_end(),
+            at + u64::from(len),
+            "bloom seed-{m:03}"
+        );
         let trailer = parse_trailer(&seed("trailer", n), Path::new("seed")).unwrap();
         let [index_at, bloom_at, info_at] = trailer.sections;
         assert_eq!(trailer.version, FORMAT_VERSION, "trailer seed-{n:03}");
@@ -307,8 +322,12 @@ fn write_seed_corpus() {
             .iter()
             .map(|f| ("filter_language", f.as_bytes().to_vec())),
     );
-    // The data block seeds of format versions 1 and 2 stay as they were written.
-    let mut counts = std::collections::BTreeMap::from([("data_block", OLDER_DATA_BLOCK_SEEDS)]);
+    // The data block seeds of format versions 1 and 2, and the bloom block seeds of version
+    // 3, stay as they were written.
+    let mut counts = std::collections::BTreeMap::from([
+        ("data_block", OLDER_DATA_BLOCK_SEEDS),
+        ("bloom_block", WHOLE_BLOOM_SEEDS),
+    ]);
     for (target, data) in seeds {
         let dir = corpus_dir(target);
         std::fs::create_dir_all(&dir).unwrap();

@@ -8,7 +8,7 @@ mod reader;
 mod scanner;
 mod writer;
 
-pub use bloom::{bloom_key, Bloom, BloomBuilder};
+pub use bloom::{bloom_key, row_col_hash, row_hash, Bloom, BloomBuilder, BloomLayout};
 pub use keys::{DataBlock, IndexKeys};
 pub use reader::{decode_index_block, parse_trailer, Caching, Index, StoreFile, Trailer};
 pub use scanner::StoreFileScanner;
@@ -46,8 +46,11 @@ pub struct FileInfo {
 /// Trailer magic: never change.
 pub const MAGIC: &[u8; 8] = b"BSLTSF01";
 /// Store file format version written: data blocks hold whole keys (but a zero sequence id)
-/// and every entry's offset, in two bytes where they fit.
-pub const FORMAT_VERSION: u32 = 3;
+/// and every entry's offset, in two bytes where they fit; the bloom filter is stored in
+/// chunks.
+pub const FORMAT_VERSION: u32 = 4;
+/// The third format version, still read: as version 4, but the bloom filter is one block.
+pub const FORMAT_VERSION_3: u32 = 3;
 /// The second format version, still read: every key holds its sequence id and every offset
 /// is four bytes, which version 3's reader reads as they are.
 pub const FORMAT_VERSION_2: u32 = 2;

@@ -8,11 +8,12 @@ use basalt_model::{BloomType, Cell, Error, Result};
 use bytes::Bytes;
 
 use super::block::{self, decode_data_block, decode_legacy_data_block};
-use super::bloom::Bloom;
+use super::bloom::{row_col_hash, row_hash, Bloom, BloomLayout};
 use super::keys::{check_key, Damage, DataBlock, IndexKeys};
 use super::scanner::StoreFileScanner;
 use super::{
-    FileId, FileInfo, FORMAT_VERSION, FORMAT_VERSION_2, LEGACY_FORMAT_VERSION, MAGIC, TRAILER_LEN,
+    FileId, FileInfo, FORMAT_VERSION, FORMAT_VERSION_2, FORMAT_VERSION_3, LEGACY_FORMAT_VERSION,
+    MAGIC, TRAILER_LEN,
 };
 use crate::block_cache::{Block, BlockCache, BlockKey, Priority};
 use crate::codec::Reader;
@@ -55,7 +56,7 @@ impl Caching {
 static NEXT_CACHE_ID: AtomicU64 = AtomicU64::new(1);
 
 /// An open store file. Its index and bloom live in the block cache and are read again on a
-/// miss; its file info stays in memory.
+/// miss; its file info (and the layout of its bloom's chunks) stays in memory.
 #[derive(Debug)]
 pub struct StoreFile {
     id: FileId,
@@ -64,11 +65,21 @@ pub struct StoreFile {
     family: Bytes,
     cache: Arc<BlockCache>,
     index_at: (u64, u32),
-    bloom_at: Option<(u64, u32)>,
+    bloom: BloomAt,
     bloom_kind: BloomType,
     info: FileInfo,
     /// The trailer's format version: how data blocks are laid out.
     version: u32,
+}
+
+/// Where a store file's bloom filter lies.
+#[derive(Debug)]
+enum BloomAt {
+    None,
+    /// One block, cached whole (files before format version 4).
+    Whole((u64, u32)),
+    /// Chunks, each cached on its own when a read needs it.
+    Chunked(BloomLayout),
 }
 
 impl Drop for StoreFile {
@@ -127,15 +138,39 @@ impl StoreFile {
             family: super::family::interned(family),
             cache: Arc::clone(cache),
             index_at,
-            bloom_at: (bloom_at.1 > 0).then_some(bloom_at),
+            bloom: BloomAt::None,
             bloom_kind: BloomType::None,
             info,
             version,
         };
         f.index(false)?;
-        f.bloom_kind = f.bloom(false)?.map_or(BloomType::None, |b| b.kind);
+        if bloom_at.1 > 0 {
+            f.open_bloom(bloom_at)?;
+        }
         Ok(f)
     }
+
+    /// Reads the bloom section at `at`: a chunked filter's layout, whose chunks must end
+    /// where it begins, or a filter stored whole, which is cached.
+    fn open_bloom(&mut self, at: (u64, u32)) -> Result<()> {
+        let body = self.read_section(at)?;
+        let bad = |why: &str| Error::corruption("store file bloom", self.file.path(), why);
+        if BloomLayout::is_layout(&body) {
+            let layout = BloomLayout::decode(&body).ok_or_else(|| bad("malformed layout"))?;
+            if layout.chunks_end() != at.0 {
+                return Err(bad("its chunks do not end where its layout begins"));
+            }
+            self.bloom_kind = layout.kind;
+            self.bloom = BloomAt::Chunked(layout);
+        } else {
+            let bloom = Bloom::decode(&body).ok_or_else(|| bad("malformed"))?;
+            self.bloom_kind = bloom.kind;
+            self.cache_bloom(at, bloom);
+            self.bloom = BloomAt::Whole(at);
+        }
+        Ok(())
+    }
+
     /// The file's identity in its table.
     #[must_use]
     pub fn id(&self) -> FileId {
@@ -225,16 +260,32 @@ impl StoreFile {
         if self.bloom_kind != BloomType::Row && !probe_row_col {
             return Ok(true);
         }
-        let Some(bloom) = self.bloom(cache_only)? else {
-            return Ok(true);
+        let (h, family_marker) = match qualifier.filter(|_| probe_row_col) {
+            Some(q) => (
+                row_col_hash(row, q),
+                (self.info.delete_family_count > 0).then(|| row_col_hash(row, b"")),
+            ),
+            None => (row_hash(row), None),
         };
-        Ok(match qualifier.filter(|_| probe_row_col) {
-            Some(q) => {
-                bloom.may_contain_row_col(row, q)
-                    || (self.info.delete_family_count > 0 && bloom.may_contain_row_col(row, b""))
+        Ok(self.bloom_may_contain(h, cache_only)?
+            || match family_marker {
+                Some(h) => self.bloom_may_contain(h, cache_only)?,
+                None => false,
+            })
+    }
+
+    /// Whether the file's filter may hold the key of hash `h`; true without a filter.
+    fn bloom_may_contain(&self, h: u64, cache_only: bool) -> Result<bool> {
+        let bloom = match &self.bloom {
+            BloomAt::None => return Ok(true),
+            BloomAt::Whole(at) => self.bloom_block(*at, Bloom::decode, cache_only)?,
+            BloomAt::Chunked(layout) => {
+                let i = layout.chunk_of(h);
+                let chunk = |body: &[u8]| layout.chunk(i, body);
+                self.bloom_block(layout.chunk_at(i), chunk, cache_only)?
             }
-            None => bloom.may_contain_row(row),
-        })
+        };
+        Ok(bloom.may_contain_hash(h))
     }
 
     fn cache_key(&self, offset: u64) -> BlockKey {
@@ -281,31 +332,36 @@ impl StoreFile {
         Ok(index)
     }
 
-    /// The bloom filter, from the cache or (unless `cache_only`) read again; `None` when the
-    /// file has none.
-    fn bloom(&self, cache_only: bool) -> Result<Option<Arc<Bloom>>> {
-        let Some(at) = self.bloom_at else {
-            return Ok(None);
-        };
-        let key = self.cache_key(at.0);
-        if let Some(Block::Bloom(b)) = self.cache.lookup(&key, !cache_only) {
-            return Ok(Some(b));
+    /// The filter stored at `at` (whole, or a chunk), from the cache or (unless
+    /// `cache_only`) read, decoded by `decode` and cached.
+    fn bloom_block(
+        &self,
+        at: (u64, u32),
+        decode: impl FnOnce(&[u8]) -> Option<Bloom>,
+        cache_only: bool,
+    ) -> Result<Arc<Bloom>> {
+        if let Some(Block::Bloom(b)) = self.cache.lookup(&self.cache_key(at.0), !cache_only) {
+            return Ok(b);
         }
         if cache_only {
             return Err(self.not_cached("the bloom filter"));
         }
         let body = self.read_section(at)?;
-        let bloom = Bloom::decode(&body)
+        let bloom = decode(&body)
             .ok_or_else(|| Error::corruption("store file bloom", self.file.path(), "malformed"))?;
+        Ok(self.cache_bloom(at, bloom))
+    }
+
+    /// Caches the filter (or chunk) stored at `at`.
+    fn cache_bloom(&self, at: (u64, u32), bloom: Bloom) -> Arc<Bloom> {
         let bloom = Arc::new(bloom);
-        let weight = bloom.size_bytes();
         self.cache.insert(
-            key,
+            self.cache_key(at.0),
             Block::Bloom(Arc::clone(&bloom)),
-            weight,
+            bloom.size_bytes(),
             Priority::InMemory,
         );
-        Ok(Some(bloom))
+        bloom
     }
 
     /// The error for damage `what` found in data block `i` of `index`.
@@ -409,8 +465,8 @@ fn read_trailer(file: &RandomAccessFile, path: &Path) -> Result<Trailer> {
 pub struct Trailer {
     /// The (offset, length) of the index, bloom and file info sections.
     pub sections: [(u64, u32); 3],
-    /// [`FORMAT_VERSION`], [`FORMAT_VERSION_2`], or [`LEGACY_FORMAT_VERSION`] for a file
-    /// whose data blocks have prefix-compressed keys.
+    /// [`FORMAT_VERSION`], [`FORMAT_VERSION_3`], [`FORMAT_VERSION_2`], or
+    /// [`LEGACY_FORMAT_VERSION`] for a file whose data blocks have prefix-compressed keys.
     pub version: u32,
 }
 
@@ -434,7 +490,14 @@ pub fn parse_trailer(t: &[u8], path: &Path) -> Result<Trailer> {
         return Err(bad("checksum mismatch".into()));
     }
     let version = word(36);
-    if ![FORMAT_VERSION, FORMAT_VERSION_2, LEGACY_FORMAT_VERSION].contains(&version) {
+    if ![
+        FORMAT_VERSION,
+        FORMAT_VERSION_3,
+        FORMAT_VERSION_2,
+        LEGACY_FORMAT_VERSION,
+    ]
+    .contains(&version)
+    {
         return Err(bad(format!("unsupported format version {version}")));
     }
     let mut r = Reader::new(t);

@@ -507,3 +507,82 @@ fn a_row_scanner_reads_its_row_alone() {
         }
     }
 }
+
+/// A file's bloom filter, stored in chunks of at most a block's size: its layout (decoded
+/// from the file's bytes) and where the layout block lies.
+fn bloom_layout(data: &[u8]) -> (BloomLayout, (u64, u32)) {
+    let trailer = parse_trailer(&data[data.len() - TRAILER_LEN..], std::path::Path::new("f"));
+    let at = trailer.unwrap().sections[1];
+    let body = &data[at.0 as usize..at.0 as usize + at.1 as usize - block::BLOCK_TRAILER_LEN];
+    (BloomLayout::decode(body).unwrap(), at)
+}
+
+/// A read loads and caches only the chunk of the filter its key's line lies in; a damaged
+/// chunk fails the reads that need it, naming the file and its offset, and no other.
+#[test]
+fn a_bloom_filter_is_read_a_chunk_at_a_time() {
+    let tmp = tempfile::tempdir().unwrap();
+    // 2,000 rows at 10 bits each: 40 lines, two to a chunk of a 128-byte block.
+    let fam = family(Compression::None, BloomType::Row).with_block_size_bytes(128);
+    let f = write(tmp.path(), &fam, &sample(2000));
+    let path = f.path().to_owned();
+    drop(f);
+    let mut data = std::fs::read(&path).unwrap();
+    let (layout, _) = bloom_layout(&data);
+    assert_eq!(layout.chunks(), 20);
+    let cache = BlockCache::new(1 << 20);
+    let open_in = |cache: &Arc<BlockCache>| {
+        let id = super::FileId { region: 1, file: 1 };
+        StoreFile::open(&Env::default(), &path, id, &Bytes::from_static(b"f"), cache)
+    };
+    let f = open_in(&cache).unwrap();
+    assert_eq!(cache.stats().blocks, 1, "the index alone is cached at open");
+    let row = |i: usize| format!("row{i:05}");
+    assert!(f.may_contain(row(7).as_bytes(), None).unwrap());
+    assert_eq!(cache.stats().blocks, 2, "one chunk read");
+    assert!((0..2000).all(|i| f.may_contain(row(i).as_bytes(), None).unwrap()));
+    assert_eq!(cache.stats().blocks, 21, "every chunk read once");
+    let absent = (0..2000)
+        .filter(|i| f.may_contain(format!("nope{i}").as_bytes(), None).unwrap())
+        .count();
+    assert!(absent < 100, "{absent}");
+    drop(f);
+
+    let chunk_of = |i: usize| layout.chunk_of(row_hash(row(i).as_bytes()));
+    let (at, _) = layout.chunk_at(chunk_of(0));
+    data[at as usize + 3] ^= 0x10;
+    std::fs::write(&path, &data).unwrap();
+    let f = open_in(&BlockCache::new(1 << 20)).unwrap();
+    let err = f.may_contain(row(0).as_bytes(), None).unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.contains("checksum mismatch") && msg.contains(&format!("offset {at}")),
+        "{msg}"
+    );
+    let elsewhere = (0..2000).find(|&i| chunk_of(i) != chunk_of(0)).unwrap();
+    assert!(f.may_contain(row(elsewhere).as_bytes(), None).unwrap());
+}
+
+/// A layout whose chunks would not end where it begins is refused at open.
+#[test]
+fn a_bloom_layout_that_misplaces_its_chunks_is_refused_at_open() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fam = family(Compression::None, BloomType::Row).with_block_size_bytes(128);
+    let path = write(tmp.path(), &fam, &sample(500)).path().to_owned();
+    let mut data = std::fs::read(&path).unwrap();
+    let (_, (off, len)) = bloom_layout(&data);
+    let (off, len) = (off as usize, len as usize);
+    let mut body = data[off..off + len - block::BLOCK_TRAILER_LEN].to_vec();
+    // Where the chunks start: one byte later.
+    body[17] = body[17].wrapping_add(1);
+    let mut framed = Vec::new();
+    block::frame_into(&mut framed, &body, Compression::None).unwrap();
+    data.splice(off..off + len, framed);
+    std::fs::write(&path, &data).unwrap();
+    let err = open(&path).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("its chunks do not end where its layout begins"),
+        "{err}"
+    );
+}

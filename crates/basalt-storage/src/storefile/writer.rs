@@ -233,9 +233,7 @@ impl StoreFileWriter {
         self.info.last_key = last.and_then(|k| block::decode_key(&k, &self.family));
         self.info.major_compacted = major_compacted;
         let (bloom_off, bloom_len) = match self.bloom.take() {
-            Some(b) if self.info.cell_count > 0 => {
-                self.write_section(&b.finish(), Compression::None)?
-            }
+            Some(b) if self.info.cell_count > 0 => self.write_bloom(&b)?,
             _ => (0, 0),
         };
         let mut index = Vec::new();
@@ -266,6 +264,21 @@ impl StoreFileWriter {
         self.pending = Vec::new();
         self.file.sync_data()?;
         Ok((self.path.clone(), self.info.clone()))
+    }
+
+    /// Writes the bloom filter's chunks, each of at most a data block's size, then their
+    /// layout, whose place the trailer records.
+    fn write_bloom(&mut self, bloom: &BloomBuilder) -> Result<(u64, u32)> {
+        let (layout, lines) = bloom.finish(self.block_size_bytes, self.offset);
+        for (i, chunk) in (0..).zip(layout.split(&lines)) {
+            let written = self.write_section(chunk, Compression::None)?;
+            invariant!(
+                written == layout.chunk_at(i),
+                "store file writer: bloom chunk {i} written at {written:?}, its layout says {:?}",
+                layout.chunk_at(i)
+            );
+        }
+        self.write_section(&layout.encode(), Compression::None)
     }
 
     /// Whether this writer created its file ([`crate::env::WritableFile::created`]).
