@@ -355,7 +355,7 @@ fn store_file_row(c: &mut Criterion) {
         let mode = user_mode_naming(named.map(|q| vec![Bytes::from(q)]));
         g.bench_function(format!("get_row_{what}"), |b| {
             b.iter(|| {
-                let source = file.row_scanner(u64::MAX, Caching::QUERY, &row).unwrap();
+                let source = file.row_scanner(u64::MAX, Caching::QUERY, &row);
                 let got = get_row(vec![Source::File(source)], &mode, &row);
                 assert_eq!(got, cells);
                 black_box(got)
@@ -391,12 +391,12 @@ fn get_after_updates(c: &mut Criterion) {
                 let sources: Vec<Source> = if one_row {
                     vec![
                         Source::Memory(m.row_scanner(u64::MAX, &row)),
-                        Source::File(file.row_scanner(u64::MAX, Caching::QUERY, &row).unwrap()),
+                        Source::File(file.row_scanner(u64::MAX, Caching::QUERY, &row)),
                     ]
                 } else {
                     vec![
                         Source::Memory(m.scanner(u64::MAX)),
-                        Source::File(file.scanner(u64::MAX, Caching::QUERY).unwrap()),
+                        Source::File(file.scanner(u64::MAX, Caching::QUERY)),
                     ]
                 };
                 let got = get_row(sources, &mode, &row);
@@ -506,7 +506,7 @@ fn older_versions(c: &mut Criterion) {
             let sources: Vec<Source> = files
                 .iter()
                 .rev()
-                .map(|f| Source::File(f.scanner(u64::MAX, Caching::QUERY).unwrap()))
+                .map(|f| Source::File(f.scanner(u64::MAX, Caching::QUERY)))
                 .collect();
             let kept = scan_all(sources);
             assert_eq!(kept as u64, ROWS);
@@ -535,7 +535,7 @@ fn get_over_files(c: &mut Criterion) {
             b.iter(|| {
                 let sources: Vec<Source> = [&second, &oldest]
                     .into_iter()
-                    .map(|f| Source::File(f.row_scanner(u64::MAX, Caching::QUERY, &row).unwrap()))
+                    .map(|f| Source::File(f.row_scanner(u64::MAX, Caching::QUERY, &row)))
                     .collect();
                 let got = get_row(sources, &mode, &row);
                 assert_eq!(got, 1);

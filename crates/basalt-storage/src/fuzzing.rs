@@ -52,7 +52,7 @@ pub fn data_block(data: &[u8]) {
     bodies(Bytes::copy_from_slice(data));
 }
 
-/// An index block body.
+/// An index block body: a leaf, or the root of an index in two levels (the same layout).
 pub fn index_block(data: &[u8]) -> Option<Index> {
     decode_index_block(data, &Bytes::from_static(b"f"), u64::MAX)
 }

@@ -35,6 +35,9 @@ const OLDER_DATA_BLOCK_SEEDS: usize = 40;
 /// Bloom block seeds written by format version 3 (filters stored whole), before version 4's
 /// seeds (chunked filters' layouts).
 const WHOLE_BLOOM_SEEDS: usize = 5;
+/// Index block seeds written by format version 3 (an index of one block), before version
+/// 4's seeds (the roots of indexes in two levels, whose entries are leaves).
+const ONE_BLOCK_INDEX_SEEDS: usize = 5;
 
 const TARGETS: [Target; 6] = [
     ("wal_segment", fuzzing::wal_segment),
@@ -161,6 +164,14 @@ fn store_file_seeds_decode_to_what_they_held() {
             "index_block seed-{n:03}: {} blocks",
             index.len()
         );
+        // The root of the same file's index in two levels: a few leaves of 512 bytes.
+        let m = ONE_BLOCK_INDEX_SEEDS + n;
+        let root = decode_index_block(&seed("index_block", m), &family, u64::MAX).unwrap();
+        assert!(
+            (2..index.len()).contains(&root.len()),
+            "index_block seed-{m:03}: {} leaves",
+            root.len()
+        );
         let bloom = Bloom::decode(&seed("bloom_block", n)).unwrap();
         for c in held.iter().filter(|c| !c.qualifier().is_empty()) {
             assert!(
@@ -230,14 +241,16 @@ fn store_file_pieces(dir: &Path, codec: Compression) -> Vec<(&'static str, Vec<u
     w.finish(false).unwrap();
     let file = std::fs::read(&path).unwrap();
     let trailer = &file[file.len() - 52..];
-    let [index, bloom, _info] = parse_trailer(trailer, &path).unwrap().sections;
+    let [root, bloom, _info] = parse_trailer(trailer, &path).unwrap().sections;
     let body = |(off, len): (u64, u32)| {
         // Section frames: body, codec byte, crc32c.
         file[off as usize..off as usize + len as usize - 5].to_vec()
     };
-    let index_body = body(index);
-    let parsed = decode_index_block(&index_body, &Bytes::from_static(b"f"), u64::MAX).unwrap();
-    let mut out: Vec<(&'static str, Vec<u8>)> = parsed
+    let root_body = body(root);
+    let family = Bytes::from_static(b"f");
+    let leaves = decode_index_block(&root_body, &family, u64::MAX).unwrap();
+    let first_leaf = decode_index_block(&body(leaves.block(0)), &family, u64::MAX).unwrap();
+    let mut out: Vec<(&'static str, Vec<u8>)> = first_leaf
         .blocks()
         .take(4)
         .map(|(off, len)| {
@@ -247,7 +260,7 @@ fn store_file_pieces(dir: &Path, codec: Compression) -> Vec<(&'static str, Vec<u
             )
         })
         .collect();
-    out.push(("index_block", index_body));
+    out.push(("index_block", root_body));
     out.push(("bloom_block", body(bloom)));
     out.push(("trailer", trailer.to_vec()));
     out
@@ -322,11 +335,12 @@ fn write_seed_corpus() {
             .iter()
             .map(|f| ("filter_language", f.as_bytes().to_vec())),
     );
-    // The data block seeds of format versions 1 and 2, and the bloom block seeds of version
-    // 3, stay as they were written.
+    // The data block seeds of format versions 1 and 2, and the bloom and index block seeds
+    // of version 3, stay as they were written.
     let mut counts = std::collections::BTreeMap::from([
         ("data_block", OLDER_DATA_BLOCK_SEEDS),
         ("bloom_block", WHOLE_BLOOM_SEEDS),
+        ("index_block", ONE_BLOCK_INDEX_SEEDS),
     ]);
     for (target, data) in seeds {
         let dir = corpus_dir(target);

@@ -285,8 +285,8 @@ impl Store {
         row: Option<&Bytes>,
     ) -> Result<Source> {
         let s = match row {
-            Some(row) => f.row_scanner(read_point, caching, row)?,
-            None => f.scanner(read_point, caching)?,
+            Some(row) => f.row_scanner(read_point, caching, row),
+            None => f.scanner(read_point, caching),
         };
         if f.id().region == self.region.id {
             return Ok(Source::File(s));

@@ -52,7 +52,7 @@ fn only_cells_of_a_key_of_their_own_lose_their_ids() {
 fn stored(store: &Store) -> Vec<(Bytes, i64, u64)> {
     let mut out = Vec::new();
     for f in store.files() {
-        let mut s = f.scanner(u64::MAX, Caching::QUERY).unwrap();
+        let mut s = f.scanner(u64::MAX, Caching::QUERY);
         s.seek(&Cell::first_on_row(&Bytes::new())).unwrap();
         let mut cells = Vec::new();
         while s.take_into(&mut cells).unwrap() {}

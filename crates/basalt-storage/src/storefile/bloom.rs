@@ -158,7 +158,7 @@ const MAX_CHUNK_LINES: u64 = 1 << 20;
 ///
 /// # Invariants
 /// Decoded or built, `lines` and `lines_per_chunk` are at least 1, `lines_per_chunk` at
-/// most [`MAX_CHUNK_LINES`], and the chunks' end does not overflow.
+/// most `MAX_CHUNK_LINES`, and the chunks' end does not overflow.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BloomLayout {
     pub kind: BloomType,

@@ -47,9 +47,10 @@ pub struct FileInfo {
 pub const MAGIC: &[u8; 8] = b"BSLTSF01";
 /// Store file format version written: data blocks hold whole keys (but a zero sequence id)
 /// and every entry's offset, in two bytes where they fit; the bloom filter is stored in
-/// chunks.
+/// chunks and the index in two levels, each read a block at a time.
 pub const FORMAT_VERSION: u32 = 4;
-/// The third format version, still read: as version 4, but the bloom filter is one block.
+/// The third format version, still read: as version 4, but the bloom filter and the index
+/// are one block each.
 pub const FORMAT_VERSION_3: u32 = 3;
 /// The second format version, still read: every key holds its sequence id and every offset
 /// is four bytes, which version 3's reader reads as they are.

@@ -18,6 +18,7 @@ use super::{
 use crate::block_cache::{Block, BlockCache, BlockKey, Priority};
 use crate::codec::Reader;
 use crate::env::{Env, RandomAccessFile};
+pub(super) use block_index::BlockRef;
 
 /// A decoded block index.
 pub type Index = IndexKeys;
@@ -55,8 +56,9 @@ impl Caching {
 /// Gives every open file its own block-cache namespace: file ids repeat across stores.
 static NEXT_CACHE_ID: AtomicU64 = AtomicU64::new(1);
 
-/// An open store file. Its index and bloom live in the block cache and are read again on a
-/// miss; its file info (and the layout of its bloom's chunks) stays in memory.
+/// An open store file. Its index's leaves and its bloom's chunks live in the block cache and
+/// are read again on a miss; its file info, its index's root and the layout of its bloom's
+/// chunks stay in memory.
 #[derive(Debug)]
 pub struct StoreFile {
     id: FileId,
@@ -64,7 +66,9 @@ pub struct StoreFile {
     file: RandomAccessFile,
     family: Bytes,
     cache: Arc<BlockCache>,
-    index_at: (u64, u32),
+    /// The index's root, one entry a leaf of the index (its last key and where it lies),
+    /// kept in memory; before format version 4 the index was one block, its only leaf.
+    root: Index,
     bloom: BloomAt,
     bloom_kind: BloomType,
     info: FileInfo,
@@ -131,19 +135,35 @@ impl StoreFile {
             info_at.0,
         )?;
         let info = decode_info(&info_body, family).ok_or_else(|| bad("store file info"))?;
+        let index_body = block::unframe(
+            file.read_at(index_at.0, index_at.1 as usize)?,
+            path,
+            index_at.0,
+        )?;
+        let (root, only_leaf) = if version >= FORMAT_VERSION {
+            // The leaves lie before their root.
+            let root = decode_index(&index_body, family, index_at.0);
+            (root.ok_or_else(|| bad("store file index"))?, None)
+        } else {
+            let leaf = decode_index(&index_body, family, body_end);
+            let leaf = leaf.ok_or_else(|| bad("store file index"))?;
+            (IndexKeys::root_of_one(&leaf, index_at), Some(leaf))
+        };
         let mut f = StoreFile {
             id,
             cache_id: NEXT_CACHE_ID.fetch_add(1, Ordering::Relaxed),
             file,
             family: super::family::interned(family),
             cache: Arc::clone(cache),
-            index_at,
+            root,
             bloom: BloomAt::None,
             bloom_kind: BloomType::None,
             info,
             version,
         };
-        f.index(false)?;
+        if let Some(leaf) = only_leaf {
+            f.cache_leaf(index_at, leaf);
+        }
         if bloom_at.1 > 0 {
             f.open_bloom(bloom_at)?;
         }
@@ -193,47 +213,6 @@ impl StoreFile {
     #[must_use]
     pub fn path(&self) -> &Path {
         self.file.path()
-    }
-
-    /// The row in the middle of the file's data (HBase splits a region at its largest
-    /// file's mid key): the cell half way through the data by bytes, found through the block
-    /// offsets and then by position in its block. `None` for an empty file.
-    ///
-    /// # Errors
-    /// A damaged block.
-    pub fn mid_row(&self) -> Result<Option<Bytes>> {
-        let index = self.index(false)?;
-        let Some(last) = index.len().checked_sub(1) else {
-            return Ok(None);
-        };
-        let (first_at, _) = index.block(0);
-        let (last_at, last_len) = index.block(last);
-        let target = first_at + (last_at + u64::from(last_len) - first_at) / 2;
-        let b = (0..=last)
-            .find(|&i| {
-                let (at, len) = index.block(i);
-                at + u64::from(len) > target
-            })
-            .unwrap_or(last);
-        let (at, len) = index.block(b);
-        let block = self.data_block(&index, b, Caching::COMPACTION)?;
-        if block.is_empty() {
-            return Ok(None);
-        }
-        let into = (target.saturating_sub(at) as f64 / f64::from(len.max(1))).min(1.0);
-        let pos = ((block.len() as f64 * into) as usize).min(block.len() - 1);
-        let row = block
-            .row(pos)
-            .map_err(|what| self.damaged(&index, b, what))?;
-        Ok(Some(row))
-    }
-
-    /// Number of data blocks.
-    ///
-    /// # Errors
-    /// The index had to be read again and was damaged.
-    pub fn block_count(&self) -> Result<usize> {
-        Ok(self.index(false)?.len())
     }
 
     /// False when the bloom filter proves `row` (and, for ROWCOL with `qualifier`, that
@@ -308,30 +287,6 @@ impl StoreFile {
         ))
     }
 
-    /// The block index, from the cache or (unless `cache_only`) read again.
-    fn index(&self, cache_only: bool) -> Result<Arc<Index>> {
-        let key = self.cache_key(self.index_at.0);
-        if let Some(Block::Index(i)) = self.cache.lookup(&key, !cache_only) {
-            return Ok(i);
-        }
-        if cache_only {
-            return Err(self.not_cached("the index"));
-        }
-        let body = self.read_section(self.index_at)?;
-        let body_end = self.file.len() - TRAILER_LEN as u64;
-        let index = decode_index(&body, &self.family, body_end)
-            .ok_or_else(|| Error::corruption("store file index", self.file.path(), "malformed"))?;
-        let index = Arc::new(index);
-        let weight = index.weight();
-        self.cache.insert(
-            key,
-            Block::Index(Arc::clone(&index)),
-            weight,
-            Priority::InMemory,
-        );
-        Ok(index)
-    }
-
     /// The filter stored at `at` (whole, or a chunk), from the cache or (unless
     /// `cache_only`) read, decoded by `decode` and cached.
     fn bloom_block(
@@ -364,19 +319,14 @@ impl StoreFile {
         bloom
     }
 
-    /// The error for damage `what` found in data block `i` of `index`.
-    pub(super) fn damaged(&self, index: &Index, i: usize, what: Damage) -> Error {
-        block::damaged(self.file.path(), index.block(i).0, what)
+    /// The error for damage `what` found in data block `b`.
+    pub(super) fn damaged(&self, b: &BlockRef, what: Damage) -> Error {
+        block::damaged(self.file.path(), b.at().0, what)
     }
 
-    /// Data block `i` of `index`, from the cache or read and its layout checked.
-    pub(super) fn data_block(
-        &self,
-        index: &Index,
-        i: usize,
-        caching: Caching,
-    ) -> Result<Arc<DataBlock>> {
-        let (offset, len) = index.block(i);
+    /// Data block `b`, from the cache or read and its layout checked.
+    pub(super) fn data_block(&self, b: &BlockRef, caching: Caching) -> Result<Arc<DataBlock>> {
+        let (offset, len) = b.at();
         let key = self.cache_key(offset);
         let cached = self
             .cache
@@ -385,7 +335,7 @@ impl StoreFile {
             return Ok(block);
         }
         if caching.cache_only {
-            return Err(self.not_cached(&format!("data block {i}")));
+            return Err(self.not_cached(&format!("the data block at {offset}")));
         }
         let body = self.read_section((offset, len))?;
         let (family, path) = (&self.family, self.file.path());
@@ -404,46 +354,25 @@ impl StoreFile {
 
     /// A scanner over the cells visible at `read_point`. It is positioned nowhere: its first
     /// call must be a seek, so a Get reads only the blocks its seek lands on.
-    ///
-    /// # Errors
-    /// The index had to be read again and was damaged.
-    pub fn scanner(
-        self: &Arc<Self>,
-        read_point: u64,
-        caching: Caching,
-    ) -> Result<StoreFileScanner> {
-        let index = self.index(caching.cache_only)?;
-        Ok(StoreFileScanner::new(
-            Arc::clone(self),
-            index,
-            read_point,
-            caching,
-            None,
-        ))
+    #[must_use]
+    pub fn scanner(self: &Arc<Self>, read_point: u64, caching: Caching) -> StoreFileScanner {
+        StoreFileScanner::new(Arc::clone(self), read_point, caching, None)
     }
 
     /// A scanner as [`StoreFile::scanner`], of `row`'s cells alone: a Get's. It ends where
     /// the next row begins, without building that row's first cell.
-    ///
-    /// # Errors
-    /// As [`StoreFile::scanner`].
+    #[must_use]
     pub fn row_scanner(
         self: &Arc<Self>,
         read_point: u64,
         caching: Caching,
         row: &Bytes,
-    ) -> Result<StoreFileScanner> {
-        let index = self.index(caching.cache_only)?;
-        let row = Some(row.clone());
-        Ok(StoreFileScanner::new(
-            Arc::clone(self),
-            index,
-            read_point,
-            caching,
-            row,
-        ))
+    ) -> StoreFileScanner {
+        StoreFileScanner::new(Arc::clone(self), read_point, caching, Some(row.clone()))
     }
 }
+
+mod block_index;
 
 const SECTION_NAMES: [&str; 3] = ["store file index", "store file bloom", "store file info"];
 
@@ -511,8 +440,8 @@ pub fn parse_trailer(t: &[u8], path: &Path) -> Result<Trailer> {
     Ok(Trailer { sections, version })
 }
 
-/// Decodes an index block body (its frame removed) for a file whose data ends at `body_end`;
-/// `None` when malformed. Never panics.
+/// Decodes an index block body (its frame removed: a leaf, or from format version 4 on the
+/// root) whose entries' blocks end by `body_end`; `None` when malformed. Never panics.
 #[must_use]
 pub fn decode_index_block(body: &[u8], family: &Bytes, body_end: u64) -> Option<Index> {
     decode_index(body, family, body_end)

@@ -7,7 +7,7 @@ use basalt_model::{Cell, CellType, Error, Result};
 use bytes::Bytes;
 
 use super::keys::{Damage, DataBlock, Passing, Visible};
-use super::reader::{Caching, Index, StoreFile};
+use super::reader::{BlockRef, Caching, StoreFile};
 use crate::store::scanner::{first_on_next_row, CellSource, STEPS_BEFORE_SEEK};
 
 /// Iterates one store file in key order, a block at a time. Only the cell it stands on is
@@ -22,11 +22,10 @@ use crate::store::scanner::{first_on_next_row, CellSource, STEPS_BEFORE_SEEK};
 #[derive(Debug)]
 pub struct StoreFileScanner {
     file: Arc<StoreFile>,
-    index: Arc<Index>,
     read_point: u64,
     caching: Caching,
-    /// The loaded block (`usize::MAX`: none yet).
-    block: usize,
+    /// The loaded block and its data, both or neither (none yet, or past the last).
+    block: Option<BlockRef>,
     data: Option<Arc<DataBlock>>,
     pos: usize,
     /// The current cell; while a seek is put off (`pending`), its stand-in.
@@ -39,21 +38,18 @@ pub struct StoreFileScanner {
 }
 
 impl StoreFileScanner {
-    /// A scanner of `file` through `index`, positioned nowhere; of `row` alone when given
-    /// (a Get's).
+    /// A scanner of `file`, positioned nowhere; of `row` alone when given (a Get's).
     pub(super) fn new(
         file: Arc<StoreFile>,
-        index: Arc<Index>,
         read_point: u64,
         caching: Caching,
         row: Option<Bytes>,
     ) -> StoreFileScanner {
         StoreFileScanner {
             file,
-            index,
             read_point,
             caching,
-            block: usize::MAX,
+            block: None,
             data: None,
             pos: 0,
             current: None,
@@ -62,51 +58,53 @@ impl StoreFileScanner {
         }
     }
 
-    /// The error for damage `what` found in block `block`.
-    fn damaged(&self, block: usize, what: Damage) -> Error {
-        self.file.damaged(&self.index, block, what)
-    }
-
-    fn set_block(&mut self, block: usize) -> Result<&DataBlock> {
-        if block != self.block || self.data.is_none() {
-            self.data = Some(self.file.data_block(&self.index, block, self.caching)?);
-            self.block = block;
-        }
-        match &self.data {
-            Some(d) => Ok(d),
-            None => Err(basalt_model::Error::DoNotRetry("no block loaded".into())),
+    /// The error for damage `what` found in the loaded block.
+    fn damaged(&self, what: Damage) -> Error {
+        match &self.block {
+            Some(b) => self.file.damaged(b, what),
+            None => Error::DoNotRetry(format!("damage outside any block: {what}")),
         }
     }
 
-    /// Positions at cell `pos` of block `block`, moving on to later blocks and past invisible
-    /// cells as needed. The cell is built in `current`, refilling the cell there (the last
-    /// one, or one the caller is done with) when it lies in the same block. After an error
-    /// the scanner stands on nothing.
-    fn load(&mut self, block: usize, pos: usize) -> Result<()> {
-        let loaded = self.load_from(block, pos);
+    /// Loads block `b`, unless it is the one loaded.
+    fn set_block(&mut self, b: BlockRef) -> Result<()> {
+        if self.data.is_none() || !self.block.as_ref().is_some_and(|cur| cur.is(&b)) {
+            self.data = Some(self.file.data_block(&b, self.caching)?);
+            self.block = Some(b);
+        }
+        Ok(())
+    }
+
+    /// Stands past the file's last cell.
+    fn end(&mut self) {
+        self.block = None;
+        self.data = None;
+        self.pos = 0;
+        self.current = None;
+    }
+
+    /// Positions at cell `pos` of the loaded block, moving on to later blocks and past
+    /// invisible cells as needed. The cell is built in `current`, refilling the cell there
+    /// (the last one, or one the caller is done with) when it lies in the same block. After
+    /// an error the scanner stands on nothing.
+    fn load(&mut self, pos: usize) -> Result<()> {
+        let loaded = self.load_from(pos);
         if loaded.is_err() {
             self.current = None;
         }
         loaded
     }
 
-    fn load_from(&mut self, mut block: usize, mut pos: usize) -> Result<()> {
+    fn load_from(&mut self, mut pos: usize) -> Result<()> {
         loop {
-            if block >= self.index.len() {
-                self.block = block;
-                self.data = None;
-                self.pos = 0;
-                self.current = None;
+            let (Some(b), Some(d)) = (&self.block, self.data.as_deref()) else {
+                self.end();
                 return Ok(());
-            }
-            self.set_block(block)?;
-            // The cell is built where the scanner keeps it (`next_visible`).
-            let Some(d) = self.data.as_deref() else {
-                return Err(basalt_model::Error::DoNotRetry("no block loaded".into()));
             };
+            // The cell is built where the scanner keeps it (`next_visible`).
             let visible =
                 d.next_visible(pos, self.read_point, self.row.as_deref(), &mut self.current);
-            match visible.map_err(|what| self.damaged(block, what))? {
+            match visible.map_err(|what| self.file.damaged(b, what))? {
                 Visible::Cell(at) => {
                     self.pos = at;
                     return Ok(());
@@ -116,7 +114,16 @@ impl StoreFileScanner {
                     self.pos = at;
                     return Ok(());
                 }
-                Visible::End => (block, pos) = (block + 1, 0),
+                Visible::End => match self.file.block_after(b, self.caching.cache_only)? {
+                    Some(next) => {
+                        self.set_block(next)?;
+                        pos = 0;
+                    }
+                    None => {
+                        self.end();
+                        return Ok(());
+                    }
+                },
             }
         }
     }
@@ -172,7 +179,8 @@ impl StoreFileScanner {
             row,
             &mut self.current,
         );
-        match passed.map_err(|what| self.damaged(self.block, what))? {
+        let len = d.len();
+        match passed.map_err(|what| self.damaged(what))? {
             None => Ok(false),
             Some(Visible::Cell(at)) => {
                 self.pos = at;
@@ -184,7 +192,7 @@ impl StoreFileScanner {
                 Ok(true)
             }
             Some(Visible::End) => {
-                self.load(self.block + 1, 0)?;
+                self.load(len)?;
                 Ok(true)
             }
         }
@@ -205,7 +213,7 @@ impl CellSource for StoreFileScanner {
         }
         // The cell passed over is refilled with the next (`load`).
         if self.current.is_some() {
-            self.load(self.block, self.pos + 1)?;
+            self.load(self.pos + 1)?;
         }
         Ok(())
     }
@@ -232,7 +240,7 @@ impl CellSource for StoreFileScanner {
         // The next cell is built before this one goes into `out`: the cell taken out passes
         // through the stack, and copied on at once, its copy's loads met the stores that
         // had just put it there and waited for them (BENCHMARKS.md).
-        let loaded = self.load(self.block, self.pos + 1);
+        let loaded = self.load(self.pos + 1);
         out.extend(taken);
         loaded?;
         Ok(true)
@@ -297,17 +305,22 @@ impl CellSource for StoreFileScanner {
         let in_block = |d: &DataBlock| -> std::result::Result<bool, Damage> {
             Ok(!d.is_empty() && d.cmp_at(0, key)?.is_lt() && d.cmp_at(d.len() - 1, key)?.is_ge())
         };
-        let b = match self.data.as_deref().map(in_block) {
-            Some(Ok(true)) => self.block,
-            Some(Err(what)) => return Err(self.damaged(self.block, what)),
-            Some(Ok(false)) | None => self.index.lower_bound(key),
-        };
-        if b >= self.index.len() {
-            return self.load(b, 0);
+        match self.data.as_deref().map(in_block) {
+            Some(Ok(true)) => {}
+            Some(Err(what)) => return Err(self.damaged(what)),
+            Some(Ok(false)) | None => match self.file.find_block(key, self.caching.cache_only)? {
+                Some(b) => self.set_block(b)?,
+                None => {
+                    self.end();
+                    return Ok(());
+                }
+            },
         }
-        let pos = self.set_block(b)?.lower_bound(key);
-        let pos = pos.map_err(|what| self.damaged(b, what))?;
-        self.load(b, pos)
+        let Some(d) = self.data.as_deref() else {
+            return Err(Error::DoNotRetry("no block loaded".into()));
+        };
+        let pos = d.lower_bound(key).map_err(|what| self.damaged(what))?;
+        self.load(pos)
     }
 
     /// A Get's scanner of a file without family-level markers waits at `column`: the cells
@@ -334,8 +347,11 @@ impl CellSource for StoreFileScanner {
 
     fn last_row_before(&mut self, key: Option<&Cell>) -> Result<Option<Bytes>> {
         // Blocks before `b` hold only keys below `key`; block `b` may hold some.
-        let n = self.index.len();
-        let b = key.map_or(n, |key| self.index.lower_bound(key));
+        let cache_only = self.caching.cache_only;
+        let b = match key {
+            Some(key) => self.file.find_block(key, cache_only)?,
+            None => None,
+        };
         let read_point = self.read_point;
         let last_visible = |d: &DataBlock, end: usize| -> std::result::Result<_, Damage> {
             for i in (0..end).rev() {
@@ -345,18 +361,21 @@ impl CellSource for StoreFileScanner {
             }
             Ok(None)
         };
-        if let (Some(key), true) = (key, b < n) {
-            let d = self.file.data_block(&self.index, b, self.caching)?;
+        if let (Some(key), Some(b)) = (key, &b) {
+            let d = self.file.data_block(b, self.caching)?;
             let row = d.lower_bound(key).and_then(|end| last_visible(&d, end));
-            if let Some(row) = row.map_err(|what| self.damaged(b, what))? {
+            if let Some(row) = row.map_err(|what| self.file.damaged(b, what))? {
                 return Ok(Some(row));
             }
         }
-        for i in (0..b).rev() {
-            let d = self.file.data_block(&self.index, i, self.caching)?;
-            if let Some(row) = last_visible(&d, d.len()).map_err(|what| self.damaged(i, what))? {
-                return Ok(Some(row));
+        let mut before = self.file.block_before(b.as_ref(), cache_only)?;
+        while let Some(b) = before {
+            let d = self.file.data_block(&b, self.caching)?;
+            let row = last_visible(&d, d.len()).map_err(|what| self.file.damaged(&b, what))?;
+            if row.is_some() {
+                return Ok(row);
             }
+            before = self.file.block_before(Some(&b), cache_only)?;
         }
         Ok(None)
     }

@@ -66,7 +66,7 @@ fn open(path: &std::path::Path) -> basalt_model::Result<StoreFile> {
 
 /// A scanner seeked to the file's first cell.
 fn from_start(f: &Arc<StoreFile>, read_point: u64) -> StoreFileScanner {
-    let mut s = f.scanner(read_point, Caching::QUERY).unwrap();
+    let mut s = f.scanner(read_point, Caching::QUERY);
     s.seek(&Cell::first_on_row(&Bytes::new())).unwrap();
     s
 }
@@ -280,7 +280,7 @@ fn corruption_is_reported_with_file_and_offset() {
     data[10] ^= 0x55; // inside the first data block
     std::fs::write(&path, &data).unwrap();
     let f = Arc::new(open(&path).unwrap());
-    let mut s = f.scanner(u64::MAX, Caching::QUERY).unwrap();
+    let mut s = f.scanner(u64::MAX, Caching::QUERY);
     let err = s.seek(&Cell::first_on_row(&Bytes::new())).unwrap_err();
     assert!(matches!(err, Error::Corruption { .. }));
     let msg = err.to_string();
@@ -310,11 +310,7 @@ fn a_damaged_entry_is_reported_with_file_and_offset() {
     drop(f);
     let mut data = std::fs::read(&path).unwrap();
     let name = Bytes::from_static(b"f");
-    let trailer = parse_trailer(&data[data.len() - TRAILER_LEN..], &path).unwrap();
-    let (index_at, index_len) = trailer.sections[0];
-    let stored = data[index_at as usize..][..index_len as usize].to_vec();
-    let index_body = block::unframe(stored, &path, index_at).unwrap();
-    let index = decode_index_block(&index_body, &name, index_at).unwrap();
+    let index = leaves(&data).remove(0);
     let (at, len) = index.block(1);
     let (at, len) = (at as usize, len as usize);
     let mut body = block::unframe(data[at..at + len].to_vec(), &path, at as u64)
@@ -350,7 +346,7 @@ fn a_damaged_entry_is_reported_with_file_and_offset() {
     std::fs::write(&path, &data).unwrap();
 
     let f = Arc::new(open(&path).unwrap());
-    let mut s = f.scanner(u64::MAX, Caching::QUERY).unwrap();
+    let mut s = f.scanner(u64::MAX, Caching::QUERY);
     s.seek(&Cell::first_on_row(&Bytes::new())).unwrap();
     let err = loop {
         match s.advance() {
@@ -369,7 +365,7 @@ fn a_damaged_entry_is_reported_with_file_and_offset() {
         "{msg}"
     );
     // A seek to the damaged cell reaches its entry.
-    let mut s = f.scanner(u64::MAX, Caching::QUERY).unwrap();
+    let mut s = f.scanner(u64::MAX, Caching::QUERY);
     let err = s.seek(&damaged).unwrap_err();
     assert!(err.to_string().contains("malformed key"), "{err}");
 }
@@ -416,7 +412,7 @@ fn skips_land_where_a_seek_does() {
     let bytes = std::fs::metadata(dir.path().join("1.sf")).unwrap().len();
     assert!(bytes > 16 << 10, "{bytes} bytes");
     let at = |read_point: u64, from: &Cell| {
-        let mut s = file.scanner(read_point, Caching::QUERY).unwrap();
+        let mut s = file.scanner(read_point, Caching::QUERY);
         s.seek(from).unwrap();
         s
     };
@@ -489,7 +485,7 @@ fn a_row_scanner_reads_its_row_alone() {
                 .cloned()
                 .collect();
             let at_row = || {
-                let mut s = file.row_scanner(read_point, Caching::QUERY, &row).unwrap();
+                let mut s = file.row_scanner(read_point, Caching::QUERY, &row);
                 s.seek(&Cell::first_on_row(&row)).unwrap();
                 s
             };
@@ -506,6 +502,30 @@ fn a_row_scanner_reads_its_row_alone() {
             }
         }
     }
+}
+
+/// A file's index root, decoded from its bytes.
+fn index_root(data: &[u8]) -> Index {
+    let path = std::path::Path::new("f");
+    let at = parse_trailer(&data[data.len() - TRAILER_LEN..], path)
+        .unwrap()
+        .sections[0];
+    decode_index_block(&section(data, at), &Bytes::from_static(b"f"), at.0).unwrap()
+}
+
+/// The body of the block stored at `at`.
+fn section(data: &[u8], (at, len): (u64, u32)) -> Bytes {
+    let stored = data[at as usize..][..len as usize].to_vec();
+    block::unframe(stored, std::path::Path::new("f"), at).unwrap()
+}
+
+/// A file's index leaves, decoded from its bytes.
+fn leaves(data: &[u8]) -> Vec<Index> {
+    let name = Bytes::from_static(b"f");
+    index_root(data)
+        .blocks()
+        .map(|leaf| decode_index_block(&section(data, leaf), &name, u64::MAX).unwrap())
+        .collect()
 }
 
 /// A file's bloom filter, stored in chunks of at most a block's size: its layout (decoded
@@ -536,12 +556,12 @@ fn a_bloom_filter_is_read_a_chunk_at_a_time() {
         StoreFile::open(&Env::default(), &path, id, &Bytes::from_static(b"f"), cache)
     };
     let f = open_in(&cache).unwrap();
-    assert_eq!(cache.stats().blocks, 1, "the index alone is cached at open");
+    assert_eq!(cache.stats().blocks, 0, "nothing is cached at open");
     let row = |i: usize| format!("row{i:05}");
     assert!(f.may_contain(row(7).as_bytes(), None).unwrap());
-    assert_eq!(cache.stats().blocks, 2, "one chunk read");
+    assert_eq!(cache.stats().blocks, 1, "one chunk read");
     assert!((0..2000).all(|i| f.may_contain(row(i).as_bytes(), None).unwrap()));
-    assert_eq!(cache.stats().blocks, 21, "every chunk read once");
+    assert_eq!(cache.stats().blocks, 20, "every chunk read once");
     let absent = (0..2000)
         .filter(|i| f.may_contain(format!("nope{i}").as_bytes(), None).unwrap())
         .count();
@@ -584,5 +604,106 @@ fn a_bloom_layout_that_misplaces_its_chunks_is_refused_at_open() {
         err.to_string()
             .contains("its chunks do not end where its layout begins"),
         "{err}"
+    );
+}
+
+/// A file of `rows` rows in 128-byte blocks and index leaves (75 leaves of about eight rows
+/// for 600): its cells and its path.
+fn many_leaves(dir: &std::path::Path, rows: usize) -> (Vec<Cell>, std::path::PathBuf) {
+    let fam = family(Compression::None, BloomType::None).with_block_size_bytes(128);
+    let cells = sample(rows);
+    let path = write(dir, &fam, &cells).path().to_owned();
+    (cells, path)
+}
+
+fn open_with(path: &std::path::Path, cache: &Arc<BlockCache>) -> Arc<StoreFile> {
+    let id = super::FileId { region: 1, file: 1 };
+    let f = StoreFile::open(&Env::default(), path, id, &Bytes::from_static(b"f"), cache);
+    Arc::new(f.unwrap())
+}
+
+fn row_name(i: usize) -> Bytes {
+    Bytes::from(format!("row{i:05}"))
+}
+
+/// Row `i`'s cells, read as a Get reads them.
+fn get_row(f: &Arc<StoreFile>, i: usize) -> basalt_model::Result<Vec<Cell>> {
+    let mut s = f.row_scanner(u64::MAX, Caching::QUERY, &row_name(i));
+    s.seek(&Cell::first_on_row(&row_name(i)))?;
+    let mut out = Vec::new();
+    while s.take_into(&mut out)? {}
+    Ok(out)
+}
+
+fn cells_of_row(cells: &[Cell], i: usize) -> Vec<Cell> {
+    let row = row_name(i);
+    cells
+        .iter()
+        .filter(|c| c.row() == &row[..])
+        .cloned()
+        .collect()
+}
+
+/// An index of many leaves: a Get reads the one leaf its row falls in; scans and reverse
+/// steps cross leaves; the middle row and the block count go through every leaf.
+#[test]
+fn an_index_is_read_a_leaf_at_a_time() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (cells, path) = many_leaves(tmp.path(), 600);
+    let leaves = leaves(&std::fs::read(&path).unwrap());
+    assert!(leaves.len() > 50, "{} leaves", leaves.len());
+    let blocks: usize = leaves.iter().map(Index::len).sum();
+    let cache = BlockCache::new(1 << 20);
+    let f = open_with(&path, &cache);
+    assert_eq!(cache.stats().blocks, 0, "nothing is cached at open");
+    assert_eq!(get_row(&f, 300).unwrap(), cells_of_row(&cells, 300));
+    assert_eq!(cache.stats().blocks, 2, "one leaf and one data block read");
+    assert_eq!(f.block_count().unwrap(), blocks);
+    assert_eq!(drain(&mut from_start(&f, u64::MAX)), cells);
+    let mid = f.mid_row().unwrap().unwrap();
+    assert!(
+        (&b"row00250"[..]..&b"row00350"[..]).contains(&&mid[..]),
+        "{mid:?}"
+    );
+    for i in [0, 1, 299, 598, 599] {
+        let mut s = f.scanner(u64::MAX, Caching::QUERY);
+        let before = s.last_row_before(Some(&Cell::first_on_row(&row_name(i))));
+        assert_eq!(
+            before.unwrap(),
+            i.checked_sub(1).map(row_name),
+            "before row {i}"
+        );
+    }
+    let mut s = f.scanner(u64::MAX, Caching::QUERY);
+    assert_eq!(s.last_row_before(None).unwrap(), Some(row_name(599)));
+}
+
+/// A damaged leaf fails the reads that need it, naming its offset, and no other.
+#[test]
+fn a_damaged_index_leaf_fails_only_the_reads_through_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (cells, path) = many_leaves(tmp.path(), 600);
+    let mut data = std::fs::read(&path).unwrap();
+    let (leaf_at, _) = index_root(&data).block(40);
+    data[leaf_at as usize + 2] ^= 0x40;
+    std::fs::write(&path, &data).unwrap();
+    let f = open_with(&path, &BlockCache::new(1 << 20));
+    let (mut failed, mut read) = (0, 0);
+    for i in 0..600 {
+        match get_row(&f, i) {
+            Ok(got) => {
+                assert_eq!(got, cells_of_row(&cells, i), "row {i}");
+                read += 1;
+            }
+            Err(e) => {
+                let msg = e.to_string();
+                assert!(msg.contains(&format!("offset {leaf_at}")), "row {i}: {msg}");
+                failed += 1;
+            }
+        }
+    }
+    assert!(
+        failed > 0 && failed < 20 && read + failed == 600,
+        "{failed} failed"
     );
 }

@@ -236,14 +236,7 @@ impl StoreFileWriter {
             Some(b) if self.info.cell_count > 0 => self.write_bloom(&b)?,
             _ => (0, 0),
         };
-        let mut index = Vec::new();
-        put_varint(&mut index, self.index.len() as u64);
-        for (k, off, len) in &self.index {
-            put_bytes(&mut index, k);
-            index.extend_from_slice(&off.to_le_bytes());
-            index.extend_from_slice(&len.to_le_bytes());
-        }
-        let (index_off, index_len) = self.write_section(&index, Compression::None)?;
+        let (index_off, index_len) = self.write_index()?;
         let info = encode_info(&self.info);
         let (info_off, info_len) = self.write_section(&info, Compression::None)?;
         let mut t = Vec::with_capacity(super::TRAILER_LEN);
@@ -266,6 +259,33 @@ impl StoreFileWriter {
         Ok((self.path.clone(), self.info.clone()))
     }
 
+    /// Writes the block index in two levels (HBase's multi-level index): leaves of at most a
+    /// data block's size, each the entries of consecutive data blocks, then the root, one
+    /// entry a leaf (its last key and where it is stored), whose place the trailer records.
+    fn write_index(&mut self) -> Result<(u64, u32)> {
+        let blocks = std::mem::take(&mut self.index);
+        let mut root = Vec::new();
+        let (mut entries, mut count) = (Vec::new(), 0u64);
+        for (i, (key, at, len)) in blocks.iter().enumerate() {
+            put_index_entry(&mut entries, key, *at, *len);
+            count += 1;
+            if entries.len() >= self.block_size_bytes || i + 1 == blocks.len() {
+                let mut leaf = Vec::with_capacity(entries.len() + 10);
+                put_varint(&mut leaf, count);
+                leaf.extend_from_slice(&entries);
+                let (leaf_at, leaf_len) = self.write_section(&leaf, Compression::None)?;
+                root.push((key, leaf_at, leaf_len));
+                (count, entries) = (0, Vec::new());
+            }
+        }
+        let mut body = Vec::new();
+        put_varint(&mut body, root.len() as u64);
+        for (key, at, len) in root {
+            put_index_entry(&mut body, key, at, len);
+        }
+        self.write_section(&body, Compression::None)
+    }
+
     /// Writes the bloom filter's chunks, each of at most a data block's size, then their
     /// layout, whose place the trailer records.
     fn write_bloom(&mut self, bloom: &BloomBuilder) -> Result<(u64, u32)> {
@@ -286,6 +306,13 @@ impl StoreFileWriter {
     pub fn created(&self) -> bool {
         self.file.created()
     }
+}
+
+/// An index entry: a block's last key and where the block is stored.
+fn put_index_entry(out: &mut Vec<u8>, key: &[u8], at: u64, len: u32) {
+    put_bytes(out, key);
+    out.extend_from_slice(&at.to_le_bytes());
+    out.extend_from_slice(&len.to_le_bytes());
 }
 
 /// The cell's key alone (no value), as file info keeps it.

@@ -57,6 +57,18 @@ impl IndexKeys {
         self.entries.iter().map(|e| (e.2, e.3))
     }
 
+    /// The root of an index of one leaf, `leaf`, stored at `at` (a file before format
+    /// version 4, whose index was one block): its one entry is the leaf's last key.
+    pub(crate) fn root_of_one(leaf: &IndexKeys, at: (u64, u32)) -> IndexKeys {
+        let Some(&(key_at, key_len, _, _)) = leaf.entries.last() else {
+            return IndexKeys::new(leaf.family.clone(), Bytes::new(), Vec::new());
+        };
+        let key = leaf
+            .keys
+            .slice(key_at as usize..(key_at + key_len) as usize);
+        IndexKeys::new(leaf.family.clone(), key, vec![(0, key_len, at.0, at.1)])
+    }
+
     /// Offset and stored length of block `i`.
     #[must_use]
     pub fn block(&self, i: usize) -> (u64, u32) {

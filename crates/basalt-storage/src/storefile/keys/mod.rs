@@ -729,7 +729,7 @@ pub enum Visible {
 
 /// The first `i` in `0..n` for which `pred` is false (`pred` true then false, as in
 /// `slice::partition_point`).
-fn partition(n: usize, pred: impl Fn(usize) -> bool) -> usize {
+pub(super) fn partition(n: usize, pred: impl Fn(usize) -> bool) -> usize {
     let (mut lo, mut hi) = (0, n);
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
