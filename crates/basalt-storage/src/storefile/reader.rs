@@ -1,4 +1,5 @@
-//! Reads a store file: trailer, index, bloom and file info at open; data blocks on demand.
+//! Reads a store file: trailer, index root, bloom layout and file info at open; index leaves,
+//! bloom chunks and data blocks on demand.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
