@@ -64,6 +64,8 @@ pub struct CacheStats {
     pub capacity_bytes: u64,
     pub size_bytes: u64,
     pub blocks: u64,
+    /// Of `blocks`, the data blocks (the rest are index leaves and bloom chunks).
+    pub data_blocks: u64,
     pub hits: u64,
     pub misses: u64,
     pub inserts: u64,
@@ -219,6 +221,12 @@ impl BlockCache {
             let c = &s.counts;
             t.size_bytes += s.used as u64;
             t.blocks += s.map.len() as u64;
+            t.data_blocks += s
+                .slots
+                .iter()
+                .flatten()
+                .filter(|e| matches!(e.block, Block::Data(_)))
+                .count() as u64;
             t.hits += c.hits;
             t.misses += c.misses;
             t.inserts += c.inserts;

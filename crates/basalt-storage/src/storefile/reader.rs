@@ -94,8 +94,10 @@ impl Drop for StoreFile {
 }
 
 impl StoreFile {
-    /// Opens and checks a store file of `family`: trailer, index, bloom and file info are read
-    /// and verified now, so a damaged file is refused at open rather than at some later read.
+    /// Opens and checks a store file of `family`: trailer, the index's root, the bloom's
+    /// layout (or, before format version 4, the whole index and filter) and file info are
+    /// read and verified now, so a file damaged there is refused at open. Index leaves,
+    /// bloom chunks and data blocks are checked, like any block, by the read that needs them.
     ///
     /// # Errors
     /// `Corruption` naming the file and the part that failed; `Io`.
