@@ -130,6 +130,12 @@ impl BlockCache {
         &self.shards[(h.finish() >> 32) as usize % self.shards.len()]
     }
 
+    /// The cache's capacity in bytes.
+    #[must_use]
+    pub fn capacity_bytes(&self) -> usize {
+        self.shard_capacity * self.shards.len()
+    }
+
     /// The cached block of `key`, marking it recently used.
     pub fn get(&self, key: &BlockKey) -> Option<Block> {
         self.lookup(key, true)
@@ -213,7 +219,7 @@ impl BlockCache {
     #[must_use]
     pub fn stats(&self) -> CacheStats {
         let mut t = CacheStats {
-            capacity_bytes: (self.shard_capacity * self.shards.len()) as u64,
+            capacity_bytes: self.capacity_bytes() as u64,
             ..CacheStats::default()
         };
         for shard in &*self.shards {

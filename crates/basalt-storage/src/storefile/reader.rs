@@ -16,7 +16,7 @@ use super::{
     FileId, FileInfo, FORMAT_VERSION, FORMAT_VERSION_2, FORMAT_VERSION_3, LEGACY_FORMAT_VERSION,
     MAGIC, TRAILER_LEN,
 };
-use crate::block_cache::{Block, BlockCache, BlockKey, Priority};
+use crate::block_cache::{Block, BlockCache, BlockKey, Priority, IN_MEMORY_SHARE};
 use crate::codec::Reader;
 use crate::env::{Env, RandomAccessFile};
 pub(super) use block_index::BlockRef;
@@ -170,7 +170,34 @@ impl StoreFile {
         if bloom_at.1 > 0 {
             f.open_bloom(bloom_at)?;
         }
+        f.warm()?;
         Ok(f)
+    }
+
+    /// Reads the index's leaves and the bloom's chunks into the cache, checking them, when
+    /// together they take at most a sixteenth of it (a quarter of the share that protects
+    /// index and bloom blocks from data). A flush's or compaction's new file is then ready
+    /// for the reads that follow, which would otherwise each read a piece of it on their own
+    /// path, as a file's whole index and filter were read at open before format version 4.
+    /// A larger file's pieces are read as reads need them.
+    fn warm(&self) -> Result<()> {
+        let budget = (self.cache.capacity_bytes() as f64 * IN_MEMORY_SHARE / 4.0) as u64;
+        let leaves: u64 = self.root.blocks().map(|(_, len)| u64::from(len)).sum();
+        let chunks = match &self.bloom {
+            BloomAt::Chunked(layout) => layout.chunks_end() - layout.chunk_at(0).0,
+            BloomAt::None | BloomAt::Whole(_) => 0,
+        };
+        if leaves + chunks > budget {
+            return Ok(());
+        }
+        self.warm_leaves()?;
+        if let BloomAt::Chunked(layout) = &self.bloom {
+            for i in 0..layout.chunks() {
+                let chunk = |body: &[u8]| layout.chunk(i, body);
+                self.bloom_block(layout.chunk_at(i), chunk, false)?;
+            }
+        }
+        Ok(())
     }
 
     /// Reads the bloom section at `at`: a chunked filter's layout, whose chunks must end

@@ -550,7 +550,8 @@ fn a_bloom_filter_is_read_a_chunk_at_a_time() {
     let mut data = std::fs::read(&path).unwrap();
     let (layout, _) = bloom_layout(&data);
     assert_eq!(layout.chunks(), 20);
-    let cache = BlockCache::new(1 << 20);
+    // A cache too small to take the file's index and filter at open (`StoreFile::warm`).
+    let cache = BlockCache::new(64 << 10);
     let open_in = |cache: &Arc<BlockCache>| {
         let id = super::FileId { region: 1, file: 1 };
         StoreFile::open(&Env::default(), &path, id, &Bytes::from_static(b"f"), cache)
@@ -572,7 +573,7 @@ fn a_bloom_filter_is_read_a_chunk_at_a_time() {
     let (at, _) = layout.chunk_at(chunk_of(0));
     data[at as usize + 3] ^= 0x10;
     std::fs::write(&path, &data).unwrap();
-    let f = open_in(&BlockCache::new(1 << 20)).unwrap();
+    let f = open_in(&BlockCache::new(64 << 10)).unwrap();
     let err = f.may_contain(row(0).as_bytes(), None).unwrap_err();
     let msg = err.to_string();
     assert!(
@@ -653,7 +654,8 @@ fn an_index_is_read_a_leaf_at_a_time() {
     let leaves = leaves(&std::fs::read(&path).unwrap());
     assert!(leaves.len() > 50, "{} leaves", leaves.len());
     let blocks: usize = leaves.iter().map(Index::len).sum();
-    let cache = BlockCache::new(1 << 20);
+    // A cache too small to take the file's index at open (`StoreFile::warm`).
+    let cache = BlockCache::new(64 << 10);
     let f = open_with(&path, &cache);
     assert_eq!(cache.stats().blocks, 0, "nothing is cached at open");
     assert_eq!(get_row(&f, 300).unwrap(), cells_of_row(&cells, 300));
@@ -687,7 +689,7 @@ fn a_damaged_index_leaf_fails_only_the_reads_through_it() {
     let (leaf_at, _) = index_root(&data).block(40);
     data[leaf_at as usize + 2] ^= 0x40;
     std::fs::write(&path, &data).unwrap();
-    let f = open_with(&path, &BlockCache::new(1 << 20));
+    let f = open_with(&path, &BlockCache::new(64 << 10));
     let (mut failed, mut read) = (0, 0);
     for i in 0..600 {
         match get_row(&f, i) {
@@ -706,4 +708,35 @@ fn a_damaged_index_leaf_fails_only_the_reads_through_it() {
         failed > 0 && failed < 20 && read + failed == 600,
         "{failed} failed"
     );
+}
+
+/// A file whose index leaves and bloom chunks take at most a sixteenth of the cache has them
+/// read, checked and cached at open; a larger one (here, for a smaller cache) does not.
+#[test]
+fn an_index_and_filter_that_fit_are_read_at_open() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fam = family(Compression::None, BloomType::Row).with_block_size_bytes(128);
+    let path = write(tmp.path(), &fam, &sample(600)).path().to_owned();
+    let mut data = std::fs::read(&path).unwrap();
+    let (layout, _) = bloom_layout(&data);
+    let pieces = leaves(&data).len() as u64 + layout.chunks();
+    let cache = BlockCache::new(4 << 20);
+    let f = open_with(&path, &cache);
+    assert_eq!(cache.stats().blocks, pieces, "every leaf and chunk cached at open");
+    assert!(f.may_contain(b"row00042", None).unwrap());
+    assert_eq!(get_row(&f, 42).unwrap().len(), 2);
+    assert_eq!(cache.stats().misses, pieces + 1, "only the data block read after open");
+    drop(f);
+    let small = BlockCache::new(64 << 10);
+    drop(open_with(&path, &small));
+    assert_eq!(small.stats().blocks, 0, "too large for a small cache");
+
+    let (at, _) = layout.chunk_at(3);
+    data[at as usize + 1] ^= 0x08;
+    std::fs::write(&path, &data).unwrap();
+    let id = super::FileId { region: 1, file: 1 };
+    let err = StoreFile::open(&Env::default(), &path, id, &Bytes::from_static(b"f"), &cache);
+    let msg = err.unwrap_err().to_string();
+    assert!(msg.contains(&format!("offset {at}")), "{msg}");
+    drop(open_with(&path, &BlockCache::new(64 << 10)));
 }

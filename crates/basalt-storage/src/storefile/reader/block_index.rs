@@ -54,6 +54,11 @@ impl StoreFile {
         Ok(self.cache_leaf(at, leaf))
     }
 
+    /// Reads every leaf not cached into the cache ([`StoreFile::warm`]).
+    pub(super) fn warm_leaves(&self) -> Result<()> {
+        (0..self.root.len()).try_for_each(|i| self.leaf(i, false).map(drop))
+    }
+
     /// Caches the leaf stored at `at`.
     pub(super) fn cache_leaf(&self, at: (u64, u32), leaf: Index) -> Arc<Index> {
         let leaf = Arc::new(leaf);
