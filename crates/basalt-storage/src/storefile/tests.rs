@@ -722,10 +722,18 @@ fn an_index_and_filter_that_fit_are_read_at_open() {
     let pieces = leaves(&data).len() as u64 + layout.chunks();
     let cache = BlockCache::new(4 << 20);
     let f = open_with(&path, &cache);
-    assert_eq!(cache.stats().blocks, pieces, "every leaf and chunk cached at open");
+    assert_eq!(
+        cache.stats().blocks,
+        pieces,
+        "every leaf and chunk cached at open"
+    );
     assert!(f.may_contain(b"row00042", None).unwrap());
     assert_eq!(get_row(&f, 42).unwrap().len(), 2);
-    assert_eq!(cache.stats().misses, pieces + 1, "only the data block read after open");
+    assert_eq!(
+        cache.stats().misses,
+        pieces + 1,
+        "only the data block read after open"
+    );
     drop(f);
     let small = BlockCache::new(64 << 10);
     drop(open_with(&path, &small));
@@ -734,9 +742,8 @@ fn an_index_and_filter_that_fit_are_read_at_open() {
     let (at, _) = layout.chunk_at(3);
     data[at as usize + 1] ^= 0x08;
     std::fs::write(&path, &data).unwrap();
-    let id = super::FileId { region: 1, file: 1 };
-    let err = StoreFile::open(&Env::default(), &path, id, &Bytes::from_static(b"f"), &cache);
-    let msg = err.unwrap_err().to_string();
+    // `open`'s cache of 1 MiB takes the pieces at open too.
+    let msg = open(&path).unwrap_err().to_string();
     assert!(msg.contains(&format!("offset {at}")), "{msg}");
     drop(open_with(&path, &BlockCache::new(64 << 10)));
 }
