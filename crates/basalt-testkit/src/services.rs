@@ -42,22 +42,27 @@ fn wait_until(what: &str, limit: Duration, logs: &Path, mut ready: impl FnMut() 
     let start = Instant::now();
     while !ready() {
         if start.elapsed() > limit {
-            let mut text = String::new();
-            for entry in std::fs::read_dir(logs).into_iter().flatten().flatten() {
-                let p = entry.path();
-                if p.extension().is_some_and(|e| e == "log") {
-                    let log = std::fs::read_to_string(&p).unwrap_or_default();
-                    let tail: String = log.lines().rev().take(8).collect::<Vec<_>>().join("\n");
-                    text.push_str(&format!(
-                        "--- {} (last lines, newest first)\n{tail}\n",
-                        p.display()
-                    ));
-                }
-            }
-            panic!("{what} did not start within {limit:?}\n{text}");
+            panic!("{what} did not start within {limit:?}\n{}", log_tails(logs));
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// The last lines of every log in `logs`, for a failure's message.
+fn log_tails(logs: &Path) -> String {
+    let mut text = String::new();
+    for entry in std::fs::read_dir(logs).into_iter().flatten().flatten() {
+        let p = entry.path();
+        if p.extension().is_some_and(|e| e == "log") {
+            let log = std::fs::read_to_string(&p).unwrap_or_default();
+            let tail: String = log.lines().rev().take(8).collect::<Vec<_>>().join("\n");
+            text.push_str(&format!(
+                "--- {} (last lines, newest first)\n{tail}\n",
+                p.display()
+            ));
+        }
+    }
+    text
 }
 
 /// Processes killed (SIGKILL) and reaped when dropped.
@@ -75,6 +80,15 @@ impl Processes {
             .spawn()
             .unwrap_or_else(|e| panic!("starting {what} ({cmd:?}): {e}"));
         self.0.push(child);
+    }
+}
+
+impl Processes {
+    /// Whether any process has exited.
+    fn any_exited(&mut self) -> bool {
+        self.0
+            .iter_mut()
+            .any(|c| matches!(c.try_wait(), Ok(Some(_))))
     }
 }
 
@@ -216,7 +230,28 @@ impl SeaweedFs {
         let _ = server.wait();
     }
 
+    /// Starts the servers; when one of them exits before the S3 gateway answers, or it does
+    /// not answer in time, starts them all again on fresh ports, twice at most. The ports are
+    /// taken free and bound by the servers a moment later, so a test running beside may take
+    /// one in between (the filer's S3 gateway was seen to exit at start on a loaded machine).
     fn start_with(replication: &str) -> SeaweedFs {
+        let mut failures = Vec::new();
+        for _ in 0..3 {
+            match SeaweedFs::try_start(replication) {
+                Ok(s3) => return s3,
+                Err(why) => {
+                    eprintln!("SeaweedFS did not start; starting it again: {why}");
+                    failures.push(why);
+                }
+            }
+        }
+        panic!(
+            "SeaweedFS did not start in three tries:\n{}",
+            failures.join("\n")
+        );
+    }
+
+    fn try_start(replication: &str) -> Result<SeaweedFs, String> {
         let weed = std::env::var("BASALT_WEED").unwrap_or_else(|_| "weed".to_owned());
         let dir = tempfile::tempdir().expect("a temporary directory");
         let d = |n: &str| -> PathBuf {
@@ -283,26 +318,13 @@ impl SeaweedFs {
         run("filer", f);
         let endpoint = format!("127.0.0.1:{s3}");
         let bucket = "basalt".to_owned();
-        wait_until(
-            "SeaweedFS's S3 gateway",
-            Duration::from_secs(90),
-            dir.path(),
-            || {
-                let status =
-                    |path: &str, body: &[u8]| http(&endpoint, "PUT", path, body).map(|a| a.status);
-                let made = status(&format!("/{bucket}"), b"");
-                // An object with a body: an empty one is kept by the filer alone, and only
-                // a body shows that a volume server takes writes.
-                matches!(made, Some(200 | 409))
-                    && status(&format!("/{bucket}/probe"), b"probe") == Some(200)
-            },
-        );
-        SeaweedFs {
+        wait_for_s3(&endpoint, &bucket, &mut processes, dir.path())?;
+        Ok(SeaweedFs {
             endpoint: format!("http://{endpoint}"),
             bucket,
             processes,
             dir,
-        }
+        })
     }
 
     /// The `AWS_*` variables a client needs to reach the store (no credentials are checked).
@@ -366,4 +388,34 @@ pub fn http(address: &str, method: &str, path: &str, body: &[u8]) -> Option<Http
         status,
         body: answer.split_off(head_end),
     })
+}
+
+/// Waits until SeaweedFS's S3 gateway at `endpoint` takes an object into `bucket`; an error
+/// with the servers' logs when one of `processes` exits first or 90 s pass.
+fn wait_for_s3(
+    endpoint: &str,
+    bucket: &str,
+    processes: &mut Processes,
+    logs: &Path,
+) -> Result<(), String> {
+    let status = |path: &str, body: &[u8]| http(endpoint, "PUT", path, body).map(|a| a.status);
+    // An object with a body: an empty one is kept by the filer alone, and only a body shows
+    // that a volume server takes writes.
+    let ready = || {
+        matches!(status(&format!("/{bucket}"), b""), Some(200 | 409))
+            && status(&format!("/{bucket}/probe"), b"probe") == Some(200)
+    };
+    let (start, limit) = (Instant::now(), Duration::from_secs(90));
+    while !ready() {
+        let why = if processes.any_exited() {
+            "a server exited"
+        } else if start.elapsed() > limit {
+            "the S3 gateway did not answer within 90 s"
+        } else {
+            std::thread::sleep(Duration::from_millis(50));
+            continue;
+        };
+        return Err(format!("{why}\n{}", log_tails(logs)));
+    }
+    Ok(())
 }
