@@ -533,8 +533,21 @@ fn leaves(data: &[u8]) -> Vec<Index> {
 fn bloom_layout(data: &[u8]) -> (BloomLayout, (u64, u32)) {
     let trailer = parse_trailer(&data[data.len() - TRAILER_LEN..], std::path::Path::new("f"));
     let at = trailer.unwrap().sections[1];
-    let body = &data[at.0 as usize..at.0 as usize + at.1 as usize - block::BLOCK_TRAILER_LEN];
-    (BloomLayout::decode(body).unwrap(), at)
+    (BloomLayout::decode(&section(data, at)).unwrap(), at)
+}
+
+/// A file of `rows` rows with a `bloom` filter in 128-byte blocks, index leaves and bloom
+/// chunks (75 leaves of about eight rows for 600): its cells, its path and its bytes.
+fn small_blocks(
+    dir: &std::path::Path,
+    bloom: BloomType,
+    rows: usize,
+) -> (Vec<Cell>, std::path::PathBuf, Vec<u8>) {
+    let fam = family(Compression::None, bloom).with_block_size_bytes(128);
+    let cells = sample(rows);
+    let path = write(dir, &fam, &cells).path().to_owned();
+    let data = std::fs::read(&path).unwrap();
+    (cells, path, data)
 }
 
 /// A read loads and caches only the chunk of the filter its key's line lies in; a damaged
@@ -543,20 +556,12 @@ fn bloom_layout(data: &[u8]) -> (BloomLayout, (u64, u32)) {
 fn a_bloom_filter_is_read_a_chunk_at_a_time() {
     let tmp = tempfile::tempdir().unwrap();
     // 2,000 rows at 10 bits each: 40 lines, two to a chunk of a 128-byte block.
-    let fam = family(Compression::None, BloomType::Row).with_block_size_bytes(128);
-    let f = write(tmp.path(), &fam, &sample(2000));
-    let path = f.path().to_owned();
-    drop(f);
-    let mut data = std::fs::read(&path).unwrap();
+    let (_, path, mut data) = small_blocks(tmp.path(), BloomType::Row, 2000);
     let (layout, _) = bloom_layout(&data);
     assert_eq!(layout.chunks(), 20);
     // A cache too small to take the file's index and filter at open (`StoreFile::warm`).
     let cache = BlockCache::new(64 << 10);
-    let open_in = |cache: &Arc<BlockCache>| {
-        let id = super::FileId { region: 1, file: 1 };
-        StoreFile::open(&Env::default(), &path, id, &Bytes::from_static(b"f"), cache)
-    };
-    let f = open_in(&cache).unwrap();
+    let f = open_with(&path, &cache);
     assert_eq!(cache.stats().blocks, 0, "nothing is cached at open");
     let row = |i: usize| format!("row{i:05}");
     assert!(f.may_contain(row(7).as_bytes(), None).unwrap());
@@ -573,7 +578,7 @@ fn a_bloom_filter_is_read_a_chunk_at_a_time() {
     let (at, _) = layout.chunk_at(chunk_of(0));
     data[at as usize + 3] ^= 0x10;
     std::fs::write(&path, &data).unwrap();
-    let f = open_in(&BlockCache::new(64 << 10)).unwrap();
+    let f = open_with(&path, &BlockCache::new(64 << 10));
     let err = f.may_contain(row(0).as_bytes(), None).unwrap_err();
     let msg = err.to_string();
     assert!(
@@ -588,9 +593,7 @@ fn a_bloom_filter_is_read_a_chunk_at_a_time() {
 #[test]
 fn a_bloom_layout_that_misplaces_its_chunks_is_refused_at_open() {
     let tmp = tempfile::tempdir().unwrap();
-    let fam = family(Compression::None, BloomType::Row).with_block_size_bytes(128);
-    let path = write(tmp.path(), &fam, &sample(500)).path().to_owned();
-    let mut data = std::fs::read(&path).unwrap();
+    let (_, path, mut data) = small_blocks(tmp.path(), BloomType::Row, 500);
     let (_, (off, len)) = bloom_layout(&data);
     let (off, len) = (off as usize, len as usize);
     let mut body = data[off..off + len - block::BLOCK_TRAILER_LEN].to_vec();
@@ -606,15 +609,6 @@ fn a_bloom_layout_that_misplaces_its_chunks_is_refused_at_open() {
             .contains("its chunks do not end where its layout begins"),
         "{err}"
     );
-}
-
-/// A file of `rows` rows in 128-byte blocks and index leaves (75 leaves of about eight rows
-/// for 600): its cells and its path.
-fn many_leaves(dir: &std::path::Path, rows: usize) -> (Vec<Cell>, std::path::PathBuf) {
-    let fam = family(Compression::None, BloomType::None).with_block_size_bytes(128);
-    let cells = sample(rows);
-    let path = write(dir, &fam, &cells).path().to_owned();
-    (cells, path)
 }
 
 fn open_with(path: &std::path::Path, cache: &Arc<BlockCache>) -> Arc<StoreFile> {
@@ -650,8 +644,8 @@ fn cells_of_row(cells: &[Cell], i: usize) -> Vec<Cell> {
 #[test]
 fn an_index_is_read_a_leaf_at_a_time() {
     let tmp = tempfile::tempdir().unwrap();
-    let (cells, path) = many_leaves(tmp.path(), 600);
-    let leaves = leaves(&std::fs::read(&path).unwrap());
+    let (cells, path, data) = small_blocks(tmp.path(), BloomType::None, 600);
+    let leaves = leaves(&data);
     assert!(leaves.len() > 50, "{} leaves", leaves.len());
     let blocks: usize = leaves.iter().map(Index::len).sum();
     // A cache too small to take the file's index at open (`StoreFile::warm`).
@@ -684,8 +678,7 @@ fn an_index_is_read_a_leaf_at_a_time() {
 #[test]
 fn a_damaged_index_leaf_fails_only_the_reads_through_it() {
     let tmp = tempfile::tempdir().unwrap();
-    let (cells, path) = many_leaves(tmp.path(), 600);
-    let mut data = std::fs::read(&path).unwrap();
+    let (cells, path, mut data) = small_blocks(tmp.path(), BloomType::None, 600);
     let (leaf_at, _) = index_root(&data).block(40);
     data[leaf_at as usize + 2] ^= 0x40;
     std::fs::write(&path, &data).unwrap();
@@ -715,9 +708,7 @@ fn a_damaged_index_leaf_fails_only_the_reads_through_it() {
 #[test]
 fn an_index_and_filter_that_fit_are_read_at_open() {
     let tmp = tempfile::tempdir().unwrap();
-    let fam = family(Compression::None, BloomType::Row).with_block_size_bytes(128);
-    let path = write(tmp.path(), &fam, &sample(600)).path().to_owned();
-    let mut data = std::fs::read(&path).unwrap();
+    let (_, path, mut data) = small_blocks(tmp.path(), BloomType::Row, 600);
     let (layout, _) = bloom_layout(&data);
     let pieces = leaves(&data).len() as u64 + layout.chunks();
     let cache = BlockCache::new(4 << 20);
