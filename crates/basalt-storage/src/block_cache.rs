@@ -14,9 +14,16 @@
 //! hold no more than [`IN_MEMORY_SHARE`] of the shard and normal entries remain, so a scan of
 //! ordinary data cannot push them out.
 //!
+//! # Weights
+//! A block is charged its weight when inserted. A data block's row probes are built after it
+//! is cached, by its fifth search, and are charged at its next lookup
+//! ([`DataBlock::probe_bytes`]): a block searched once or twice, the usual fate of one
+//! read by a random Get in a store larger than the cache, takes no room for probes it never
+//! builds.
+//!
 //! # Invariants
-//! 1. `used` is the sum of the weights of the entries present; it never exceeds the shard's
-//!    capacity after an insert returns.
+//! 1. `used` is the sum of the weights of the entries present (with the probe bytes charged
+//!    to them); it never exceeds the shard's capacity after an insert or a lookup returns.
 //! 2. `map` and `slots` agree: `map[k] == i` exactly when `slots[i]` holds the entry of `k`.
 
 use std::collections::HashMap;
@@ -78,7 +85,10 @@ pub struct CacheStats {
 struct Entry {
     key: BlockKey,
     block: Block,
+    /// The weight given at insert, plus the probe bytes charged since.
     weight: usize,
+    /// Of `weight`, the data block's probe bytes charged at a lookup.
+    probes_charged: usize,
     priority: Priority,
     referenced: bool,
 }
@@ -157,6 +167,14 @@ impl BlockCache {
             e.referenced = true;
             e.block.clone()
         });
+        if let (Some(i), Some(Block::Data(block))) = (slot, &found) {
+            let probes = block.probe_bytes();
+            if s.charge_probes(i, probes) {
+                let evicted = s.make_room(0, self.shard_capacity);
+                s.counts.evictions += evicted;
+            }
+            s.check(self.shard_capacity);
+        }
         let c = &mut s.counts;
         if found.is_some() {
             c.hits += 1;
@@ -186,17 +204,11 @@ impl BlockCache {
             key,
             block,
             weight,
+            probes_charged: 0,
             priority,
             referenced: false,
         });
-        invariant!(
-            s.used <= self.shard_capacity
-                && s.used == s.slots.iter().flatten().map(|e| e.weight).sum::<usize>()
-                && s.map.len() == s.slots.iter().flatten().count(),
-            "block cache shard: used {} of {}, not the sum of its entries' weights (invariants 1, 2)",
-            s.used,
-            self.shard_capacity
-        );
+        s.check(self.shard_capacity);
     }
 
     /// Drops every block of `file` (its file was deleted or closed).
@@ -244,6 +256,18 @@ impl BlockCache {
 }
 
 impl Shard {
+    /// Invariants 1 and 2 (with the `invariants` feature).
+    fn check(&self, capacity: usize) {
+        invariant!(
+            self.used <= capacity
+                && self.used == self.slots.iter().flatten().map(|e| e.weight).sum::<usize>()
+                && self.map.len() == self.slots.iter().flatten().count(),
+            "block cache shard: used {} of {}, not the sum of its entries' weights (invariants 1, 2)",
+            self.used,
+            capacity
+        );
+    }
+
     fn add(&mut self, e: Entry) {
         self.used += e.weight;
         if e.priority == Priority::InMemory {
@@ -261,6 +285,25 @@ impl Shard {
             }
         };
         self.map.insert(key, i);
+    }
+
+    /// Charges entry `i` `probes` bytes for its data block's probes, in place of what it was
+    /// charged for them before; whether its weight grew (the caller makes room).
+    fn charge_probes(&mut self, i: usize, probes: usize) -> bool {
+        let Some(e) = self.slots[i].as_mut() else {
+            return false;
+        };
+        if e.probes_charged == probes {
+            return false;
+        }
+        let grew = probes > e.probes_charged;
+        let weight = e.weight - e.probes_charged + probes;
+        self.used = self.used - e.weight + weight;
+        if e.priority == Priority::InMemory {
+            self.in_memory_used = self.in_memory_used - e.weight + weight;
+        }
+        (e.weight, e.probes_charged) = (weight, probes);
+        grew
     }
 
     fn remove(&mut self, i: usize) {
@@ -437,6 +480,97 @@ mod tests {
         assert_eq!(c.stats().blocks, 50);
         assert!((0..50).all(|i| c.get(&key(2, i)).is_some()));
         assert!((0..50).all(|i| c.get(&key(1, i)).is_none()));
+    }
+
+    /// A block of `n` cells, rows `row-00000` and on.
+    fn block_of(n: usize) -> Arc<DataBlock> {
+        use crate::storefile::block::DataBlockBuilder;
+        let mut b = DataBlockBuilder::default();
+        for i in 0..n {
+            b.add(&basalt_model::Cell::put(
+                format!("row-{i:05}"),
+                "f",
+                "q",
+                1,
+                "v",
+            ));
+        }
+        let body = bytes::Bytes::from(b.finish());
+        Arc::new(DataBlock::new(bytes::Bytes::from_static(b"f"), body).unwrap())
+    }
+
+    /// Searches `block` for `row` (cell `at`) until the searches have built its probes.
+    fn search_until_probed(block: &DataBlock, row: &str, at: usize) {
+        let probe = basalt_model::Cell::put(row.to_owned(), "f", "q", 1, "");
+        for _ in 0..100 {
+            if block.probe_bytes() > 0 {
+                return;
+            }
+            assert_eq!(block.lower_bound(&probe).unwrap(), at);
+        }
+        panic!("a hundred searches built no probes");
+    }
+
+    #[test]
+    fn a_data_blocks_probes_are_charged_at_the_lookup_after_they_are_built() {
+        let c = BlockCache::new(1 << 20);
+        let block = block_of(100);
+        let weight = block.weight();
+        c.insert(
+            key(1, 0),
+            Block::Data(Arc::clone(&block)),
+            weight,
+            Priority::Normal,
+        );
+        assert!(c.get(&key(1, 0)).is_some());
+        assert_eq!(
+            c.stats().size_bytes,
+            weight as u64,
+            "no probes, none charged"
+        );
+        search_until_probed(&block, "row-00042", 42);
+        assert_eq!(
+            block.probe_bytes(),
+            100 * 8,
+            "the searches built the probes"
+        );
+        assert_eq!(
+            c.stats().size_bytes,
+            weight as u64,
+            "charged at the next lookup"
+        );
+        assert!(c.get(&key(1, 0)).is_some());
+        assert_eq!(c.stats().size_bytes, (weight + 800) as u64);
+        assert!(c.get(&key(1, 0)).is_some());
+        assert_eq!(c.stats().size_bytes, (weight + 800) as u64, "charged once");
+    }
+
+    #[test]
+    fn charging_probes_makes_room_as_an_insert_does() {
+        let block = block_of(100);
+        let weight = block.weight();
+        // One shard, full up to the block's own probes' worth of room less one byte.
+        let capacity = weight + 9 * 100 + 800 - 1;
+        let c = BlockCache::new(capacity);
+        c.insert(
+            key(1, 0),
+            Block::Data(Arc::clone(&block)),
+            weight,
+            Priority::Normal,
+        );
+        for i in 0..9 {
+            c.insert(key(2, i), data(1), 100, Priority::Normal);
+        }
+        assert_eq!(c.stats().blocks, 10);
+        search_until_probed(&block, "row-00007", 7);
+        assert!(c.get(&key(1, 0)).is_some());
+        let s = c.stats();
+        assert!(s.size_bytes <= capacity as u64, "{s:?}");
+        assert_eq!((s.blocks, s.evictions), (9, 1), "{s:?}");
+        assert!(
+            c.get(&key(1, 0)).is_some(),
+            "the block read keeps its place"
+        );
     }
 
     #[test]

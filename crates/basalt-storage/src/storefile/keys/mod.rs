@@ -684,11 +684,20 @@ impl DataBlock {
         })
     }
 
-    /// Bytes held, the block's weight in the cache: the row probes are counted from the
-    /// start, as they may be built while the block is cached.
+    /// Bytes held but the row probes, the block's weight when cached.
     #[must_use]
     pub fn weight(&self) -> usize {
-        self.body.len() + 8 * self.len + std::mem::size_of::<DataBlock>()
+        self.body.len() + std::mem::size_of::<DataBlock>()
+    }
+
+    /// Bytes the row probes hold: none until a search builds them. The block cache charges
+    /// them at the block's next lookup, so that a block searched once or twice takes no room
+    /// for probes it never builds (at 10M rows, most blocks a random Get reads).
+    #[must_use]
+    pub fn probe_bytes(&self) -> usize {
+        self.probes
+            .get()
+            .map_or(0, |p| p.windows.len() * std::mem::size_of::<u64>())
     }
 }
 
