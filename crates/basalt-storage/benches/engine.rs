@@ -26,7 +26,7 @@ use basalt_storage::store::source::Source;
 use basalt_storage::store::Store;
 use basalt_storage::storefile::block::{decode_data_block, frame, unframe, DataBlockBuilder};
 use basalt_storage::storefile::{
-    bloom_key, row_hash, Bloom, BloomBuilder, Caching, FileId, Layout, StoreFile, StoreFileWriter,
+    bloom_key, row_hash, Bloom, BloomBuilder, Caching, FileId, StoreFile, StoreFileWriter,
 };
 use basalt_storage::RegionInfo;
 use bytes::Bytes;
@@ -80,14 +80,11 @@ fn blocks(c: &mut Criterion) {
     g.bench_function("miss", |b| {
         let key = Cell::first_on_row(&Bytes::from(230u64.to_be_bytes().repeat(2)));
         b.iter(|| {
-            let block =
-                decode_data_block(body.clone(), Layout::Compact, &family, (Path::new("b"), 0))
-                    .unwrap();
+            let block = decode_data_block(body.clone(), &family, Path::new("b"), 0).unwrap();
             black_box(block.lower_bound(&key).unwrap())
         });
     });
-    let block =
-        decode_data_block(body.clone(), Layout::Compact, &family, (Path::new("b"), 0)).unwrap();
+    let block = decode_data_block(body.clone(), &family, Path::new("b"), 0).unwrap();
     g.throughput(Throughput::Elements(1));
     g.bench_function("seek", |b| {
         let mut i = 0u64;

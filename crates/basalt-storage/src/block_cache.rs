@@ -371,14 +371,11 @@ impl Hasher for KeyHasher {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::storefile::Layout;
 
     fn data(_n: usize) -> Block {
         use bytes::Bytes;
         let empty = Bytes::from_static(&[0; 4]);
-        Block::Data(Arc::new(
-            DataBlock::new(Bytes::new(), empty, Layout::WholeKeys).unwrap(),
-        ))
+        Block::Data(Arc::new(DataBlock::new(Bytes::new(), empty).unwrap()))
     }
 
     fn key(file: u64, offset: u64) -> BlockKey {
@@ -499,7 +496,7 @@ mod tests {
             ));
         }
         let body = bytes::Bytes::from(b.finish());
-        Arc::new(DataBlock::new(bytes::Bytes::from_static(b"f"), body, Layout::Compact).unwrap())
+        Arc::new(DataBlock::new(bytes::Bytes::from_static(b"f"), body).unwrap())
     }
 
     /// Searches `block` for `row` (cell `at`) until the searches have built its probes.

@@ -7,7 +7,7 @@ use std::path::Path;
 use bytes::Bytes;
 
 use crate::storefile::{
-    block, decode_index_block, parse_trailer, row_hash, Bloom, BloomLayout, Index, Layout,
+    block, decode_index_block, parse_trailer, row_hash, Bloom, BloomLayout, Index,
 };
 use crate::wal::replay::decode_segment;
 
@@ -22,16 +22,15 @@ pub fn wal_segment(data: &[u8]) {
     });
 }
 
-/// A stored data block: frame (codec and checksum), then the cells, read in each layout a
-/// block may have: format version 1's, whole keys and compact.
+/// A stored data block: frame (codec and checksum), then the cells, read as both format
+/// versions' layouts.
 pub fn data_block(data: &[u8]) {
     let bodies = |body: Bytes| {
         let (family, path) = (&Bytes::from_static(b"f"), Path::new(PATH));
         let legacy = block::decode_legacy_data_block(&body, family, path, 0);
         // A block whose layout is placed is read whole, as its entries are checked when
         // read: each cell built, and searched for enough times that the row probes are built.
-        let placed = |layout| block::decode_data_block(body.clone(), layout, family, (path, 0));
-        for b in [legacy, placed(Layout::WholeKeys), placed(Layout::Compact)]
+        for b in [legacy, block::decode_data_block(body, family, path, 0)]
             .iter()
             .flatten()
         {

@@ -20,7 +20,7 @@ use basalt_storage::env::Env;
 use basalt_storage::fuzzing;
 use basalt_storage::storefile::block::{decode_data_block, decode_legacy_data_block, unframe};
 use basalt_storage::storefile::{
-    decode_index_block, parse_trailer, Bloom, BloomLayout, Layout, StoreFileWriter, FORMAT_VERSION,
+    decode_index_block, parse_trailer, Bloom, BloomLayout, StoreFileWriter, FORMAT_VERSION,
 };
 use basalt_storage::wal::replay::{decode_segment, DecodedSegment};
 use basalt_storage::wal::{Wal, WalEdit};
@@ -30,10 +30,8 @@ type Target = (&'static str, fn(&[u8]));
 
 /// Data block seeds written by store file format version 1, before version 2's seeds.
 const LEGACY_DATA_BLOCK_SEEDS: usize = 20;
-/// Data block seeds written by format versions 1 to 4 (21 to 40 by version 2, 41 to 60 by
-/// versions 3 and 4, whose data blocks are alike), before version 5's seeds (compact
-/// entries).
-const OLDER_DATA_BLOCK_SEEDS: usize = 60;
+/// Data block seeds written by format version 1 or 2, before version 3's seeds.
+const OLDER_DATA_BLOCK_SEEDS: usize = 40;
 /// Bloom block seeds written by format version 3 (filters stored whole), before version 4's
 /// seeds (chunked filters' layouts).
 const WHOLE_BLOOM_SEEDS: usize = 5;
@@ -142,18 +140,14 @@ fn store_file_seeds_decode_to_what_they_held() {
     let family = Bytes::from_static(b"f");
     // Four data blocks of each codec's file, in the order of `store_file_pieces`: seeds 1 to
     // 20 written by format version 1 (prefix-compressed keys), 21 to 40 by version 2, 41 to
-    // 60 by version 3 (row0000's cells, of sequence id 0, stored without it), 61 to 80 by
-    // version 5 (compact entries).
+    // 60 by version 3 (row0000's cells, of sequence id 0, stored without it).
     for n in 1..=OLDER_DATA_BLOCK_SEEDS + 20 {
         let data = seed("data_block", n);
         let body = unframe(data, Path::new("seed"), 0).unwrap();
-        let at = (Path::new("seed"), 0);
         let block = if n <= LEGACY_DATA_BLOCK_SEEDS {
-            decode_legacy_data_block(&body, &family, at.0, at.1).unwrap()
-        } else if n <= OLDER_DATA_BLOCK_SEEDS {
-            decode_data_block(body, Layout::WholeKeys, &family, at).unwrap()
+            decode_legacy_data_block(&body, &family, Path::new("seed"), 0).unwrap()
         } else {
-            decode_data_block(body, Layout::Compact, &family, at).unwrap()
+            decode_data_block(body, &family, Path::new("seed"), 0).unwrap()
         };
         let cells: Vec<Cell> = (0..block.len()).map(|i| block.cell(i).unwrap()).collect();
         assert!(!cells.is_empty(), "data_block seed-{n:03}");
@@ -170,7 +164,7 @@ fn store_file_seeds_decode_to_what_they_held() {
             "index_block seed-{n:03}: {} blocks",
             index.len()
         );
-        // The root of the same file's index in two levels: a few leaves of 384 bytes.
+        // The root of the same file's index in two levels: a few leaves of 512 bytes.
         let m = ONE_BLOCK_INDEX_SEEDS + n;
         let root = decode_index_block(&seed("index_block", m), &family, u64::MAX).unwrap();
         assert!(
@@ -185,7 +179,7 @@ fn store_file_seeds_decode_to_what_they_held() {
                 "bloom seed-{n:03}"
             );
         }
-        // The layout of the same filter in chunks: 240 keys, five lines, one chunk.
+        // The layout of the same filter in chunks: 240 keys, five lines, one 512-byte chunk.
         let m = WHOLE_BLOOM_SEEDS + n;
         let layout = BloomLayout::decode(&seed("bloom_block", m)).unwrap();
         assert_eq!(layout.kind, BloomType::RowCol, "bloom seed-{m:03}");
@@ -240,9 +234,7 @@ fn store_file_pieces(dir: &Path, codec: Compression) -> Vec<(&'static str, Vec<u
     let path = dir.join(format!("{codec:?}.sf"));
     let family = ColumnFamilyDescriptor::new("f")
         .with_compression(codec)
-        // Small enough that the index has a few leaves, large enough for the filter's
-        // five lines in one chunk.
-        .with_block_size_bytes(384)
+        .with_block_size_bytes(512)
         .with_bloom_filter(BloomType::RowCol);
     let mut w = StoreFileWriter::create(&Env::default(), &path, &family, 1).unwrap();
     cells().iter().for_each(|c| w.add(c).unwrap());
@@ -343,7 +335,7 @@ fn write_seed_corpus() {
             .iter()
             .map(|f| ("filter_language", f.as_bytes().to_vec())),
     );
-    // The data block seeds of format versions 1 to 4, and the bloom and index block seeds
+    // The data block seeds of format versions 1 and 2, and the bloom and index block seeds
     // of version 3, stay as they were written.
     let mut counts = std::collections::BTreeMap::from([
         ("data_block", OLDER_DATA_BLOCK_SEEDS),

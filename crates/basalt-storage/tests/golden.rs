@@ -110,9 +110,7 @@ fn edits() -> Vec<WalEdit> {
 fn family(codec: Compression) -> ColumnFamilyDescriptor {
     ColumnFamilyDescriptor::new("f")
         .with_compression(codec)
-        // Files of many blocks (versions 1 to 4 were written with 512-byte blocks; version
-        // 5's entries are shorter).
-        .with_block_size_bytes(320)
+        .with_block_size_bytes(512)
         .with_bloom_filter(BloomType::RowCol)
 }
 
@@ -202,7 +200,7 @@ fn every_cell(f: &Arc<StoreFile>) -> Vec<Cell> {
 
 #[test]
 fn golden_store_files_of_every_codec_read_back_exactly_their_cells() {
-    let files = CODECS.map(|c| [(c, 1), (c, 2), (c, 3), (c, 4), (c, FORMAT_VERSION)]);
+    let files = CODECS.map(|c| [(c, 1), (c, 2), (c, 3), (c, FORMAT_VERSION)]);
     for (codec, version) in files.into_iter().flatten() {
         let expected = cells_of(version);
         let path = golden(&store_file_name(codec, version));

@@ -1,21 +1,20 @@
 //! Data blocks and the stored-block frame (docs/formats/storefile.md).
 
-use std::cmp::Ordering;
 use std::io::{Read, Write};
 use std::path::Path;
 
 use basalt_model::{Cell, CellType, Compression, Error, Result};
 use bytes::Bytes;
 
-use super::keys::{
-    zigzag, DataBlock, Layout, RawKey, HEAD_SEQ, HEAD_TTL, HEAD_TYPE, KEY_TAIL_LEN, NARROW_OFFSETS,
-};
+use super::keys::{DataBlock, FLAG_NO_SEQ, FLAG_TTL, KEY_TAIL_LEN, NARROW_OFFSETS};
 use crate::codec::{put_varint, Reader};
 
 /// Bytes after a block body: compression byte plus checksum.
 pub const BLOCK_TRAILER_LEN: usize = 5;
 /// Fixed key bytes besides row and qualifier: row length, timestamp, type, sequence id.
 const KEY_FIXED_LEN: usize = 2 + KEY_TAIL_LEN;
+/// The sequence id's bytes at the end of a whole key.
+const SEQ_LEN: usize = 8;
 
 /// Codec codes on disk: never renumber.
 fn codec_code(c: Compression) -> u8 {
@@ -30,26 +29,18 @@ fn codec_code(c: Compression) -> u8 {
 
 /// Encodes a cell's whole key (without family).
 pub fn encode_key(out: &mut Vec<u8>, c: &Cell) {
-    let k = RawKey {
-        row: c.row(),
-        qualifier: c.qualifier(),
-        timestamp: c.timestamp,
-        code: c.cell_type.code(),
-        seq_id: c.seq_id,
-    };
-    encode_raw_key(out, k);
+    encode_key_up_to_seq(out, c);
+    out.extend_from_slice(&c.seq_id.to_be_bytes());
 }
 
-/// Encodes a key's parts as a whole key.
-fn encode_raw_key(out: &mut Vec<u8>, k: RawKey<'_>) {
-    let row_len = u16::try_from(k.row.len()).expect("rows are validated to at most 32767 bytes");
-    out.reserve(KEY_FIXED_LEN + k.row.len() + k.qualifier.len());
+/// Encodes a cell's key (without family) up to its sequence id, which is left out.
+fn encode_key_up_to_seq(out: &mut Vec<u8>, c: &Cell) {
+    let row_len = u16::try_from(c.row().len()).expect("rows are validated to at most 32767 bytes");
     out.extend_from_slice(&row_len.to_be_bytes());
-    out.extend_from_slice(k.row);
-    out.extend_from_slice(k.qualifier);
-    out.extend_from_slice(&k.timestamp.to_be_bytes());
-    out.push(k.code);
-    out.extend_from_slice(&k.seq_id.to_be_bytes());
+    out.extend_from_slice(c.row());
+    out.extend_from_slice(c.qualifier());
+    out.extend_from_slice(&c.timestamp.to_be_bytes());
+    out.push(c.cell_type.code());
 }
 
 /// Decodes a key into a cell of `family` with an empty value; `None` when malformed.
@@ -77,68 +68,44 @@ pub fn decode_key(key: &Bytes, family: &Bytes) -> Option<Cell> {
     Some(cell)
 }
 
-/// Builds one data block (format version 5: compact headers, timestamps from the block's
-/// base, every entry's offset, in two bytes where they fit).
+/// Builds one data block (format version 3: whole keys but a zero sequence id, every
+/// entry's offset, in two bytes where they fit).
 #[derive(Debug, Default)]
 pub struct DataBlockBuilder {
     buf: Vec<u8>,
     offsets: Vec<u32>,
-    /// The first cell's timestamp, which the others' count from.
-    base_ts: i64,
-    /// The key of the last cell added: its row and qualifier where they lie in `buf`.
-    last: Option<LastKey>,
-}
-
-#[derive(Debug)]
-struct LastKey {
-    row: std::ops::Range<usize>,
-    qualifier: std::ops::Range<usize>,
-    timestamp: i64,
-    code: u8,
-    seq_id: u64,
+    /// Where the last key added lies in `buf`.
+    last_key: std::ops::Range<usize>,
+    /// Whether the last key added was stored with its sequence id.
+    last_seq_stored: bool,
 }
 
 impl DataBlockBuilder {
-    /// Appends a cell; cells must come in key order, and not of a search-only type (the
-    /// writer refuses those). A zero sequence id (a major compaction's, for cells every
-    /// reader sees) is not stored.
+    /// Appends a cell; cells must come in key order. A zero sequence id (a major
+    /// compaction's, for cells every reader sees) is not stored.
     pub fn add(&mut self, c: &Cell) {
         let at = u32::try_from(self.buf.len()).expect("blocks stay far below 4 GiB");
-        if self.offsets.is_empty() {
-            self.base_ts = c.timestamp;
-        }
         self.offsets.push(at);
-        let code = c.cell_type.code();
-        debug_assert!(code & !HEAD_TYPE == 0, "a search key is not stored: {c:?}");
-        let mut head = code & HEAD_TYPE;
-        if c.seq_id != 0 {
-            head |= HEAD_SEQ;
-        }
-        if c.ttl_ms.is_some() {
-            head |= HEAD_TTL;
-        }
-        self.buf.push(head);
-        put_varint(&mut self.buf, c.row().len() as u64);
-        put_varint(&mut self.buf, c.qualifier().len() as u64);
+        let seq_stored = c.seq_id != 0;
+        let key_len = KEY_FIXED_LEN + c.row().len() + c.qualifier().len()
+            - if seq_stored { 0 } else { SEQ_LEN };
+        put_varint(&mut self.buf, key_len as u64);
         put_varint(&mut self.buf, c.value().len() as u64);
-        put_varint(&mut self.buf, zigzag(c.timestamp, self.base_ts));
-        if c.seq_id != 0 {
-            put_varint(&mut self.buf, c.seq_id);
+        let no_seq = if seq_stored { 0 } else { FLAG_NO_SEQ };
+        match c.ttl_ms {
+            Some(ttl) => {
+                self.buf.push(FLAG_TTL | no_seq);
+                put_varint(&mut self.buf, ttl);
+            }
+            None => self.buf.push(no_seq),
         }
-        if let Some(ttl) = c.ttl_ms {
-            put_varint(&mut self.buf, ttl);
+        let key_at = self.buf.len();
+        encode_key_up_to_seq(&mut self.buf, c);
+        if seq_stored {
+            self.buf.extend_from_slice(&c.seq_id.to_be_bytes());
         }
-        let row = self.buf.len();
-        self.buf.extend_from_slice(c.row());
-        let qualifier = self.buf.len();
-        self.buf.extend_from_slice(c.qualifier());
-        self.last = Some(LastKey {
-            row: row..qualifier,
-            qualifier: qualifier..self.buf.len(),
-            timestamp: c.timestamp,
-            code,
-            seq_id: c.seq_id,
-        });
+        self.last_key = key_at..self.buf.len();
+        self.last_seq_stored = seq_stored;
         self.buf.extend_from_slice(c.value());
     }
 
@@ -153,7 +120,7 @@ impl DataBlockBuilder {
     #[must_use]
     pub fn size_bytes(&self) -> usize {
         let width = if self.narrow() { 2 } else { 4 };
-        self.buf.len() + width * self.offsets.len() + 8 + 4
+        self.buf.len() + width * self.offsets.len() + 4
     }
 
     /// Whether no cell was added.
@@ -162,31 +129,21 @@ impl DataBlockBuilder {
         self.offsets.is_empty()
     }
 
-    /// The last cell added's key, where it lies (`None` when the block is empty).
-    fn last_key(&self) -> Option<RawKey<'_>> {
-        self.last.as_ref().map(|l| RawKey {
-            row: &self.buf[l.row.clone()],
-            qualifier: &self.buf[l.qualifier.clone()],
-            timestamp: l.timestamp,
-            code: l.code,
-            seq_id: l.seq_id,
-        })
-    }
-
-    /// The order of the last cell added, of `family`, against `c` (`None` when the block is
-    /// empty): compared where it lies, as a copy of each cell's key cost a fifth of a
-    /// compaction (BENCHMARKS.md).
+    /// The key of the last cell added as stored, and whether it holds its sequence id
+    /// (else the id is zero).
     #[must_use]
-    pub fn cmp_last(&self, family: &[u8], c: &Cell) -> Option<Ordering> {
-        self.last_key().map(|k| k.cmp(family, c))
+    pub fn last_key(&self) -> (&[u8], bool) {
+        (&self.buf[self.last_key.clone()], self.last_seq_stored)
     }
 
-    /// The whole encoded key of the last cell added (empty when the block is).
+    /// The whole encoded key of the last cell added.
     #[must_use]
     pub fn last_whole_key(&self) -> Vec<u8> {
-        let mut whole = Vec::new();
-        if let Some(k) = self.last_key() {
-            encode_raw_key(&mut whole, k);
+        let (key, seq_stored) = self.last_key();
+        let mut whole = Vec::with_capacity(key.len() + SEQ_LEN);
+        whole.extend_from_slice(key);
+        if !seq_stored {
+            whole.extend_from_slice(&0u64.to_be_bytes());
         }
         whole
     }
@@ -196,18 +153,17 @@ impl DataBlockBuilder {
         let narrow = self.narrow();
         let mut out = std::mem::take(&mut self.buf);
         if narrow {
-            out.reserve(2 * self.offsets.len() + 12);
+            out.reserve(2 * self.offsets.len() + 4);
             for &o in &self.offsets {
                 let o = u16::try_from(o).expect("a narrow block's offsets fit two bytes");
                 out.extend_from_slice(&o.to_le_bytes());
             }
         } else {
-            out.reserve(4 * self.offsets.len() + 12);
+            out.reserve(4 * self.offsets.len() + 4);
             for o in &self.offsets {
                 out.extend_from_slice(&o.to_le_bytes());
             }
         }
-        out.extend_from_slice(&self.base_ts.to_le_bytes());
         let n = u32::try_from(self.offsets.len())
             .ok()
             .filter(|&n| n < NARROW_OFFSETS)
@@ -215,23 +171,23 @@ impl DataBlockBuilder {
         let count = if narrow { n | NARROW_OFFSETS } else { n };
         out.extend_from_slice(&count.to_le_bytes());
         self.offsets.clear();
-        self.last = None;
+        self.last_key = 0..0;
         out
     }
 }
 
-/// A data block body of `family` as it lies, laid out as `layout`; its entries are checked
-/// as they are read ([`DataBlock`], invariant 1).
+/// A data block body of `family` as it lies (format version 3 or 2); its entries are checked as
+/// they are read ([`DataBlock`], invariant 1).
 ///
 /// # Errors
 /// `Corruption` naming `path` and `offset` when the body's layout is malformed.
 pub fn decode_data_block(
     body: Bytes,
-    layout: Layout,
     family: &Bytes,
-    (path, offset): (&Path, u64),
+    path: &Path,
+    offset: u64,
 ) -> Result<DataBlock> {
-    DataBlock::new(family.clone(), body, layout).map_err(|what| damaged(path, offset, what))
+    DataBlock::new(family.clone(), body).map_err(|what| damaged(path, offset, what))
 }
 
 /// The error for damage `what` found in the data block at `offset` of the file at `path`.
@@ -305,7 +261,7 @@ pub fn decode_legacy_data_block(
     }
     let n = u32::try_from(offsets.len()).map_err(|_| bad("block larger than 4 GiB"))?;
     out.extend_from_slice(&n.to_le_bytes());
-    decode_data_block(Bytes::from(out), Layout::WholeKeys, family, (path, offset))
+    decode_data_block(Bytes::from(out), family, path, offset)
 }
 
 /// Frames a block body: compresses it with `codec` and appends the trailer.

@@ -9,7 +9,7 @@ mod scanner;
 mod writer;
 
 pub use bloom::{bloom_key, row_col_hash, row_hash, Bloom, BloomBuilder, BloomLayout};
-pub use keys::{DataBlock, IndexKeys, Layout};
+pub use keys::{DataBlock, IndexKeys};
 pub use reader::{decode_index_block, parse_trailer, Caching, Index, StoreFile, Trailer};
 pub use scanner::StoreFileScanner;
 pub use writer::StoreFileWriter;
@@ -45,19 +45,15 @@ pub struct FileInfo {
 
 /// Trailer magic: never change.
 pub const MAGIC: &[u8; 8] = b"BSLTSF01";
-/// Store file format version written: data blocks hold compact entry headers (timestamps
-/// counted from the block's first) and every entry's offset, in two bytes where they fit;
-/// the bloom filter is stored in chunks and the index in two levels, each read a block at a
-/// time.
-pub const FORMAT_VERSION: u32 = 5;
-/// The fourth format version, still read: as version 5, but each data block entry holds
-/// its whole key (but a zero sequence id).
-pub const FORMAT_VERSION_4: u32 = 4;
+/// Store file format version written: data blocks hold whole keys (but a zero sequence id)
+/// and every entry's offset, in two bytes where they fit; the bloom filter is stored in
+/// chunks and the index in two levels, each read a block at a time.
+pub const FORMAT_VERSION: u32 = 4;
 /// The third format version, still read: as version 4, but the bloom filter and the index
 /// are one block each.
 pub const FORMAT_VERSION_3: u32 = 3;
 /// The second format version, still read: every key holds its sequence id and every offset
-/// is four bytes, which a reader of version 3 and 4 blocks reads as they are.
+/// is four bytes, which version 3's reader reads as they are.
 pub const FORMAT_VERSION_2: u32 = 2;
 /// The first format version, still read: data blocks with prefix-compressed keys, rewritten
 /// into version 2's layout as they are read.

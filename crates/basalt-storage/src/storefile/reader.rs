@@ -13,8 +13,8 @@ use super::bloom::{row_col_hash, row_hash, Bloom, BloomLayout};
 use super::keys::{check_key, Damage, DataBlock, IndexKeys};
 use super::scanner::StoreFileScanner;
 use super::{
-    FileId, FileInfo, Layout, FORMAT_VERSION, FORMAT_VERSION_2, FORMAT_VERSION_3, FORMAT_VERSION_4,
-    LEGACY_FORMAT_VERSION, MAGIC, TRAILER_LEN,
+    FileId, FileInfo, FORMAT_VERSION, FORMAT_VERSION_2, FORMAT_VERSION_3, LEGACY_FORMAT_VERSION,
+    MAGIC, TRAILER_LEN,
 };
 use crate::block_cache::{Block, BlockCache, BlockKey, Priority, IN_MEMORY_SHARE};
 use crate::codec::Reader;
@@ -143,7 +143,7 @@ impl StoreFile {
             path,
             index_at.0,
         )?;
-        let (root, only_leaf) = if version >= FORMAT_VERSION_4 {
+        let (root, only_leaf) = if version >= FORMAT_VERSION {
             // The leaves lie before their root.
             let root = decode_index(&index_body, family, index_at.0);
             (root.ok_or_else(|| bad("store file index"))?, None)
@@ -372,7 +372,7 @@ impl StoreFile {
         let block = Arc::new(if self.version == LEGACY_FORMAT_VERSION {
             decode_legacy_data_block(&body, family, path, offset)?
         } else {
-            decode_data_block(body, layout_of(self.version), family, (path, offset))?
+            decode_data_block(body, family, path, offset)?
         });
         if caching.insert {
             let weight = block.weight();
@@ -407,15 +407,6 @@ mod block_index;
 const SECTION_NAMES: [&str; 3] = ["store file index", "store file bloom", "store file info"];
 
 /// Reads and checks the trailer.
-/// How the data blocks of a file of format `version` lay out their entries.
-fn layout_of(version: u32) -> Layout {
-    if version >= FORMAT_VERSION {
-        Layout::Compact
-    } else {
-        Layout::WholeKeys
-    }
-}
-
 fn read_trailer(file: &RandomAccessFile, path: &Path) -> Result<Trailer> {
     let len = file.len();
     if len < TRAILER_LEN as u64 {
@@ -433,7 +424,7 @@ fn read_trailer(file: &RandomAccessFile, path: &Path) -> Result<Trailer> {
 pub struct Trailer {
     /// The (offset, length) of the index, bloom and file info sections.
     pub sections: [(u64, u32); 3],
-    /// [`FORMAT_VERSION`], [`FORMAT_VERSION_4`], [`FORMAT_VERSION_3`], [`FORMAT_VERSION_2`], or
+    /// [`FORMAT_VERSION`], [`FORMAT_VERSION_3`], [`FORMAT_VERSION_2`], or
     /// [`LEGACY_FORMAT_VERSION`] for a file whose data blocks have prefix-compressed keys.
     pub version: u32,
 }
@@ -460,7 +451,6 @@ pub fn parse_trailer(t: &[u8], path: &Path) -> Result<Trailer> {
     let version = word(36);
     if ![
         FORMAT_VERSION,
-        FORMAT_VERSION_4,
         FORMAT_VERSION_3,
         FORMAT_VERSION_2,
         LEGACY_FORMAT_VERSION,

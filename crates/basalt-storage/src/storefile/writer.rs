@@ -9,7 +9,7 @@ use bytes::Bytes;
 
 use super::block::{self, DataBlockBuilder};
 use super::bloom::BloomBuilder;
-use super::keys::cmp_whole;
+use super::keys::cmp_encoded;
 use super::{FileInfo, FORMAT_VERSION, MAGIC};
 use crate::codec::{put_bytes, put_varint};
 use crate::env::{Env, WritableFile};
@@ -107,8 +107,10 @@ impl StoreFileWriter {
                 self.file.path().display()
             )));
         }
-        if let Some(order) = self.cmp_last(c) {
-            if order != Some(Ordering::Less) {
+        if let Some((last, seq_stored)) = self.last_key() {
+            // The previous cell's key as stored, compared where it lies: a copy of each cell's
+            // key cost a fifth of a compaction (BENCHMARKS.md).
+            if cmp_encoded(last, seq_stored, &self.family, c) != Some(Ordering::Less) {
                 let last = self.last_whole_key().map(Bytes::from);
                 let last = last.and_then(|k| block::decode_key(&k, &self.family));
                 return Err(basalt_model::Error::IllegalArgument(format!(
@@ -149,16 +151,14 @@ impl StoreFileWriter {
         Ok(())
     }
 
-    /// The order of the last cell added against `c` (`None` before the first; `Some(None)`
-    /// when its key cannot be read): the last in the open block, or else the last of the
-    /// last block written (whole, as the index holds it).
-    fn cmp_last(&self, c: &Cell) -> Option<Option<Ordering>> {
+    /// The key of the last cell added as stored, and whether it holds its sequence id: the
+    /// last in the open block, or else the last of the last block written (whole, as the
+    /// index holds it).
+    fn last_key(&self) -> Option<(&[u8], bool)> {
         if self.block.is_empty() {
-            self.index
-                .last()
-                .map(|(k, _, _)| cmp_whole(k, &self.family, c))
+            self.index.last().map(|(k, _, _)| (k.as_slice(), true))
         } else {
-            Some(self.block.cmp_last(&self.family, c))
+            Some(self.block.last_key())
         }
     }
 

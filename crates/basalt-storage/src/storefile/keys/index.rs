@@ -29,7 +29,7 @@ impl IndexKeys {
         let row = |i: usize| {
             let at = entries[i].0 as usize;
             let key = RawKey::whole(&keys[at..at + entries[i].1 as usize]);
-            Ok::<_, std::convert::Infallible>(at + 2..at + 2 + key.row.len())
+            Ok::<_, std::convert::Infallible>(at + 2..at + 2 + key.row_len())
         };
         let Ok(probes) = RowProbes::of(&keys, entries.len(), row);
         IndexKeys {

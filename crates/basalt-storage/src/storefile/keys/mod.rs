@@ -5,53 +5,268 @@
 //! prefix-compressed keys rebuilt into a second buffer beside an entry table: half again the
 //! memory of the block in the cache, and about 18 µs per 64 KiB block before the first compare.
 //!
-//! An entry's header and key are read by [`entry`], which holds the invariant of a checked
-//! key ([`RawKey`]). Index keys are checked when the index is decoded, data block keys each
-//! time their entry is located ([`DataBlock`], invariant 1).
+//! # Invariants
+//! A [`RawKey`] is only made of a key [`check_key`] passed for its tail's length, so its
+//! accessors may slice without further checks: row length fits, the tail's bytes of
+//! timestamp, type and (unless the entry leaves a zero out) sequence id, and a type code that
+//! may be stored. (Index keys are checked when the index is decoded, data block keys each
+//! time their entry is located: [`DataBlock`], invariant 1.)
 
 use std::cmp::Ordering;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::sync::OnceLock;
 
+use basalt_model::cell::compare_families;
 use basalt_model::{bytes_order, Cell, CellType, Spans};
 use bytes::Bytes;
 
-mod entry;
+use crate::codec::Reader;
 
-pub use entry::{check_key, cmp_whole, Damage, Layout};
-#[cfg(test)]
-use entry::{header_of, parse_header};
-use entry::{parse_entry, Located};
-pub(crate) use entry::{zigzag, RawKey, HEAD_SEQ, HEAD_TTL, HEAD_TYPE, KEY_TAIL_LEN};
+/// Timestamp, type and sequence id after the qualifier: a whole key's tail.
+pub(crate) const KEY_TAIL_LEN: usize = 8 + 1 + 8;
+/// The tail of a data block entry's key whose zero sequence id is not stored (format
+/// version 3): timestamp and type.
+pub(crate) const SHORT_TAIL_LEN: usize = 8 + 1;
+
+/// Checks a whole encoded key (`u16 row length | row | qualifier | ts | type | seq`) and
+/// returns its row length.
+pub fn check_key(k: &[u8]) -> Option<usize> {
+    check_key_with_tail(k, KEY_TAIL_LEN)
+}
+
+/// Checks an encoded key whose tail (after the qualifier) is `tail` bytes long:
+/// [`KEY_TAIL_LEN`], or [`SHORT_TAIL_LEN`] for a key stored without its zero sequence id.
+/// Returns the row length.
+fn check_key_with_tail(k: &[u8], tail: usize) -> Option<usize> {
+    if k.len() < 2 + tail {
+        return None;
+    }
+    let row_len = usize::from(u16::from_be_bytes([k[0], k[1]]));
+    if 2 + row_len > k.len() - tail {
+        return None;
+    }
+    let code = k[k.len() - tail + 8];
+    match CellType::from_code(code)? {
+        CellType::Minimum | CellType::Maximum => None,
+        _ => Some(row_len),
+    }
+}
+
+/// A checked encoded key and its tail's length.
+#[derive(Clone, Copy)]
+struct RawKey<'a> {
+    key: &'a [u8],
+    /// [`KEY_TAIL_LEN`], or [`SHORT_TAIL_LEN`] when the sequence id (zero) is left out.
+    tail: usize,
+}
+
+impl<'a> RawKey<'a> {
+    /// A whole key (an index key), which [`check_key`] passed.
+    fn whole(key: &'a [u8]) -> RawKey<'a> {
+        RawKey {
+            key,
+            tail: KEY_TAIL_LEN,
+        }
+    }
+
+    fn row_len(self) -> usize {
+        usize::from(u16::from_be_bytes([self.key[0], self.key[1]]))
+    }
+
+    fn row(self) -> &'a [u8] {
+        &self.key[2..2 + self.row_len()]
+    }
+
+    fn qualifier(self) -> &'a [u8] {
+        &self.key[2 + self.row_len()..self.key.len() - self.tail]
+    }
+
+    /// Timestamp, type code and sequence id (zero when not stored).
+    fn tail(self) -> (i64, u8, u64) {
+        let t = &self.key[self.key.len() - self.tail..];
+        let mut ts = [0u8; 8];
+        ts.copy_from_slice(&t[..8]);
+        let seq = match t.get(9..KEY_TAIL_LEN) {
+            Some(s) => {
+                let mut seq = [0u8; 8];
+                seq.copy_from_slice(s);
+                u64::from_be_bytes(seq)
+            }
+            None => 0,
+        };
+        (i64::from_be_bytes(ts), t[8], seq)
+    }
+
+    /// The key's order against `key` (cell.rs, invariant 1), for a key of `family`.
+    fn cmp(self, family: &[u8], key: &Cell) -> Ordering {
+        bytes_order::compare(self.row(), key.row())
+            .then_with(|| compare_families(family, &key.family))
+            .then_with(|| bytes_order::compare(self.qualifier(), key.qualifier()))
+            .then_with(|| {
+                let (ts, code, seq) = self.tail();
+                key.timestamp
+                    .cmp(&ts)
+                    .then_with(|| key.cell_type.code().cmp(&code))
+                    .then_with(|| key.seq_id.cmp(&seq))
+            })
+    }
+
+    fn seq_id(self) -> u64 {
+        self.tail().2
+    }
+}
+
+/// The order of the encoded key `key` of `family` against `cell` (cell.rs, invariant 1),
+/// `key` holding its sequence id or, when `seq_stored` is false, leaving a zero one out;
+/// `None` when `key` is not one [`check_key`] passes for that tail.
+pub fn cmp_encoded(key: &[u8], seq_stored: bool, family: &[u8], cell: &Cell) -> Option<Ordering> {
+    let tail = if seq_stored {
+        KEY_TAIL_LEN
+    } else {
+        SHORT_TAIL_LEN
+    };
+    check_key_with_tail(key, tail)?;
+    Some(RawKey { key, tail }.cmp(family, cell))
+}
+
+/// What is wrong with a damaged data block, for the caller's corruption error.
+pub type Damage = &'static str;
+
+/// Where one entry of a data block lies in the block's body; its key is checked.
+#[derive(Clone, Debug, Default)]
+struct Located {
+    key: std::ops::Range<usize>,
+    row_len: usize,
+    /// The key's tail: [`KEY_TAIL_LEN`], or [`SHORT_TAIL_LEN`] when its zero sequence id is
+    /// not stored.
+    tail: usize,
+    value: std::ops::Range<usize>,
+    /// Cell TTL in ms; `u64::MAX` when the cell has none.
+    ttl: u64,
+}
+
+/// Parses the entry at `at` that must end at `end` (docs/formats/storefile.md, version 3),
+/// its key checked by [`check_key_with_tail`]; the entries end at `limit`.
+fn parse_entry(body: &[u8], at: usize, end: usize, limit: usize) -> Result<Located, Damage> {
+    let entry = body.get(at..limit).ok_or("entry offset out of place")?;
+    let Header {
+        key,
+        value,
+        ttl,
+        tail,
+    } = header_of(entry, at, limit).ok_or("malformed entry header")?;
+    let row_len = check_key_with_tail(&body[key.clone()], tail).ok_or("malformed key")?;
+    if value.end != end {
+        return Err(if end == limit {
+            "bytes between the last entry and the offset array"
+        } else {
+            "entry offset out of place"
+        });
+    }
+    Ok(Located {
+        key,
+        row_len,
+        tail,
+        value,
+        ttl,
+    })
+}
+
+/// An entry's flag: a cell TTL follows the lengths.
+pub(crate) const FLAG_TTL: u8 = 1;
+/// An entry's flag: the key's sequence id is zero and not stored (format version 3).
+pub(crate) const FLAG_NO_SEQ: u8 = 2;
+
+/// Where an entry's key and value lie in the block's body, its TTL and its key's tail.
+#[derive(Debug, PartialEq, Eq)]
+struct Header {
+    key: std::ops::Range<usize>,
+    value: std::ops::Range<usize>,
+    ttl: u64,
+    tail: usize,
+}
+
+/// The tail of a key whose entry has `flags`.
+fn tail_of(flags: u8) -> usize {
+    if flags & FLAG_NO_SEQ == 0 {
+        KEY_TAIL_LEN
+    } else {
+        SHORT_TAIL_LEN
+    }
+}
+
+/// The header of the entry at `at` (`entry` is the body from there to `limit`): the usual
+/// ones, one-byte key and value lengths and no TTL, read at once, any other by
+/// [`parse_header`], which answers alike for the usual ones too.
+#[inline]
+fn header_of(entry: &[u8], at: usize, limit: usize) -> Option<Header> {
+    match *entry {
+        [key_len, value_len, flags @ (0 | FLAG_NO_SEQ), ..]
+            if key_len < 0x80 && value_len < 0x80 =>
+        {
+            let key = at + 3;
+            let value = key + usize::from(key_len);
+            let value_end = value + usize::from(value_len);
+            (value_end <= limit).then_some(Header {
+                key: key..value,
+                value: value..value_end,
+                ttl: u64::MAX,
+                tail: tail_of(flags),
+            })
+        }
+        _ => parse_header(entry, at, limit),
+    }
+}
+
+/// The header of the entry at `at`, in any form (varint lengths, a TTL or none, a sequence
+/// id or none); the entries end at `limit`.
+fn parse_header(entry: &[u8], at: usize, limit: usize) -> Option<Header> {
+    let mut r = Reader::new(entry);
+    let key_len = r.len()?;
+    let value_len = r.len()?;
+    let flags = r.u8()?;
+    if flags & !(FLAG_TTL | FLAG_NO_SEQ) != 0 {
+        return None;
+    }
+    let ttl = if flags & FLAG_TTL == 0 {
+        u64::MAX
+    } else {
+        r.varint()?
+    };
+    let key = at + r.position();
+    let value = key.checked_add(key_len)?;
+    let value_end = value.checked_add(value_len)?;
+    (value_end <= limit).then_some(Header {
+        key: key..value,
+        value: value..value_end,
+        ttl,
+        tail: tail_of(flags),
+    })
+}
 
 /// A data block, searched and read where it lies: the block cache holds the body as read
 /// from disk (decompressed), and nothing is decoded until a cell is built.
 ///
-/// The body holds each entry's row, qualifier and value whole, with its other key parts,
-/// and an array of every entry's offset, so a search is a binary search over the entries
-/// themselves (HBase's ROW_INDEX_V1 encoding, per cell rather than per row). Its entries
-/// are laid out as [`Layout`] says: compact headers (format version 5) or whole keys
-/// (versions 2 to 4; blocks of the first version, whose keys were prefix-compressed, are
-/// rewritten into version 2's layout when read,
-/// [`super::block::decode_legacy_data_block`]).
+/// The body holds each entry's whole key (but a zero sequence id) and an array of every
+/// entry's offset, so a search is a binary search over the entries themselves (HBase's
+/// ROW_INDEX_V1 encoding, per cell rather than per row). Blocks of format version 2 are
+/// version 3 blocks that leave out no sequence id and keep four-byte offsets. Blocks of the
+/// first format version, whose keys were prefix-compressed, are rewritten into version 2's
+/// layout when read ([`super::block::decode_legacy_data_block`]).
 ///
 /// # Invariants
 /// 1. Entry `i` fills `offset(i)..offset(i + 1)` exactly (the last one ends where the offset
 ///    array starts), and the first starts at 0. Only [`DataBlock::locate`] reads an entry,
-///    and it checks that, the header and the key every time; a [`RawKey`] is only made of a
-///    key it checked. Nothing is checked when the block is built: a miss
+///    and it checks that, the header and the key ([`check_key`]) every time; a [`RawKey`] is
+///    only made of a key it checked. Nothing is checked when the block is built: a miss
 ///    that reads one cell then checks the dozen entries its search touched, not all of them.
 /// 2. The row probes, once built, hold one window per entry, every entry having been
 ///    located to build them.
 #[derive(Debug)]
 pub struct DataBlock {
     family: Bytes,
-    /// The decompressed body: entries, then the offset array, (compact blocks) the base
-    /// timestamp, and the entry count.
+    /// The decompressed body: entries, then the offset array and the entry count.
     body: Bytes,
-    layout: Layout,
-    /// The timestamp a compact block's entries count theirs from.
-    base_ts: i64,
     /// Where the offset array starts; the entries end here.
     offsets_at: usize,
     /// Whether the offsets are two bytes each (else four).
@@ -66,7 +281,7 @@ pub struct DataBlock {
     searches: AtomicU32,
 }
 
-/// The count word's top bit: the block's offsets are two bytes each (format versions 3 on, a
+/// The count word's top bit: the block's offsets are two bytes each (format version 3, a
 /// block whose last entry starts below 64 KiB).
 pub(crate) const NARROW_OFFSETS: u32 = 1 << 31;
 
@@ -179,12 +394,12 @@ fn window(row: &[u8], at: usize) -> u64 {
 }
 
 impl DataBlock {
-    /// A block over `body`, laid out as `layout`: its entry count and offset array are
-    /// placed; the entries are checked as they are read (invariant 1).
+    /// A block over `body`: its entry count and offset array are placed; the entries are
+    /// checked as they are read (invariant 1).
     ///
     /// # Errors
     /// What is wrong with the body, for the caller's corruption error.
-    pub(crate) fn new(family: Bytes, body: Bytes, layout: Layout) -> Result<DataBlock, Damage> {
+    pub(crate) fn new(family: Bytes, body: Bytes) -> Result<DataBlock, Damage> {
         let n = body.len();
         let count_at = n
             .checked_sub(4)
@@ -192,28 +407,15 @@ impl DataBlock {
         let mut count = [0u8; 4];
         count.copy_from_slice(&body[count_at..]);
         let count = u32::from_le_bytes(count);
-        let (base_ts, offsets_end) = match layout {
-            Layout::WholeKeys => (0, count_at),
-            Layout::Compact => {
-                let at = count_at
-                    .checked_sub(8)
-                    .ok_or("block shorter than its base timestamp")?;
-                let mut ts = [0u8; 8];
-                ts.copy_from_slice(&body[at..count_at]);
-                (i64::from_le_bytes(ts), at)
-            }
-        };
         let narrow = count & NARROW_OFFSETS != 0;
         let len = (count & !NARROW_OFFSETS) as usize;
         let offsets_at = len
             .checked_mul(if narrow { 2 } else { 4 })
-            .and_then(|o| offsets_end.checked_sub(o))
+            .and_then(|o| count_at.checked_sub(o))
             .ok_or("offset array larger than the block")?;
         let block = DataBlock {
             family,
             body,
-            layout,
-            base_ts,
             offsets_at,
             narrow,
             len,
@@ -278,13 +480,15 @@ impl DataBlock {
         } else {
             self.offset(i + 1)
         };
-        let at = (self.offset(i), end, self.offsets_at);
-        *e = parse_entry(&self.body, at, self.layout, self.base_ts)?;
+        *e = parse_entry(&self.body, self.offset(i), end, self.offsets_at)?;
         Ok(())
     }
 
     fn key(&self, e: &Located) -> RawKey<'_> {
-        e.key(&self.body)
+        RawKey {
+            key: &self.body[e.key.clone()],
+            tail: e.tail,
+        }
     }
 
     /// Cell `i`, built (its parts share the block's buffer).
@@ -332,10 +536,11 @@ impl DataBlock {
         row: Option<&[u8]>,
         slot: &mut Option<Cell>,
     ) -> Option<Visible> {
-        if row.is_some_and(|r| !bytes_order::equal(&self.body[e.row.clone()], r)) {
+        let key = self.key(e);
+        if row.is_some_and(|r| !bytes_order::equal(key.row(), r)) {
             return Some(Visible::PastRow(i));
         }
-        if e.seq_id <= read_point {
+        if key.seq_id() <= read_point {
             self.cell_into(e, slot);
             return Some(Visible::Cell(i));
         }
@@ -390,12 +595,13 @@ impl DataBlock {
             (&self.body, 0)
         } else {
             // A block past 4 GiB (one cell larger than that): the cell keeps its own part.
-            cut = self.body.slice(e.row.start..e.value.end);
-            (&cut, e.row.start)
+            cut = self.body.slice(e.key.start..e.value.end);
+            (&cut, e.key.start)
         };
+        let start = e.key.start + 2 - base;
         let spans = Spans {
-            row: e.row.start - base..e.row.end - base,
-            qualifier: e.qualifier.start - base..e.qualifier.end - base,
+            row: start..start + e.row_len,
+            qualifier: start + e.row_len..e.key.end - e.tail - base,
             value: e.value.start - base..e.value.end - base,
         };
         let refilled = slot
@@ -407,10 +613,15 @@ impl DataBlock {
         let Some(cell) = slot.as_mut() else {
             unreachable!("a located entry's parts lie within it (invariant 1)")
         };
-        cell.timestamp = e.timestamp;
-        cell.cell_type = CellType::from_code(e.code).unwrap_or(CellType::Put);
-        cell.seq_id = e.seq_id;
+        let (timestamp, code, seq_id) = self.key(e).tail();
+        cell.timestamp = timestamp;
+        cell.cell_type = CellType::from_code(code).unwrap_or(CellType::Put);
+        cell.seq_id = seq_id;
         cell.ttl_ms = (e.ttl != u64::MAX).then_some(e.ttl);
+    }
+
+    fn row_range(e: &Located) -> std::ops::Range<usize> {
+        e.key.start + 2..e.key.start + 2 + e.row_len
     }
 
     /// The row of cell `i`.
@@ -418,7 +629,7 @@ impl DataBlock {
     /// # Errors
     /// The entry is damaged.
     pub fn row(&self, i: usize) -> Result<Bytes, Damage> {
-        Ok(self.body.slice(self.locate(i)?.row))
+        Ok(self.body.slice(Self::row_range(&self.locate(i)?)))
     }
 
     /// The sequence id of cell `i`.
@@ -426,7 +637,7 @@ impl DataBlock {
     /// # Errors
     /// The entry is damaged.
     pub fn seq_id(&self, i: usize) -> Result<u64, Damage> {
-        Ok(self.locate(i)?.seq_id)
+        Ok(self.key(&self.locate(i)?).seq_id())
     }
 
     /// Cell `i`'s order against `key`.
@@ -468,7 +679,9 @@ impl DataBlock {
 
     /// Every entry located, and the windows of their rows (invariant 2).
     fn row_probes(&self) -> Result<RowProbes, Damage> {
-        RowProbes::of(&self.body, self.len, |i| Ok(self.locate(i)?.row))
+        RowProbes::of(&self.body, self.len, |i| {
+            Ok(Self::row_range(&self.locate(i)?))
+        })
     }
 
     /// Bytes held but the row probes, the block's weight when cached.
@@ -503,9 +716,9 @@ impl Passing<'_> {
     /// Whether the entry of `key`, in a block of `family`, is one to pass.
     fn names(&self, key: RawKey<'_>, family: &[u8]) -> bool {
         match *self {
-            Passing::Row(row) => bytes_order::equal(key.row, row),
+            Passing::Row(row) => bytes_order::equal(key.row(), row),
             Passing::Column { row, qualifier } => {
-                bytes_order::equal(key.row, row) && bytes_order::equal(key.qualifier, qualifier)
+                bytes_order::equal(key.row(), row) && bytes_order::equal(key.qualifier(), qualifier)
             }
             Passing::Below(below) => key.cmp(family, below).is_lt(),
         }

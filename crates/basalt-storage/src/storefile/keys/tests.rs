@@ -1,68 +1,16 @@
-use super::entry::{FLAG_NO_SEQ, FLAG_TTL};
 use super::*;
-use crate::codec::put_varint;
-use crate::storefile::block::{encode_key, DataBlockBuilder};
+use crate::storefile::block::DataBlockBuilder;
 
-/// The body of a block of `cells`, as the writer lays it out (compact).
+/// The body of a block of `cells`.
 fn body_of(cells: &[Cell]) -> Vec<u8> {
     let mut b = DataBlockBuilder::default();
     cells.iter().for_each(|c| b.add(c));
     b.finish()
 }
 
-/// The body of a block of `cells` laid out with whole keys, as format versions 3 and 4
-/// wrote it: a zero sequence id left out, two-byte offsets where they fit.
-fn whole_key_body(cells: &[Cell]) -> Vec<u8> {
-    let mut out = Vec::new();
-    let mut offsets = Vec::new();
-    for c in cells {
-        offsets.push(u32::try_from(out.len()).unwrap());
-        let mut key = Vec::new();
-        encode_key(&mut key, c);
-        let mut flags = 0;
-        if c.seq_id == 0 {
-            key.truncate(key.len() - 8);
-            flags |= FLAG_NO_SEQ;
-        }
-        if c.ttl_ms.is_some() {
-            flags |= FLAG_TTL;
-        }
-        put_varint(&mut out, key.len() as u64);
-        put_varint(&mut out, c.value().len() as u64);
-        out.push(flags);
-        if let Some(ttl) = c.ttl_ms {
-            put_varint(&mut out, ttl);
-        }
-        out.extend_from_slice(&key);
-        out.extend_from_slice(c.value());
-    }
-    let narrow = offsets.last().is_none_or(|&o| o <= u32::from(u16::MAX));
-    for &o in &offsets {
-        if narrow {
-            out.extend_from_slice(&u16::try_from(o).unwrap().to_le_bytes());
-        } else {
-            out.extend_from_slice(&o.to_le_bytes());
-        }
-    }
-    let n = u32::try_from(offsets.len()).unwrap();
-    out.extend_from_slice(&(if narrow { n | NARROW_OFFSETS } else { n }).to_le_bytes());
-    out
-}
-
-/// A block of `cells` laid out as `layout`.
-fn block_in(layout: Layout, cells: &[Cell]) -> DataBlock {
-    let body = match layout {
-        Layout::Compact => body_of(cells),
-        Layout::WholeKeys => whole_key_body(cells),
-    };
-    DataBlock::new(Bytes::from_static(b"f"), Bytes::from(body), layout).unwrap()
-}
-
 fn block_of(cells: &[Cell]) -> DataBlock {
-    block_in(Layout::Compact, cells)
+    DataBlock::new(Bytes::from_static(b"f"), Bytes::from(body_of(cells))).unwrap()
 }
-
-const LAYOUTS: [Layout; 2] = [Layout::Compact, Layout::WholeKeys];
 
 proptest::proptest! {
     /// The usual header read at once answers as the general parse does, for any bytes:
@@ -100,19 +48,13 @@ fn raw_keys_order_like_cells() {
         }
     }
     cells.sort();
-    for layout in LAYOUTS {
-        assert_raw_keys_order_like_cells(&block_in(layout, &cells), &cells);
-    }
-}
-
-/// [`raw_keys_order_like_cells`] for one block of `cells`.
-fn assert_raw_keys_order_like_cells(block: &DataBlock, cells: &[Cell]) {
+    let block = block_of(&cells);
     assert_eq!(block.len(), cells.len());
     for (i, a) in cells.iter().enumerate() {
         assert_eq!(block.row(i), Ok(a.row_bytes()));
         assert_eq!(block.seq_id(i), Ok(a.seq_id));
         assert_eq!(block.cell(i).as_ref(), Ok(a));
-        for b in cells {
+        for b in &cells {
             assert_eq!(block.cmp_at(i, b), Ok(a.cmp(b)), "{a:?} vs {b:?}");
         }
         // Search keys of other families and of the row's edges order too.
@@ -126,8 +68,8 @@ fn assert_raw_keys_order_like_cells(block: &DataBlock, cells: &[Cell]) {
 /// Every entry of `body` read as a scan and a search would read it: the block built, each
 /// cell read, and each searched for until the row probes are built; the block's length,
 /// or the first damage found.
-fn read_whole(body: Vec<u8>, layout: Layout) -> Result<usize, Damage> {
-    let block = DataBlock::new(Bytes::from_static(b"f"), Bytes::from(body), layout)?;
+fn read_whole(body: Vec<u8>) -> Result<usize, Damage> {
+    let block = DataBlock::new(Bytes::from_static(b"f"), Bytes::from(body))?;
     for i in 0..block.len() {
         let cell = block.cell(i)?;
         for _ in 0..=PLAIN_SEARCHES {
@@ -139,26 +81,24 @@ fn read_whole(body: Vec<u8>, layout: Layout) -> Result<usize, Damage> {
     Ok(block.len())
 }
 
-/// `body`, a block laid out as `layout` with two-byte offsets, with four-byte ones: as
-/// format version 2 wrote every block, and later versions a block past 64 KiB.
-fn widened(body: &[u8], layout: Layout) -> Vec<u8> {
+/// `body`, a block [`DataBlockBuilder`] wrote with two-byte offsets, with four-byte ones:
+/// as format version 2 wrote every block, and version 3 a block past 64 KiB.
+fn widened(body: &[u8]) -> Vec<u8> {
     let count_at = body.len() - 4;
     let count = u32::from_le_bytes(body[count_at..].try_into().unwrap());
     assert_ne!(count & NARROW_OFFSETS, 0, "a narrow block");
     let n = (count & !NARROW_OFFSETS) as usize;
-    let offsets_end = count_at - if layout == Layout::Compact { 8 } else { 0 };
-    let at = offsets_end - 2 * n;
+    let at = count_at - 2 * n;
     let mut out = body[..at].to_vec();
-    for o in body[at..offsets_end].chunks(2) {
+    for o in body[at..count_at].chunks(2) {
         out.extend_from_slice(&u32::from(u16::from_le_bytes([o[0], o[1]])).to_le_bytes());
     }
-    out.extend_from_slice(&body[offsets_end..count_at]);
     out.extend_from_slice(&u32::try_from(n).unwrap().to_le_bytes());
     out
 }
 
 /// A block whose layout is off is refused when it is read, naming what is wrong, and
-/// never read past: the accessors rely on it. Both layouts, both widths of offsets.
+/// never read past: the accessors rely on it. Both widths of offsets.
 #[test]
 fn a_damaged_layout_is_refused() {
     let cells: Vec<Cell> = (0..3u8)
@@ -168,53 +108,34 @@ fn a_damaged_layout_is_refused() {
             c
         })
         .collect();
-    let narrow = whole_key_body(&cells);
-    for (good, width) in [(widened(&narrow, Layout::WholeKeys), 4), (narrow, 2)] {
-        assert_whole_key_damage_refused(&good, width);
-    }
     let narrow = body_of(&cells);
-    for (good, width) in [(widened(&narrow, Layout::Compact), 4), (narrow, 2)] {
-        assert_compact_damage_refused(&good, width);
+    for (good, width) in [(widened(&narrow), 4), (narrow, 2)] {
+        assert_damage_refused(&good, width);
     }
 }
 
-/// `good` with byte `at` set to `byte`, read whole: the damage found.
-fn damaged_at(good: &[u8], layout: Layout, at: usize, byte: u8) -> Damage {
-    let mut d = good.to_vec();
-    d[at] = byte;
-    read_whole(d, layout).unwrap_err()
-}
-
-/// The damage to the count and the offsets that either layout finds, in a block of three
-/// cells whose offsets are `width` bytes each and end at `offsets_end`.
-fn assert_offset_damage_refused(good: &[u8], layout: Layout, width: usize, offsets_end: usize) {
-    let damaged = |at, byte| damaged_at(good, layout, at, byte);
+/// [`a_damaged_layout_is_refused`] for a block of three cells whose offsets are `width`
+/// bytes each.
+fn assert_damage_refused(good: &[u8], width: usize) {
+    assert_eq!(read_whole(good.to_vec()), Ok(3));
     let n = good.len();
-    let offsets_at = offsets_end - 3 * width;
+    let damaged = |at: usize, byte: u8| {
+        let mut d = good.to_vec();
+        d[at] = byte;
+        read_whole(d).unwrap_err()
+    };
+    let offsets_at = n - 4 - 3 * width;
+    // Entry 0: key_len 22 (2 + 2 row + 1 qualifier + 17), value_len 5, flags, key, value.
     assert_eq!(damaged(n - 1, 0x40), "offset array larger than the block");
     assert_eq!(damaged(n - 4, 4), "entry offset out of place", "{width}");
     let mut junk = good.to_vec();
     junk.insert(offsets_at, 0);
     assert_eq!(
-        read_whole(junk, layout).unwrap_err(),
+        read_whole(junk).unwrap_err(),
         "bytes between the last entry and the offset array"
     );
     assert_eq!(damaged(offsets_at + width, 1), "entry offset out of place");
     assert_eq!(damaged(offsets_at, 1), "entry offset out of place");
-    assert_eq!(
-        read_whole(good[..3].to_vec(), layout).unwrap_err(),
-        "block shorter than its entry count"
-    );
-}
-
-/// [`a_damaged_layout_is_refused`] for a whole-key block of three cells whose offsets are
-/// `width` bytes each.
-fn assert_whole_key_damage_refused(good: &[u8], width: usize) {
-    let layout = Layout::WholeKeys;
-    assert_eq!(read_whole(good.to_vec(), layout), Ok(3));
-    assert_offset_damage_refused(good, layout, width, good.len() - 4);
-    let damaged = |at, byte| damaged_at(good, layout, at, byte);
-    // Entry 0: key_len 22 (2 + 2 row + 1 qualifier + 17), value_len 5, flags, key, value.
     assert_eq!(damaged(0, 0x80), "malformed entry header");
     assert_eq!(damaged(1, 200), "malformed entry header");
     assert_eq!(damaged(2, 4), "malformed entry header");
@@ -224,45 +145,13 @@ fn assert_whole_key_damage_refused(good: &[u8], width: usize) {
     assert_eq!(damaged(3 + 22 - 9, 0), "malformed key");
     // A value shorter than stored leaves a gap before the next entry.
     assert_eq!(damaged(1, 4), "entry offset out of place");
-    assert_eq!(read_whole(vec![0; 4], layout), Ok(0));
     assert_eq!(
-        read_whole(vec![7, 0, 0, 0, 0], layout).unwrap_err(),
-        "bytes between the last entry and the offset array"
+        read_whole(good[..3].to_vec()).unwrap_err(),
+        "block shorter than its entry count"
     );
-}
-
-/// [`a_damaged_layout_is_refused`] for a compact block of three cells whose offsets are
-/// `width` bytes each.
-fn assert_compact_damage_refused(good: &[u8], width: usize) {
-    let layout = Layout::Compact;
-    assert_eq!(read_whole(good.to_vec(), layout), Ok(3));
-    assert_offset_damage_refused(good, layout, width, good.len() - 12);
-    let damaged = |at, byte| damaged_at(good, layout, at, byte);
-    // Entry 0: head (Put, a sequence id), row 2, qualifier 1 and value 5 bytes long,
-    // timestamp 0 from the base, sequence id 7, then row, qualifier and value.
-    assert_eq!(&good[..6], &[4 | HEAD_SEQ, 2, 1, 5, 0, 7]);
+    assert_eq!(read_whole(vec![0; 4]), Ok(0));
     assert_eq!(
-        damaged(0, 0x80 | 4 | HEAD_SEQ),
-        "malformed entry",
-        "a reserved bit"
-    );
-    assert_eq!(damaged(0, 7 | HEAD_SEQ), "malformed entry", "no type");
-    assert_eq!(
-        damaged(0, HEAD_SEQ),
-        "malformed entry",
-        "a search key's type"
-    );
-    assert_eq!(damaged(1, 200), "malformed entry", "a row past the entries");
-    // Without its sequence id, the entry's parts start a byte early and end short.
-    assert_eq!(damaged(0, 4), "entry offset out of place");
-    assert_eq!(damaged(3, 4), "entry offset out of place");
-    assert_eq!(
-        read_whole(vec![0; 4], layout).unwrap_err(),
-        "block shorter than its base timestamp"
-    );
-    assert_eq!(read_whole(vec![0; 12], layout), Ok(0));
-    assert_eq!(
-        read_whole([&[7][..], &[0; 12]].concat(), layout).unwrap_err(),
+        read_whole(vec![7, 0, 0, 0, 0]).unwrap_err(),
         "bytes between the last entry and the offset array"
     );
 }
@@ -281,11 +170,9 @@ fn zero_sequence_ids_and_narrow_offsets_read_back() {
     b.add(&cell(0, 7, 5));
     let with_seq = b.size_bytes();
     b.add(&cell(1, 0, 5));
-    // The block's base timestamp and count, then an entry and its offset; the sequence id
-    // 7 took one byte.
     assert_eq!(
         b.size_bytes() - with_seq,
-        with_seq - 8 - 4 - 1,
+        with_seq - 4 - 8,
         "no sequence id stored"
     );
 
@@ -303,21 +190,8 @@ fn zero_sequence_ids_and_narrow_offsets_read_back() {
         4,
         "four-byte offsets, no flag"
     );
-    let old_narrow = whole_key_body(&small);
-    let cases = [
-        (&small, widened(&narrow, Layout::Compact), Layout::Compact),
-        (&small, narrow, Layout::Compact),
-        (&large, wide, Layout::Compact),
-        (
-            &small,
-            widened(&old_narrow, Layout::WholeKeys),
-            Layout::WholeKeys,
-        ),
-        (&small, old_narrow, Layout::WholeKeys),
-        (&large, whole_key_body(&large), Layout::WholeKeys),
-    ];
-    for (cells, body, layout) in cases {
-        let block = DataBlock::new(Bytes::from_static(b"f"), Bytes::from(body), layout).unwrap();
+    for (cells, body) in [(&small, widened(&narrow)), (&small, narrow), (&large, wide)] {
+        let block = DataBlock::new(Bytes::from_static(b"f"), Bytes::from(body)).unwrap();
         assert_eq!(block.len(), cells.len());
         for (i, c) in cells.iter().enumerate() {
             assert_eq!(block.cell(i).as_ref(), Ok(c));
@@ -339,13 +213,10 @@ fn damage_is_found_when_the_entry_is_read() {
         })
         .collect();
     let mut body = body_of(&cells);
-    // Entry 40's head: its type is no type. An entry is a head, four one-byte varints
-    // (lengths, timestamp), the sequence id, the row, the qualifier and the value.
-    let entry = 1 + 4 + 1 + 2 + 1 + 5;
-    assert_eq!(body[40 * entry], 4 | HEAD_SEQ);
-    body[40 * entry] = 7 | HEAD_SEQ;
-    let block =
-        DataBlock::new(Bytes::from_static(b"f"), Bytes::from(body), Layout::Compact).unwrap();
+    // Entry 40's key: its type byte (9 before the key's end) is no type.
+    let entry = 3 + 22 + 5;
+    body[40 * entry + 3 + 22 - 9] = 0xEE;
+    let block = DataBlock::new(Bytes::from_static(b"f"), Bytes::from(body)).unwrap();
     let first = Cell::first_on_row(&Bytes::from_static(b"r\x00"));
     for _ in 0..PLAIN_SEARCHES {
         assert_eq!(block.lower_bound(&first), Ok(0), "a plain search");
@@ -354,7 +225,7 @@ fn damage_is_found_when_the_entry_is_read() {
         block.cell(39).map(|c| c.row_bytes()),
         Ok(cells[39].row_bytes())
     );
-    assert_eq!(block.cell(40), Err("malformed entry"));
+    assert_eq!(block.cell(40), Err("malformed key"));
     assert_eq!(
         block
             .next_visible(38, u64::MAX, None, &mut None)
@@ -366,7 +237,7 @@ fn damage_is_found_when_the_entry_is_read() {
     );
     assert_eq!(
         block.lower_bound(&first),
-        Err("malformed entry"),
+        Err("malformed key"),
         "the probes' walk"
     );
 }
@@ -524,63 +395,6 @@ proptest::proptest! {
             for key in keys {
                 let want = cells.partition_point(|c| c < &key);
                 proptest::prop_assert_eq!(index.lower_bound(&key), want, "{:?}", key);
-            }
-        }
-    }
-}
-
-proptest::proptest! {
-    /// Any cells a block may hold read back as they were written, in both layouts, and each
-    /// is found where it lies: timestamps anywhere (far before and after the block's first,
-    /// whose distance the compact layout stores), every storable type, sequence ids and TTLs
-    /// or none, and rows, qualifiers and values whose lengths take one varint byte or more.
-    #[test]
-    fn any_cells_read_back_in_both_layouts(
-        keys in proptest::collection::btree_set(
-            (
-                proptest::collection::vec(0u8..3, 0..200),
-                proptest::collection::vec(0u8..3, 0..150),
-                proptest::prop_oneof![
-                    proptest::arbitrary::any::<i64>(),
-                    0i64..1000,
-                    proptest::strategy::Just(i64::MAX - 1),
-                ],
-                0usize..5,
-                proptest::prop_oneof![proptest::strategy::Just(0u64), proptest::arbitrary::any::<u64>()],
-            ),
-            1..30,
-        ),
-        values in proptest::collection::vec((0usize..300, proptest::option::of(0u64..1 << 40)), 30),
-    ) {
-        let types = [
-            CellType::Put,
-            CellType::Delete,
-            CellType::DeleteFamilyVersion,
-            CellType::DeleteColumn,
-            CellType::DeleteFamily,
-        ];
-        let mut cells: Vec<Cell> = keys
-            .iter()
-            .zip(&values)
-            .map(|((row, q, ts, t, seq), (len, ttl))| {
-                let mut c = Cell::marker(row.clone(), "f", q.clone(), *ts, types[*t]);
-                if types[*t] == CellType::Put {
-                    c = Cell::put(row.clone(), "f", q.clone(), *ts, vec![b'v'; *len]);
-                    c.ttl_ms = *ttl;
-                }
-                c.seq_id = *seq;
-                c
-            })
-            .collect();
-        cells.sort();
-        cells.dedup_by(|a, b| (*a).cmp(b).is_eq());
-        for layout in LAYOUTS {
-            let block = block_in(layout, &cells);
-            proptest::prop_assert_eq!(block.len(), cells.len());
-            for (i, c) in cells.iter().enumerate() {
-                let read = block.cell(i);
-                proptest::prop_assert_eq!(read.as_ref(), Ok(c), "{:?}", layout);
-                proptest::prop_assert_eq!(block.lower_bound(c), Ok(i), "{:?}", layout);
             }
         }
     }
