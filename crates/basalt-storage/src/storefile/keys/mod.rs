@@ -337,13 +337,16 @@ impl RowProbes {
             return None;
         }
         let w = window(key.row(), prefix.len());
-        Some(partition(self.windows.len(), |i| {
-            match self.windows[i].cmp(&w) {
+        let fetch = |i: usize| self.windows.get(i).copied().unwrap_or_default();
+        Some(partition_fetching(
+            self.windows.len(),
+            fetch,
+            |i| match self.windows[i].cmp(&w) {
                 Ordering::Less => true,
                 Ordering::Greater => false,
                 Ordering::Equal => below(i),
-            }
-        }))
+            },
+        ))
     }
 }
 
@@ -673,8 +676,22 @@ impl DataBlock {
         };
         let at = probes
             .and_then(|p| p.partition(&self.body, key, below))
-            .unwrap_or_else(|| partition(self.len, below));
+            .unwrap_or_else(|| self.plain_search(below));
         damage.get().map_or(Ok(at), Err)
+    }
+
+    /// The first entry for which `below` is false, searched without the probes. The offset
+    /// array's lines are fetched first, all at once, and each step fetches the entries the
+    /// next may compare ([`partition_fetching`]).
+    fn plain_search(&self, below: impl Fn(usize) -> bool) -> usize {
+        let width = if self.narrow { 2 } else { 4 };
+        let offsets = self.offsets_at..self.offsets_at + width * self.len;
+        let fetched = offsets
+            .step_by(64)
+            .fold(0, |a, at| a ^ fetch_line(&self.body, at));
+        std::hint::black_box(fetched);
+        let fetch = |i: usize| fetch_line(&self.body, self.offset(i));
+        partition_fetching(self.len, fetch, below)
     }
 
     /// Every entry located, and the windows of their rows (invariant 2).
@@ -736,23 +753,11 @@ pub enum Visible {
     End,
 }
 
-/// The first `i` in `0..n` for which `pred` is false (`pred` true then false, as in
-/// `slice::partition_point`).
-pub(super) fn partition(n: usize, pred: impl Fn(usize) -> bool) -> usize {
-    let (mut lo, mut hi) = (0, n);
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2;
-        if pred(mid) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    lo
-}
-
 mod index;
+mod search;
 #[cfg(test)]
 mod tests;
 
 pub use index::IndexKeys;
+pub(super) use search::partition;
+use search::{fetch_line, partition_fetching};

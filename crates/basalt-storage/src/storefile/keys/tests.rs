@@ -399,3 +399,33 @@ proptest::proptest! {
         }
     }
 }
+
+/// A search that fetches ahead finds what a plain one finds, and fetches only places
+/// within the search's range, each one a later step of the same search may compare.
+#[test]
+fn a_search_fetches_only_places_it_may_compare() {
+    for n in 0..70 {
+        for split in 0..=n {
+            let fetched = std::cell::RefCell::new(Vec::new());
+            let compared = std::cell::RefCell::new(Vec::new());
+            let at = partition_fetching(
+                n,
+                |i| {
+                    fetched.borrow_mut().push(i);
+                    0
+                },
+                |i| {
+                    compared.borrow_mut().push(i);
+                    i < split
+                },
+            );
+            assert_eq!(at, split, "{n} entries");
+            let (fetched, compared) = (fetched.into_inner(), compared.into_inner());
+            assert!(fetched.iter().all(|&i| i < n), "{n}: {fetched:?}");
+            // Each comparison after the first was fetched by the step before it.
+            for pair in compared.windows(2) {
+                assert!(fetched.contains(&pair[1]), "{n}, {split}: {pair:?}");
+            }
+        }
+    }
+}
