@@ -338,9 +338,10 @@ impl RowProbes {
         }
         let w = window(key.row(), prefix.len());
         let fetch = |i: usize| self.windows.get(i).copied().unwrap_or_default();
+        // Eight windows to a 64-byte line.
         Some(partition_fetching(
             self.windows.len(),
-            fetch,
+            (8, fetch),
             |i| match self.windows[i].cmp(&w) {
                 Ordering::Less => true,
                 Ordering::Greater => false,
@@ -665,18 +666,25 @@ impl DataBlock {
                 false
             }
         };
-        let probes = match self.probes.get() {
-            Some(p) => Some(p),
-            None if self.searches.fetch_add(1, Relaxed) >= PLAIN_SEARCHES => {
-                // Another search may be building them too; either result will do.
-                let _ = self.probes.set(self.row_probes()?);
-                self.probes.get()
-            }
-            None => None,
+        // A block's first search comes right after it was read from disk, into the CPU's
+        // caches: it has nothing to fetch ahead.
+        let (probes, fresh) = match self.probes.get() {
+            Some(p) => (Some(p), false),
+            None => match self.searches.fetch_add(1, Relaxed) {
+                0 => (None, true),
+                n if n >= PLAIN_SEARCHES => {
+                    // Another search may be building them too; either result will do.
+                    let _ = self.probes.set(self.row_probes()?);
+                    (self.probes.get(), false)
+                }
+                _ => (None, false),
+            },
         };
-        let at = probes
-            .and_then(|p| p.partition(&self.body, key, below))
-            .unwrap_or_else(|| self.plain_search(below));
+        let at = match probes.and_then(|p| p.partition(&self.body, key, below)) {
+            Some(at) => at,
+            None if fresh => partition(self.len, below),
+            None => self.plain_search(below),
+        };
         damage.get().map_or(Ok(at), Err)
     }
 
@@ -691,7 +699,7 @@ impl DataBlock {
             .fold(0, |a, at| a ^ fetch_line(&self.body, at));
         std::hint::black_box(fetched);
         let fetch = |i: usize| fetch_line(&self.body, self.offset(i));
-        partition_fetching(self.len, fetch, below)
+        partition_fetching(self.len, (0, fetch), below)
     }
 
     /// Every entry located, and the windows of their rows (invariant 2).

@@ -9,7 +9,7 @@ pub(super) fn fetch_line(buf: &[u8], at: usize) -> u64 {
 /// The first `i` in `0..n` for which `pred` is false (`pred` true then false, as in
 /// `slice::partition_point`).
 pub(in crate::storefile) fn partition(n: usize, pred: impl Fn(usize) -> bool) -> usize {
-    partition_fetching(n, |_| 0, pred)
+    partition_fetching(n, (usize::MAX, |_| 0), pred)
 }
 
 /// [`partition`], reading with `fetch`, before each step waits on `pred`, the two places
@@ -18,21 +18,25 @@ pub(in crate::storefile) fn partition(n: usize, pred: impl Fn(usize) -> bool) ->
 /// safe Rust allows. What they read is folded into one value that no step waits on. A
 /// search of a cached block or index that is not in the CPU's caches otherwise waits on one
 /// cache miss at a time, about a dozen a search (`DataBlock::locate_into` was an eighth of a
-/// random read at 10M rows, BENCHMARKS.md).
+/// random read at 10M rows, BENCHMARKS.md). Once the range is `apart` places or fewer,
+/// what the next step reads lies on lines this one has: places `apart` apart share one.
 pub(super) fn partition_fetching(
     n: usize,
-    fetch: impl Fn(usize) -> u64,
+    (apart, fetch): (usize, impl Fn(usize) -> u64),
     pred: impl Fn(usize) -> bool,
 ) -> usize {
     let (mut lo, mut hi) = (0, n);
     let mut fetched = 0;
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
-        if mid > lo {
-            fetched ^= fetch(lo + (mid - lo) / 2);
-        }
-        if mid + 1 < hi {
-            fetched ^= fetch(mid + 1 + (hi - mid - 1) / 2);
+        // Within `apart` places, the next step's lie on lines this step reads.
+        if hi - lo > apart {
+            if mid > lo {
+                fetched ^= fetch(lo + (mid - lo) / 2);
+            }
+            if mid + 1 < hi {
+                fetched ^= fetch(mid + 1 + (hi - mid - 1) / 2);
+            }
         }
         if pred(mid) {
             lo = mid + 1;

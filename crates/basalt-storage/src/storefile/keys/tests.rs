@@ -401,31 +401,52 @@ proptest::proptest! {
 }
 
 /// A search that fetches ahead finds what a plain one finds, and fetches only places
-/// within the search's range, each one a later step of the same search may compare.
+/// within the search's range; fetching all the way down, each comparison after the first
+/// was fetched by the step before it, and stopping at eight places apart, each one before
+/// the range shrank to eight.
 #[test]
 fn a_search_fetches_only_places_it_may_compare() {
-    for n in 0..70 {
-        for split in 0..=n {
-            let fetched = std::cell::RefCell::new(Vec::new());
-            let compared = std::cell::RefCell::new(Vec::new());
-            let at = partition_fetching(
-                n,
-                |i| {
-                    fetched.borrow_mut().push(i);
-                    0
-                },
-                |i| {
-                    compared.borrow_mut().push(i);
-                    i < split
-                },
-            );
-            assert_eq!(at, split, "{n} entries");
-            let (fetched, compared) = (fetched.into_inner(), compared.into_inner());
-            assert!(fetched.iter().all(|&i| i < n), "{n}: {fetched:?}");
-            // Each comparison after the first was fetched by the step before it.
-            for pair in compared.windows(2) {
-                assert!(fetched.contains(&pair[1]), "{n}, {split}: {pair:?}");
+    for apart in [0, 8] {
+        for n in 0..70 {
+            for split in 0..=n {
+                assert_search_fetches_ahead(n, split, apart);
             }
+        }
+    }
+}
+
+/// [`a_search_fetches_only_places_it_may_compare`] for `n` places, the first `split` below
+/// the key.
+fn assert_search_fetches_ahead(n: usize, split: usize, apart: usize) {
+    let fetched = std::cell::RefCell::new(Vec::new());
+    let compared = std::cell::RefCell::new(Vec::new());
+    let fetch = |i| {
+        fetched.borrow_mut().push(i);
+        0
+    };
+    let at = partition_fetching(n, (apart, fetch), |i| {
+        compared.borrow_mut().push(i);
+        i < split
+    });
+    assert_eq!(at, split, "{n} entries");
+    let (fetched, compared) = (fetched.into_inner(), compared.into_inner());
+    assert!(fetched.iter().all(|&i| i < n), "{n}: {fetched:?}");
+    // The comparisons a step made while its range was wider than `apart` (the range of
+    // step k is at most n / 2^k wide).
+    let wide = compared
+        .iter()
+        .enumerate()
+        .take_while(|&(k, _)| n >> k > apart.max(1) * 2)
+        .count();
+    for pair in compared[..wide.min(compared.len())].windows(2) {
+        assert!(
+            fetched.contains(&pair[1]),
+            "{n}, {split}, {apart}: {pair:?}"
+        );
+    }
+    if apart == 0 {
+        for pair in compared.windows(2) {
+            assert!(fetched.contains(&pair[1]), "{n}, {split}: {pair:?}");
         }
     }
 }
