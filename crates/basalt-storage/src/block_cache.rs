@@ -172,8 +172,8 @@ impl BlockCache {
             if s.charge_probes(i, probes) {
                 let evicted = s.make_room(0, self.shard_capacity);
                 s.counts.evictions += evicted;
+                s.check(self.shard_capacity);
             }
-            s.check(self.shard_capacity);
         }
         let c = &mut s.counts;
         if found.is_some() {

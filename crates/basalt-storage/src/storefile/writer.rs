@@ -275,7 +275,8 @@ impl StoreFileWriter {
                 leaf.extend_from_slice(&entries);
                 let (leaf_at, leaf_len) = self.write_section(&leaf, Compression::None)?;
                 root.push((key, leaf_at, leaf_len));
-                (count, entries) = (0, Vec::new());
+                count = 0;
+                entries.clear();
             }
         }
         let mut body = Vec::new();
