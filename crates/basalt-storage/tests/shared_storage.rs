@@ -183,7 +183,7 @@ fn a_file_is_one_object_stored_at_its_sync_and_never_overwritten() {
     assert_eq!(env.read_all(&p).unwrap(), b"hello world");
     assert_eq!(env.file_size(&p).unwrap(), 11);
     let r = env.open(&p).unwrap();
-    assert_eq!(r.read_at(6, 5).unwrap(), b"world");
+    assert_eq!(*r.read_at(6, 5).unwrap(), *b"world");
     assert!(matches!(r.read_at(8, 5), Err(Error::Corruption { .. })));
     // Objects are immutable: no append after the sync, no second creation.
     assert_eq!(
@@ -305,8 +305,8 @@ fn a_large_file_goes_up_in_parts_and_reads_back_by_ranges() {
     assert_eq!(r.len(), data.len() as u64);
     let at = PART_BYTES as u64 - 10;
     assert_eq!(
-        r.read_at(at, 20).unwrap(),
-        &data[at as usize..at as usize + 20]
+        *r.read_at(at, 20).unwrap(),
+        data[at as usize..at as usize + 20]
     );
     // A small file is a single create.
     let mut small = env.create(&path("small")).unwrap();

@@ -22,6 +22,7 @@ use basalt_model::{Error, Result};
 mod fault;
 pub mod object;
 mod random_access;
+mod read_buffer;
 mod shared;
 mod writable;
 
@@ -29,6 +30,7 @@ use fault::Verdict;
 pub use fault::{FaultInjector, Op};
 pub use object::{MemoryStore, ObjectStore};
 pub use random_access::RandomAccessFile;
+pub use read_buffer::ReadBuffer;
 use random_access::Source;
 use shared::SharedFs;
 pub use shared::FENCE_MARKER;

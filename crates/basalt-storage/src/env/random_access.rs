@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use basalt_model::{Error, Result};
 
+use super::read_buffer::{ReadBuffer, BLOCK_READS};
 use super::ObjectStore;
 
 /// A file read at arbitrary offsets (store files).
@@ -28,11 +29,12 @@ pub(super) enum Source {
 }
 
 impl RandomAccessFile {
-    /// Reads exactly `len` bytes at `offset`.
+    /// Reads exactly `len` bytes at `offset`; a local file's block-sized reads land in a
+    /// pooled buffer (`read_buffer`).
     ///
     /// # Errors
     /// `Corruption` when the range is past the end of the file; `Io` otherwise.
-    pub fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+    pub fn read_at(&self, offset: u64, len: usize) -> Result<ReadBuffer> {
         let end = offset.checked_add(len as u64);
         if end.is_none_or(|end| end > self.len) {
             return Err(Error::corruption(
@@ -46,10 +48,10 @@ impl RandomAccessFile {
         }
         let err = |e| Error::io(format!("reading {}", self.path.display()), e);
         match &self.source {
-            Source::Local(file) => read_exact_at(file, offset, len).map_err(err),
-            Source::Object(store, key) => {
-                Ok(store.get_range(key, offset, len).map_err(err)?.to_vec())
-            }
+            Source::Local(file) => BLOCK_READS.read_exact_at(file, offset, len).map_err(err),
+            Source::Object(store, key) => Ok(ReadBuffer::from(
+                store.get_range(key, offset, len).map_err(err)?.to_vec(),
+            )),
         }
     }
 
@@ -70,23 +72,6 @@ impl RandomAccessFile {
     pub fn path(&self) -> &Path {
         &self.path
     }
-}
-
-/// Reads exactly `len` bytes at `offset` into a fresh buffer that is not zeroed first: a
-/// block read that missed the cache spent an eighth of its time clearing the 64 KiB it was
-/// about to overwrite. The kernel writes into the vector's spare capacity, and the vector
-/// grows by exactly what it wrote.
-fn read_exact_at(file: &File, offset: u64, len: usize) -> std::io::Result<Vec<u8>> {
-    let mut buf = Vec::with_capacity(len);
-    while buf.len() < len {
-        let at = offset + buf.len() as u64;
-        if rustix::io::pread(file, rustix::buffer::spare_capacity(&mut buf), at)? == 0 {
-            return Err(std::io::ErrorKind::UnexpectedEof.into());
-        }
-    }
-    // The capacity may exceed `len`, and a read may fill all of it.
-    buf.truncate(len);
-    Ok(buf)
 }
 
 #[cfg(test)]
@@ -113,7 +98,7 @@ mod tests {
         ] {
             let read = f.read_at(at as u64, len).expect("read");
             assert_eq!(read.len(), len);
-            assert_eq!(read, bytes[at..at + len], "{len} bytes at {at}");
+            assert_eq!(*read, bytes[at..at + len], "{len} bytes at {at}");
         }
         let past = f.read_at(bytes.len() as u64 - 2, 3);
         assert!(

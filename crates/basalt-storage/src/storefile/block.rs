@@ -8,6 +8,7 @@ use bytes::Bytes;
 
 use super::keys::{DataBlock, FLAG_NO_SEQ, FLAG_TTL, KEY_TAIL_LEN, NARROW_OFFSETS};
 use crate::codec::{put_varint, Reader};
+use crate::env::ReadBuffer;
 
 /// Bytes after a block body: compression byte plus checksum.
 pub const BLOCK_TRAILER_LEN: usize = 5;
@@ -311,11 +312,13 @@ fn compress_into(out: &mut Vec<u8>, body: &[u8], codec: Compression) -> std::io:
 }
 
 /// Checks a stored block's checksum and decompresses its body. An uncompressed body keeps
-/// the buffer it was read into.
+/// the buffer it was read into (a pooled one goes back to its pool when the body's last
+/// handle is dropped); a compressed one's goes back at once.
 ///
 /// # Errors
 /// `Corruption` naming `path` and `offset`.
-pub fn unframe(mut stored: Vec<u8>, path: &Path, offset: u64) -> Result<Bytes> {
+pub fn unframe(stored: impl Into<ReadBuffer>, path: &Path, offset: u64) -> Result<Bytes> {
+    let stored = stored.into();
     let bad = |what: String| {
         Error::corruption("block", path, format!("{what} (block at offset {offset})"))
     };
@@ -336,8 +339,7 @@ pub fn unframe(mut stored: Vec<u8>, path: &Path, offset: u64) -> Result<Bytes> {
     }
     let codec = stored[split - 1];
     if codec == 0 {
-        stored.truncate(split - 1);
-        return Ok(Bytes::from(stored));
+        return Ok(stored.into_bytes(0..split - 1));
     }
     let body = &stored[..split - 1];
     let fail = |e: String| bad(format!("cannot decompress: {e}"));
