@@ -14,6 +14,13 @@
 //! ratio; `--interleave` runs each workload on one engine and then at once on the other
 //! (the first alternating), and repeats the read-only ones, so that each ratio is of two runs
 //! seconds apart and their spread shows.
+//!
+//! How a store file came into the OS page cache decides what a block read that misses the
+//! block cache costs: the kernel copies a file written in MiB chunks, or read back whole,
+//! from large folios, and one read back a block at a time by random reads from 4 KiB pages,
+//! about half as fast (`BENCHMARKS.md`). Stores kept in `--data-dir` from run to run drift
+//! apart in this, each with its own history; `--reread` evicts both stores' files from the
+//! page cache and reads each back whole before the workloads, so that both start alike.
 
 use std::path::{Path, PathBuf};
 
@@ -69,6 +76,10 @@ struct Args {
     /// compares their read paths, not the compactions each happened to run.
     #[arg(long, requires = "interleave")]
     compact: bool,
+    /// Before the workloads, evict both stores' files from the OS page cache and read each
+    /// back whole (see the module's header).
+    #[arg(long, requires = "data_dir")]
+    reread: bool,
 }
 
 struct RocksEngine {
@@ -199,6 +210,14 @@ fn main() -> anyhow::Result<()> {
         a.rows, a.value_size, a.cache_mib, a.block_kib
     );
     let want = |e: &str| a.only.as_deref().is_none_or(|o| o == e);
+    if a.reread {
+        for engine in ["basalt", "rocksdb"] {
+            let (files, bytes) = reread(&root.join(engine))?;
+            println!(
+                "{engine}: {files} files, {bytes} bytes evicted from the page cache and read back"
+            );
+        }
+    }
     let open_basalt = || -> anyhow::Result<BasaltEngine> {
         let options = Options {
             block_cache_bytes: cache,
@@ -316,4 +335,36 @@ fn print_ratio(b: &Report, r: &Report) {
         r.ops_per_sec(),
         b.ops_per_sec() / r.ops_per_sec()
     );
+}
+
+/// Evicts every file under `dir` from the OS page cache and reads it back whole, in MiB
+/// reads: the files' pages then lie as the kernel's readahead places them, for every store
+/// alike. Returns the files and bytes read.
+fn reread(dir: &Path) -> anyhow::Result<(usize, u64)> {
+    use std::io::Read;
+    let (mut files, mut bytes) = (0, 0);
+    let mut buf = vec![0u8; 1 << 20];
+    let mut dirs = vec![dir.to_owned()];
+    while let Some(d) = dirs.pop() {
+        for entry in std::fs::read_dir(&d).with_context(|| format!("listing {}", d.display()))? {
+            let path = entry?.path();
+            if path.is_dir() {
+                dirs.push(path);
+                continue;
+            }
+            let mut f = std::fs::File::open(&path)?;
+            // Dirty pages are not evicted: written out first.
+            f.sync_data()?;
+            rustix::fs::fadvise(&f, 0, None, rustix::fs::Advice::DontNeed)?;
+            loop {
+                let n = f.read(&mut buf)?;
+                if n == 0 {
+                    break;
+                }
+                bytes += n as u64;
+            }
+            files += 1;
+        }
+    }
+    Ok((files, bytes))
 }
