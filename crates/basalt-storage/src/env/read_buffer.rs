@@ -40,10 +40,19 @@ pub(super) static BLOCK_READS: BufferPool = BufferPool::new(POOLED);
 ///
 /// Lock order: the pool's lock is taken last and nothing is taken under it. A block cache
 /// shard that evicts a block holds its own lock when the block's buffer comes back here.
-#[derive(Debug)]
 pub struct BufferPool {
     free: Mutex<Vec<Vec<u8>>>,
     limit: usize,
+}
+
+/// The counts, not the buffers.
+impl std::fmt::Debug for BufferPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BufferPool")
+            .field("pooled", &self.free.lock().len())
+            .field("limit", &self.limit)
+            .finish()
+    }
 }
 
 impl BufferPool {
@@ -129,7 +138,6 @@ fn read_fresh(file: &File, offset: u64, len: usize, room: usize) -> std::io::Res
 
 /// Bytes a read returned: the first `len` bytes of its buffer, which goes back to its pool
 /// when the last handle on it is dropped.
-#[derive(Debug)]
 pub struct ReadBuffer {
     /// Initialized throughout; its first `len` bytes are the read's.
     buf: Vec<u8>,
@@ -147,6 +155,17 @@ impl ReadBuffer {
     pub fn into_bytes(self, range: Range<usize>) -> Bytes {
         assert!(range.end <= self.len, "{range:?} past {} bytes", self.len);
         Bytes::from_owner(self).slice(range)
+    }
+}
+
+/// The lengths, not the bytes (a block's 64 KiB would flood a log).
+impl std::fmt::Debug for ReadBuffer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReadBuffer")
+            .field("len", &self.len)
+            .field("room", &self.buf.len())
+            .field("pooled", &self.pool.is_some())
+            .finish()
     }
 }
 

@@ -29,9 +29,17 @@ fn a_buffer_given_back_is_read_into_again_and_shows_only_the_new_read() {
     // Shorter, then as long as the room: the same buffer, and only the new read's bytes.
     for (offset, len) in [(7, BLOCK - 100), (BLOCK + 3, BLOCK + BLOCK / 32)] {
         let again = POOL.read_exact_at(&file, offset as u64, len).expect("read");
-        assert_eq!(again.as_ptr(), at, "{len} bytes at {offset}: the pooled buffer");
+        assert_eq!(
+            again.as_ptr(),
+            at,
+            "{len} bytes at {offset}: the pooled buffer"
+        );
         assert_eq!(again.len(), len);
-        assert_eq!(*again, bytes[offset..offset + len], "{len} bytes at {offset}");
+        assert_eq!(
+            *again,
+            bytes[offset..offset + len],
+            "{len} bytes at {offset}"
+        );
         assert!(POOL.pooled().is_empty());
     }
 }
@@ -84,7 +92,10 @@ fn the_pool_keeps_at_most_its_limit() {
     static POOL: BufferPool = BufferPool::new(2);
     let (_dir, file, _) = file_of(4 * BLOCK);
     let reads: Vec<ReadBuffer> = (0..3)
-        .map(|i| POOL.read_exact_at(&file, i * BLOCK as u64, BLOCK).expect("read"))
+        .map(|i| {
+            POOL.read_exact_at(&file, i * BLOCK as u64, BLOCK)
+                .expect("read")
+        })
         .collect();
     drop(reads);
     assert_eq!(POOL.pooled().len(), 2);
@@ -130,4 +141,20 @@ fn bytes_of_no_pool_are_what_they_were_made_of() {
     let read = ReadBuffer::from(vec![1, 2, 3, 4]);
     assert_eq!(*read, [1, 2, 3, 4]);
     assert_eq!(read.into_bytes(1..3), [2, 3][..]);
+}
+
+#[test]
+fn debug_output_shows_lengths_not_bytes() {
+    static POOL: BufferPool = BufferPool::new(4);
+    let (_dir, file, _) = file_of(2 * BLOCK);
+    let read = POOL.read_exact_at(&file, 0, BLOCK).expect("read");
+    assert_eq!(
+        format!("{read:?}"),
+        format!(
+            "ReadBuffer {{ len: {BLOCK}, room: {}, pooled: true }}",
+            BLOCK + BLOCK / 32
+        )
+    );
+    drop(read);
+    assert_eq!(format!("{POOL:?}"), "BufferPool { pooled: 1, limit: 4 }");
 }
