@@ -1,5 +1,5 @@
-//! Criterion micro-benchmarks of the engine's hot paths: block encode, checksum check and
-//! search, bloom probes, memstore inserts, Gets from a memstore, a store file and both,
+//! Criterion micro-benchmarks of the engine's hot paths: block encode, checksum check, read
+//! and search, bloom probes, memstore inserts, Gets from a memstore, a store file and both,
 //! merging iteration (of memstores, and of store files with older versions to pass), the
 //! query matcher, a flush's read of a memstore, a major compaction and a read point taken
 //! beside a writer.
@@ -73,6 +73,18 @@ fn blocks(c: &mut Criterion) {
             |s| black_box(unframe(s, Path::new("b"), 0).unwrap()),
             BatchSize::SmallInput,
         );
+    });
+    // A cache miss's read of the block from the page cache, and its check: the read lands in
+    // a pooled buffer, which goes back when the block is dropped.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("block");
+    std::fs::write(&path, &stored).unwrap();
+    let file = Env::default().open(&path).unwrap();
+    g.bench_function("read", |b| {
+        b.iter(|| {
+            let read = file.read_at(0, stored.len()).unwrap();
+            black_box(unframe(read, &path, 0).unwrap())
+        });
     });
     g.throughput(Throughput::Elements(cells.len() as u64));
     // What a cache miss costs beyond reading the block: its layout placed, then one search,
