@@ -78,8 +78,11 @@ fn blocks(c: &mut Criterion) {
     // a pooled buffer, which goes back when the block is dropped.
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("block");
-    std::fs::write(&path, &stored).unwrap();
-    let file = Env::default().open(&path).unwrap();
+    let env = Env::default();
+    let mut w = env.create(&path).unwrap();
+    w.write_all(&stored).unwrap();
+    drop(w);
+    let file = env.open(&path).unwrap();
     g.bench_function("read", |b| {
         b.iter(|| {
             let read = file.read_at(0, stored.len()).unwrap();
