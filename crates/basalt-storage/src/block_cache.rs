@@ -87,8 +87,9 @@ struct Entry {
     block: Block,
     /// The weight given at insert, plus the probe bytes charged since.
     weight: usize,
-    /// Of `weight`, the data block's probe bytes charged at a lookup.
-    probes_charged: usize,
+    /// Whether `weight` holds the data block's probe bytes. Probes are built once and never
+    /// change, so they are charged once.
+    probes_charged: bool,
     priority: Priority,
     referenced: bool,
 }
@@ -204,7 +205,7 @@ impl BlockCache {
             key,
             block,
             weight,
-            probes_charged: 0,
+            probes_charged: false,
             priority,
             referenced: false,
         });
@@ -287,23 +288,22 @@ impl Shard {
         self.map.insert(key, i);
     }
 
-    /// Charges entry `i` `probes` bytes for its data block's probes, in place of what it was
-    /// charged for them before; whether its weight grew (the caller makes room).
+    /// Charges entry `i` its data block's `probes` bytes, once they are built (not 0) and
+    /// unless charged already; whether its weight grew (the caller makes room).
     fn charge_probes(&mut self, i: usize, probes: usize) -> bool {
         let Some(e) = self.slots[i].as_mut() else {
             return false;
         };
-        if e.probes_charged == probes {
+        if probes == 0 || e.probes_charged {
             return false;
         }
-        let grew = probes > e.probes_charged;
-        let weight = e.weight - e.probes_charged + probes;
-        self.used = self.used - e.weight + weight;
+        e.weight += probes;
+        e.probes_charged = true;
+        self.used += probes;
         if e.priority == Priority::InMemory {
-            self.in_memory_used = self.in_memory_used - e.weight + weight;
+            self.in_memory_used += probes;
         }
-        (e.weight, e.probes_charged) = (weight, probes);
-        grew
+        true
     }
 
     fn remove(&mut self, i: usize) {
