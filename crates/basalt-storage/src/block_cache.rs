@@ -10,9 +10,16 @@
 //!
 //! # Eviction
 //! Each shard runs CLOCK: an entry read since the hand last passed gets a second chance.
-//! In-memory entries (IN_MEMORY families, index and bloom blocks) are passed over while they
-//! hold no more than [`IN_MEMORY_SHARE`] of the shard and normal entries remain, so a scan of
-//! ordinary data cannot push them out.
+//! Entries stand in HBase's three priorities ([`Segment`]): a block is cached as *single*,
+//! becomes *multi* when it is read again while cached, and in-memory entries (IN_MEMORY
+//! families, index and bloom blocks) are *memory* from the start. The hand passes over memory
+//! entries while they hold no more than [`IN_MEMORY_SHARE`] of the shard and other entries
+//! remain, and over multi entries while they hold no more than [`MULTI_SHARE`] and single
+//! entries remain. So a scan, whose blocks are each read once, evicts its own blocks and the
+//! multi entries past their share, never the blocks that reads come back to (HBase's
+//! LruBlockCache, `hbase.lru.blockcache.multi.percentage`). Without it, a scan of more than
+//! twice the cache empties it of everything else: the hand clears a reference bit on one pass
+//! and evicts on the next.
 //!
 //! # Weights
 //! A block is charged its weight when inserted. A data block's row probes are built after it
@@ -24,6 +31,8 @@
 //! # Invariants
 //! 1. `used` is the sum of the weights of the entries present (with the probe bytes charged
 //!    to them); it never exceeds the shard's capacity after an insert or a lookup returns.
+//!    `memory_used` and `multi_used` are the sums of the weights of the memory and the multi
+//!    entries.
 //! 2. `map` and `slots` agree: `map[k] == i` exactly when `slots[i]` holds the entry of `k`.
 
 use std::collections::HashMap;
@@ -34,8 +43,12 @@ use parking_lot::Mutex;
 
 use crate::storefile::{Bloom, DataBlock, Index};
 
-/// Fraction of each shard that in-memory entries may hold while protected from eviction.
+/// Fraction of each shard that in-memory entries may hold while protected from eviction
+/// (HBase's `hbase.lru.blockcache.memory.percentage`).
 pub const IN_MEMORY_SHARE: f64 = 0.25;
+/// Fraction of each shard that entries read again while cached may hold while protected from
+/// the eviction of entries read once (HBase's `hbase.lru.blockcache.multi.percentage`).
+pub const MULTI_SHARE: f64 = 0.5;
 /// Most shards a cache has; small caches have fewer, so that no shard is too small to hold a
 /// large index block or to protect its in-memory share.
 const MAX_SHARDS: usize = 16;
@@ -81,6 +94,18 @@ pub struct CacheStats {
     pub data_block_reads: u64,
 }
 
+/// Where an entry stands in eviction's order (HBase's BlockPriority; see the module's
+/// documentation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Segment {
+    /// Not read since it was cached: evicted first.
+    Single,
+    /// Read again while cached.
+    Multi,
+    /// Cached at [`Priority::InMemory`].
+    Memory,
+}
+
 #[derive(Debug)]
 struct Entry {
     key: BlockKey,
@@ -90,7 +115,7 @@ struct Entry {
     /// Whether `weight` holds the data block's probe bytes. Probes are built once and never
     /// change, so they are charged once.
     probes_charged: bool,
-    priority: Priority,
+    segment: Segment,
     referenced: bool,
 }
 
@@ -101,7 +126,8 @@ struct Shard {
     free: Vec<usize>,
     hand: usize,
     used: usize,
-    in_memory_used: usize,
+    memory_used: usize,
+    multi_used: usize,
     counts: Counts,
 }
 
@@ -164,10 +190,7 @@ impl BlockCache {
     pub fn lookup_data(&self, key: &BlockKey, count_miss: bool, count_read: bool) -> Option<Block> {
         let mut s = self.shard(key).lock();
         let slot = s.map.get(key).copied();
-        let found = slot.and_then(|i| s.slots[i].as_mut()).map(|e| {
-            e.referenced = true;
-            e.block.clone()
-        });
+        let found = slot.and_then(|i| s.read(i));
         if let (Some(i), Some(Block::Data(block))) = (slot, &found) {
             let probes = block.probe_bytes();
             if s.charge_probes(i, probes) {
@@ -206,7 +229,10 @@ impl BlockCache {
             block,
             weight,
             probes_charged: false,
-            priority,
+            segment: match priority {
+                Priority::Normal => Segment::Single,
+                Priority::InMemory => Segment::Memory,
+            },
             referenced: false,
         });
         s.check(self.shard_capacity);
@@ -259,20 +285,50 @@ impl BlockCache {
 impl Shard {
     /// Invariants 1 and 2 (with the `invariants` feature).
     fn check(&self, capacity: usize) {
+        let weight_in = |seg: Option<Segment>| {
+            let entries = self.slots.iter().flatten();
+            let of = entries.filter(|e| seg.is_none_or(|seg| e.segment == seg));
+            of.map(|e| e.weight).sum::<usize>()
+        };
         invariant!(
             self.used <= capacity
-                && self.used == self.slots.iter().flatten().map(|e| e.weight).sum::<usize>()
+                && self.used == weight_in(None)
+                && self.memory_used == weight_in(Some(Segment::Memory))
+                && self.multi_used == weight_in(Some(Segment::Multi))
                 && self.map.len() == self.slots.iter().flatten().count(),
-            "block cache shard: used {} of {}, not the sum of its entries' weights (invariants 1, 2)",
+            "block cache shard: used {} of {} (memory {}, multi {}), not the sums of its entries' weights (invariants 1, 2)",
             self.used,
-            capacity
+            capacity,
+            self.memory_used,
+            self.multi_used
         );
+    }
+
+    /// The bytes counted for entries of `segment`, for the segments that are counted.
+    fn segment_used(&mut self, segment: Segment) -> Option<&mut usize> {
+        match segment {
+            Segment::Single => None,
+            Segment::Multi => Some(&mut self.multi_used),
+            Segment::Memory => Some(&mut self.memory_used),
+        }
+    }
+
+    /// Entry `i`'s block, read: its reference bit set, and a single entry made multi.
+    fn read(&mut self, i: usize) -> Option<Block> {
+        let e = self.slots[i].as_mut()?;
+        e.referenced = true;
+        let block = e.block.clone();
+        if e.segment == Segment::Single {
+            e.segment = Segment::Multi;
+            self.multi_used += e.weight;
+        }
+        Some(block)
     }
 
     fn add(&mut self, e: Entry) {
         self.used += e.weight;
-        if e.priority == Priority::InMemory {
-            self.in_memory_used += e.weight;
+        if let Some(used) = self.segment_used(e.segment) {
+            *used += e.weight;
         }
         let key = e.key;
         let i = match self.free.pop() {
@@ -299,9 +355,10 @@ impl Shard {
         }
         e.weight += probes;
         e.probes_charged = true;
+        let segment = e.segment;
         self.used += probes;
-        if e.priority == Priority::InMemory {
-            self.in_memory_used += probes;
+        if let Some(used) = self.segment_used(segment) {
+            *used += probes;
         }
         true
     }
@@ -310,8 +367,8 @@ impl Shard {
         if let Some(e) = self.slots[i].take() {
             self.map.remove(&e.key);
             self.used -= e.weight;
-            if e.priority == Priority::InMemory {
-                self.in_memory_used -= e.weight;
+            if let Some(used) = self.segment_used(e.segment) {
+                *used -= e.weight;
             }
             self.free.push(i);
         }
@@ -328,9 +385,7 @@ impl Shard {
             self.hand = (self.hand + 1) % n;
             let force = budget == 0;
             budget = budget.saturating_sub(1);
-            let protect_in_memory = !force
-                && self.in_memory_used as f64 <= capacity as f64 * IN_MEMORY_SHARE
-                && self.used > self.in_memory_used;
+            let protected = self.protects(capacity);
             let Some(e) = self.slots[self.hand].as_mut() else {
                 continue;
             };
@@ -338,13 +393,29 @@ impl Shard {
                 e.referenced = false;
                 continue;
             }
-            if protect_in_memory && e.priority == Priority::InMemory {
+            if !force && protected(e.segment) {
                 continue;
             }
             self.remove(self.hand);
             evicted += 1;
         }
         evicted
+    }
+
+    /// Which segments the hand passes over now, in a shard of `capacity`: each while it holds
+    /// no more than its share and entries the hand may take remain (single ones, for multi;
+    /// any other, for memory).
+    fn protects(&self, capacity: usize) -> impl Fn(Segment) -> bool {
+        let share = |fraction: f64| capacity as f64 * fraction;
+        let memory =
+            self.memory_used as f64 <= share(IN_MEMORY_SHARE) && self.used > self.memory_used;
+        let multi = self.multi_used as f64 <= share(MULTI_SHARE)
+            && self.used > self.memory_used + self.multi_used;
+        move |segment| match segment {
+            Segment::Single => false,
+            Segment::Multi => multi,
+            Segment::Memory => memory,
+        }
     }
 }
 
@@ -450,6 +521,49 @@ mod tests {
         }
         let kept = hot.iter().filter(|k| c.get(k).is_some()).count();
         assert_eq!(kept, hot.len());
+    }
+
+    #[test]
+    fn blocks_read_again_survive_a_scan_of_blocks_read_once() {
+        // One shard (below `MIN_SHARD_BYTES`): room for a hundred blocks.
+        let c = BlockCache::new(100 * 100);
+        let hot: Vec<BlockKey> = (0..40).map(|i| key(1, i)).collect();
+        for k in &hot {
+            c.insert(*k, data(1), 100, Priority::Normal);
+            assert!(c.get(k).is_some());
+        }
+        // A scan ten times the cache's size: each block cached at its miss, never looked up
+        // again (the scanner holds it while it reads it).
+        for i in 0..1_000 {
+            c.insert(key(2, i), data(1), 100, Priority::Normal);
+        }
+        let kept = hot.iter().filter(|k| c.get(k).is_some()).count();
+        assert_eq!(
+            kept,
+            hot.len(),
+            "blocks read again hold 40% of the cache, within the share"
+        );
+    }
+
+    #[test]
+    fn blocks_read_again_keep_no_more_than_their_share_through_a_scan() {
+        let capacity = 100 * 100;
+        let c = BlockCache::new(capacity);
+        let hot: Vec<BlockKey> = (0..80).map(|i| key(1, i)).collect();
+        for k in &hot {
+            c.insert(*k, data(1), 100, Priority::Normal);
+            assert!(c.get(k).is_some());
+        }
+        for i in 0..1_000 {
+            c.insert(key(2, i), data(1), 100, Priority::Normal);
+        }
+        let kept_bytes = 100 * hot.iter().filter(|k| c.get(k).is_some()).count();
+        let share = (capacity as f64 * MULTI_SHARE) as usize;
+        assert!(
+            kept_bytes <= share && kept_bytes + 100 > share,
+            "the scan took back what blocks read again held past their share, and no more: \
+             {kept_bytes} bytes kept, share {share}"
+        );
     }
 
     #[test]
