@@ -523,20 +523,31 @@ mod tests {
         assert_eq!(kept, hot.len());
     }
 
-    #[test]
-    fn blocks_read_again_survive_a_scan_of_blocks_read_once() {
-        // One shard (below `MIN_SHARD_BYTES`): room for a hundred blocks.
-        let c = BlockCache::new(100 * 100);
-        let hot: Vec<BlockKey> = (0..40).map(|i| key(1, i)).collect();
+    /// `n` blocks of 100 bytes cached and each read once more: multi entries.
+    fn read_again(c: &BlockCache, n: u64) -> Vec<BlockKey> {
+        let hot: Vec<BlockKey> = (0..n).map(|i| key(1, i)).collect();
         for k in &hot {
             c.insert(*k, data(1), 100, Priority::Normal);
             assert!(c.get(k).is_some());
         }
-        // A scan ten times the cache's size: each block cached at its miss, never looked up
-        // again (the scanner holds it while it reads it).
-        for i in 0..1_000 {
+        hot
+    }
+
+    /// A scan of `n` blocks of 100 bytes: each cached at its miss and never looked up again
+    /// (the scanner holds it while it reads it).
+    fn scan_once(c: &BlockCache, n: u64) {
+        for i in 0..n {
             c.insert(key(2, i), data(1), 100, Priority::Normal);
         }
+    }
+
+    #[test]
+    fn blocks_read_again_survive_a_scan_of_blocks_read_once() {
+        // One shard (below `MIN_SHARD_BYTES`): room for a hundred blocks.
+        let c = BlockCache::new(100 * 100);
+        let hot = read_again(&c, 40);
+        // Ten times the cache's size.
+        scan_once(&c, 1_000);
         let kept = hot.iter().filter(|k| c.get(k).is_some()).count();
         assert_eq!(
             kept,
@@ -549,14 +560,8 @@ mod tests {
     fn blocks_read_again_keep_no_more_than_their_share_through_a_scan() {
         let capacity = 100 * 100;
         let c = BlockCache::new(capacity);
-        let hot: Vec<BlockKey> = (0..80).map(|i| key(1, i)).collect();
-        for k in &hot {
-            c.insert(*k, data(1), 100, Priority::Normal);
-            assert!(c.get(k).is_some());
-        }
-        for i in 0..1_000 {
-            c.insert(key(2, i), data(1), 100, Priority::Normal);
-        }
+        let hot = read_again(&c, 80);
+        scan_once(&c, 1_000);
         let kept_bytes = 100 * hot.iter().filter(|k| c.get(k).is_some()).count();
         let share = (capacity as f64 * MULTI_SHARE) as usize;
         assert!(
