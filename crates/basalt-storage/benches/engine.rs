@@ -1,8 +1,8 @@
 //! Criterion micro-benchmarks of the engine's hot paths: block encode, checksum check, read
 //! and search, bloom probes, memstore inserts, Gets from a memstore, a store file and both,
 //! merging iteration (of memstores, and of store files with older versions to pass), the
-//! query matcher, a flush's read of a memstore, a major compaction and a read point taken
-//! beside a writer.
+//! query matcher, a flush's read of a memstore, a major compaction, a read point taken
+//! beside a writer, and the block cache's lookups and inserts.
 //!
 //! `cargo bench -p basalt-storage --bench engine`
 #![allow(clippy::unwrap_used, missing_docs)] // benchmark code
@@ -15,13 +15,13 @@ use std::sync::Arc;
 use basalt_model::{
     BloomType, Cell, ColumnFamilyDescriptor, Compression, KeepDeletedCells, TimeRange,
 };
-use basalt_storage::block_cache::BlockCache;
+use basalt_storage::block_cache::{Block, BlockCache, BlockKey, Priority};
 use basalt_storage::compaction::Throttle;
 use basalt_storage::env::Env;
 use basalt_storage::memstore::MemStore;
 use basalt_storage::region::mvcc::Mvcc;
 use basalt_storage::store::query_matcher::{Mode, QueryMatcher, ScanInfo};
-use basalt_storage::store::scanner::StoreScanner;
+use basalt_storage::store::scanner::{CellSource, StoreScanner};
 use basalt_storage::store::source::Source;
 use basalt_storage::store::Store;
 use basalt_storage::storefile::block::{decode_data_block, frame, unframe, DataBlockBuilder};
@@ -196,7 +196,8 @@ fn memstore(c: &mut Criterion) {
 }
 
 /// A flush's read of a memstore of a million cells written in random order: the store
-/// scanner walks the skip list's nodes in key order, which lie apart in the arena.
+/// scanner walks the skip list's nodes in key order, which lie apart in the arena. And a
+/// Get's seek in it.
 fn flush_read(c: &mut Criterion) {
     let m = Arc::new(MemStore::new());
     for i in 0..1_000_000u64 {
@@ -224,6 +225,22 @@ fn flush_read(c: &mut Criterion) {
             .unwrap();
             assert_eq!(n, 1_000_000);
             n
+        });
+    });
+    // A Get's seek in the same memstore: a search of the skip list from its top, through
+    // nodes that lie apart in the arena (what a read beside a writer meets).
+    g.throughput(Throughput::Elements(1));
+    g.bench_function("seek_1m_random", |b| {
+        let mut i = 0u64;
+        b.iter(|| {
+            i += 1;
+            let row = (i.wrapping_mul(0x2545_F491_4F6C_DD1D) % 1_000_000)
+                .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+                .to_be_bytes()
+                .repeat(2);
+            let mut s = m.row_scanner(u64::MAX, &row);
+            s.seek(&Cell::first_on_row(&Bytes::from(row))).unwrap();
+            assert!(s.peek().is_some());
         });
     });
     g.finish();
@@ -674,9 +691,66 @@ fn read_point(c: &mut Criterion) {
     writer.join().unwrap();
 }
 
+/// The block cache as a random Get at 10M rows meets it: a cache of many blocks whose
+/// entries, counts and blocks have left the CPU's caches. 512 MiB of 4 KiB entries (each a
+/// small block of its own, charged 4 KiB), looked up in an order that jumps all over them.
+fn block_cache(c: &mut Criterion) {
+    const WEIGHT: usize = 4 << 10;
+    const CAPACITY: usize = 512 << 20;
+    const N: u64 = (CAPACITY / WEIGHT) as u64;
+    let family = Bytes::from_static(b"f");
+    let block = |i: u64| {
+        let mut b = DataBlockBuilder::default();
+        b.add(&cell(i, 1));
+        let body = Bytes::from(b.finish());
+        Block::Data(Arc::new(
+            decode_data_block(body, &family, Path::new("b"), 0).unwrap(),
+        ))
+    };
+    let key = |i: u64| BlockKey {
+        file: 1,
+        offset: i * WEIGHT as u64,
+    };
+    // Every index of 0..N once, scattered (N is a power of two, the step odd).
+    let scattered = |i: u64| i.wrapping_mul(0x9E37_79B9_7F4A_7C15) % N;
+    let cache = BlockCache::new(CAPACITY);
+    for i in 0..N {
+        cache.insert(key(i), block(i), WEIGHT, Priority::Normal);
+    }
+    let mut g = c.benchmark_group("block_cache");
+    g.throughput(Throughput::Elements(1));
+    g.bench_function("lookup_hit", |b| {
+        let mut i = 0;
+        b.iter(|| {
+            i += 1;
+            black_box(cache.lookup_data(&key(scattered(i)), true, true))
+        });
+    });
+    g.bench_function("lookup_miss", |b| {
+        let mut i = 0;
+        b.iter(|| {
+            i += 1;
+            black_box(cache.lookup_data(&key(N + scattered(i)), true, true))
+        });
+    });
+    // A miss's insert into the full cache, which evicts a block to make room. The blocks
+    // inserted are made beforehand: a read from disk makes them in the real thing.
+    let fresh: Vec<Block> = (0..1024).map(block).collect();
+    g.bench_function("insert_evicting", |b| {
+        let mut i = N;
+        b.iter(|| {
+            i += 1;
+            let fresh = fresh[(i % 1024) as usize].clone();
+            cache.insert(key(i), fresh, WEIGHT, Priority::Normal);
+        });
+    });
+    g.finish();
+}
+
 criterion_group!(
     benches,
     blocks,
+    block_cache,
     blooms,
     memstore,
     flush_read,
