@@ -49,6 +49,13 @@ use super::key::{self, CellBuf, Word};
 /// exactly the two links a node is counted at.
 pub const MAX_HEIGHT: usize = 20;
 
+/// The list height from which a search fetches the node it may step down to while it compares
+/// the node beside it ([`SkipList::fetch_below`]). A list of that height has about 2^16 nodes,
+/// some 13 MiB of cells of a hundred bytes: beyond what the CPU's caches keep of it, where a
+/// search waits on memory at each step. In a smaller list the nodes are at hand, and the loads
+/// would be work for nothing.
+const FETCH_FROM_HEIGHT: usize = 17;
+
 /// No node (invariant 4).
 pub const NIL: u64 = 0;
 const HEAD: u64 = 0;
@@ -227,10 +234,11 @@ impl SkipList {
         let node = self.node(at);
         let key = node.key();
         let top = self.height.fetch_max(height, Relaxed).max(height);
+        let fetch = top >= FETCH_FROM_HEIGHT;
         let (mut prev, mut next) = ([HEAD; MAX_HEIGHT], [NIL; MAX_HEIGHT]);
         let (mut x, mut stop) = (HEAD, NIL);
         for level in (0..top).rev() {
-            (x, stop) = self.find_at_level(x, level, key, stop, Ordering::Greater);
+            (x, stop) = self.find_at_level(x, level, key, (stop, Ordering::Greater), fetch);
             (prev[level], next[level]) = (x, stop);
         }
         node.words[1 + height].store(self.tail_for(at, next[0]), Relaxed);
@@ -251,7 +259,7 @@ impl SkipList {
                 // Another node came in beside this one at this level: search on from the
                 // node before it, which is still not above the key.
                 (prev[level], next[level]) =
-                    self.find_at_level(prev[level], level, key, NIL, Ordering::Greater);
+                    self.find_at_level(prev[level], level, key, (NIL, Ordering::Greater), fetch);
             }
         }
         replaced
@@ -299,22 +307,62 @@ impl SkipList {
     /// From node `x` (before the stop), moves along `level` until the next node compares with
     /// `key` as `stop` or above (`Equal`: the first node at or above `key`; `Greater`: the
     /// first above it); returns the last node before the stop and the stop. `known_stop` is a
-    /// node already found to be a stop (or NIL), to save comparing it again.
+    /// node already found to be a stop (or NIL), to save comparing it again. With `fetch`, each
+    /// step fetches the node below ([`SkipList::fetch_below`]).
     fn find_at_level<W: Word>(
+        &self,
+        x: u64,
+        level: usize,
+        key: &[W],
+        stops: (u64, Ordering),
+        fetch: bool,
+    ) -> (u64, u64) {
+        // Two copies of the walk, so that one without fetching has no step it does not need.
+        if fetch {
+            self.walk_level::<true, W>(x, level, key, stops)
+        } else {
+            self.walk_level::<false, W>(x, level, key, stops)
+        }
+    }
+
+    /// [`SkipList::find_at_level`], fetching with `FETCH`.
+    fn walk_level<const FETCH: bool, W: Word>(
         &self,
         mut x: u64,
         level: usize,
         key: &[W],
-        known_stop: u64,
-        stop: Ordering,
+        (known_stop, stop): (u64, Ordering),
     ) -> (u64, u64) {
+        let mut fetched = 0;
         loop {
-            let next = self.node(x).next(level);
+            let node = self.node(x);
+            let next = node.next(level);
+            if FETCH {
+                fetched ^= self.fetch_below(&node, level, next);
+            }
             if next == NIL || next == known_stop || key::compare(self.node(next).key(), key) >= stop
             {
+                if FETCH {
+                    std::hint::black_box(fetched);
+                }
                 return (x, next);
             }
             x = next;
+        }
+    }
+
+    /// Reads the first word of the node after `node` one level below `level`, unless it is
+    /// `next`, the node after it at `level` (0 when there is none to read), for its cache
+    /// line to be on its way: a search that stops at this level goes on from there. Each
+    /// step of a search otherwise waits for one node to come from memory, then the next;
+    /// this lets the step down overlap the comparison that decides it (a prefetch made of a
+    /// load, which safe Rust allows; the caller folds what it reads into a value nothing
+    /// waits on).
+    #[inline]
+    fn fetch_below(&self, node: &Node<'_>, level: usize, next: u64) -> u64 {
+        match level.checked_sub(1).map(|below| node.next(below)) {
+            Some(at) if at != NIL && at != next => self.node(at).meta(),
+            _ => 0,
         }
     }
 
@@ -322,8 +370,10 @@ impl SkipList {
     fn last_below<W: Word>(&self, key: &[W]) -> u64 {
         let mut x = HEAD;
         let mut stop = NIL;
-        for level in (0..self.height.load(Relaxed)).rev() {
-            (x, stop) = self.find_at_level(x, level, key, stop, Ordering::Equal);
+        let top = self.height.load(Relaxed);
+        let fetch = top >= FETCH_FROM_HEIGHT;
+        for level in (0..top).rev() {
+            (x, stop) = self.find_at_level(x, level, key, (stop, Ordering::Equal), fetch);
         }
         x
     }
@@ -342,6 +392,15 @@ impl SkipList {
     /// walk starts at `from`'s tail when that is below `key` too: past the column's older
     /// versions in one step (invariant 5).
     pub fn seek_from<W: Word>(&self, from: u64, key: &[W]) -> u64 {
+        if self.height.load(Relaxed) >= FETCH_FROM_HEIGHT {
+            self.seek_walk::<true, W>(from, key)
+        } else {
+            self.seek_walk::<false, W>(from, key)
+        }
+    }
+
+    /// [`SkipList::seek_from`], fetching with `FETCH` ([`SkipList::fetch_below`]).
+    fn seek_walk<const FETCH: bool, W: Word>(&self, from: u64, key: &[W]) -> u64 {
         let tail = self.node(from).tail();
         let mut x = if tail != from && key::compare(self.node(tail).key(), key) == Ordering::Less {
             tail
@@ -351,8 +410,13 @@ impl SkipList {
         let mut level = self.node(x).height() - 1;
         // The node found not below `key` at the level above, so as not to compare it again.
         let mut stop = NIL;
+        let mut fetched = 0;
         loop {
-            let next = self.node(x).next(level);
+            let node = self.node(x);
+            let next = node.next(level);
+            if FETCH {
+                fetched ^= self.fetch_below(&node, level, next);
+            }
             if next != NIL
                 && next != stop
                 && key::compare(self.node(next).key(), key) == Ordering::Less
@@ -363,6 +427,9 @@ impl SkipList {
                 continue;
             }
             if level == 0 {
+                if FETCH {
+                    std::hint::black_box(fetched);
+                }
                 return next;
             }
             stop = next;
@@ -467,6 +534,43 @@ mod tests {
         let mut past = Vec::new();
         key::encode_into(&c.last_on_its_column(), &mut past);
         past
+    }
+
+    /// The walks that fetch the node below as they go (taken in lists past
+    /// [`FETCH_FROM_HEIGHT`], which a test's list does not reach) stop where the plain walks
+    /// do: at every level, for every node's key and for the keys just past every column.
+    #[test]
+    fn walks_that_fetch_find_what_plain_walks_find() {
+        let (list, nodes) = columns_written_in_every_order();
+        let top = list.height.load(Relaxed);
+        assert!(top > 1, "a list of {} nodes one level high", nodes.len());
+        for (i, &at) in nodes.iter().enumerate() {
+            let own: Vec<u64> = list
+                .node(at)
+                .key()
+                .iter()
+                .map(|w| w.load(Relaxed))
+                .collect();
+            for key in [own, past_column_key(&list, at)] {
+                for level in 0..top {
+                    for stop in [Ordering::Equal, Ordering::Greater] {
+                        assert_eq!(
+                            list.walk_level::<false, u64>(HEAD, level, &key, (NIL, stop)),
+                            list.walk_level::<true, u64>(HEAD, level, &key, (NIL, stop)),
+                            "node {i}, level {level}, {stop:?}"
+                        );
+                    }
+                }
+                // A seek from the head, and from the last node below the key.
+                for from in [HEAD, list.last_below(&key)] {
+                    assert_eq!(
+                        list.seek_walk::<false, u64>(from, &key),
+                        list.seek_walk::<true, u64>(from, &key),
+                        "node {i} from {from}"
+                    );
+                }
+            }
+        }
     }
 
     /// Every node's tail is itself or a later node of its column (invariant 5).
