@@ -309,6 +309,7 @@ impl SkipList {
     /// first above it); returns the last node before the stop and the stop. `known_stop` is a
     /// node already found to be a stop (or NIL), to save comparing it again. With `fetch`, each
     /// step fetches the node below ([`SkipList::fetch_below`]).
+    #[inline]
     fn find_at_level<W: Word>(
         &self,
         x: u64,
@@ -326,6 +327,7 @@ impl SkipList {
     }
 
     /// [`SkipList::find_at_level`], fetching with `FETCH`.
+    #[inline]
     fn walk_level<const FETCH: bool, W: Word>(
         &self,
         mut x: u64,
