@@ -10,7 +10,7 @@
 //!
 //! # Eviction
 //! Each shard runs CLOCK: an entry read since the hand last passed gets a second chance.
-//! Entries stand in HBase's three priorities ([`Segment`]): a block is cached as *single*,
+//! Entries stand in HBase's three priorities (`Segment`): a block is cached as *single*,
 //! becomes *multi* when it is read again while cached, and in-memory entries (IN_MEMORY
 //! families, index and bloom blocks) are *memory* from the start. The hand passes over memory
 //! entries while they hold no more than [`IN_MEMORY_SHARE`] of the shard and other entries
