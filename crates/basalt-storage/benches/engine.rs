@@ -195,6 +195,31 @@ fn memstore(c: &mut Criterion) {
     g.finish();
 }
 
+/// A memstore filled to about 48 MiB, in random order, after another one was filled and
+/// dropped (a flush): the chunks it writes into are the dropped one's, taken from the pool,
+/// or pages the system must fault in and clear when the pool does not hand them on.
+fn memstore_refill(c: &mut Criterion) {
+    let cells: Vec<Cell> = (0..400_000u64)
+        .map(|i| cell(i.wrapping_mul(0x9E37_79B9_7F4A_7C15), i))
+        .collect();
+    let mut g = c.benchmark_group("memstore");
+    g.sample_size(10);
+    g.throughput(Throughput::Elements(cells.len() as u64));
+    g.bench_function("refill_400k_random", |b| {
+        b.iter_batched(
+            MemStore::new,
+            |m| {
+                cells.iter().for_each(|c| {
+                    m.insert(c);
+                });
+                m
+            },
+            BatchSize::PerIteration,
+        );
+    });
+    g.finish();
+}
+
 /// A flush's read of a memstore of a million cells written in random order: the store
 /// scanner walks the skip list's nodes in key order, which lie apart in the arena. And a
 /// Get's seek in it.
@@ -753,6 +778,7 @@ criterion_group!(
     block_cache,
     blooms,
     memstore,
+    memstore_refill,
     flush_read,
     hot_row,
     store_file_row,
