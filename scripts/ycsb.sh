@@ -8,16 +8,25 @@
 # YCSB ARGS go to every `basalt bench ycsb` (say `--records 100000 --operations 100000`).
 # BASALT names the basalt binary (default: basalt on PATH); APIS the APIs, in order
 # (default: "native thrift").
+#
+# ROUNDS=N compares the two APIs instead: one server serves both, the table is loaded once
+# (natively), and each workload runs N rounds through both APIs in turn, native first in odd
+# rounds; then each workload's native ÷ Thrift ratio of every round, and their median. On a
+# host whose speed drifts from one minute to the next, runs seconds apart on one server
+# compare the APIs, where runs on two servers minutes apart compare the host as well.
 set -euo pipefail
 dir=$(realpath -m "${1:-./basalt-ycsb}")
 [ $# -gt 0 ] && shift
 [ "${1:-}" = "--" ] && shift
 basalt=${BASALT:-basalt}
-for api in ${APIS:-native thrift}; do
+
+# Starts a server on a fresh data directory, its log named after $1; sets `native` and
+# `thrift` to the addresses it serves, and `server_PID`.
+start_server() {
   rm -rf "$dir/data"
   mkdir -p "$dir/data" "$dir/logs"
   coproc server { exec "$basalt" server --bind 127.0.0.1 --port 0 --info-port 0 --bigtable-port 0 \
-    --thrift-port 0 --rest-port 0 --data-dir "$dir/data" 2> "$dir/logs/basalt-$api.log"; }
+    --thrift-port 0 --rest-port 0 --data-dir "$dir/data" 2> "$dir/logs/basalt-$1.log"; }
   # The server prints a line per listener once it serves.
   native='' thrift=''
   while { [ -z "$native" ] || [ -z "$thrift" ]; } && read -r line <&"${server[0]}"; do
@@ -27,12 +36,51 @@ for api in ${APIS:-native thrift}; do
     esac
   done
   [ -n "$native" ] && [ -n "$thrift" ] || { echo "the server did not start; see $dir/logs" >&2; exit 1; }
-  addr=$native; [ "$api" = thrift ] && addr=$thrift
-  for w in a b c d e f; do
-    load=--no-load; [ "$w" = a ] && load=
-    echo "== $api $w"
-    "$basalt" bench ycsb --api "$api" --server "$addr" --workload "$w" $load "$@" \
-      | grep -E '^\[(LOAD|OVERALL)\], Throughput|AverageLatency|99thPercentile'
+}
+
+# Runs workload $2 through API $1 (more arguments go to it), prints its summary lines and
+# leaves its throughput in `ops`.
+run() {
+  local api=$1 w=$2 addr=$native
+  shift 2
+  [ "$api" = thrift ] && addr=$thrift
+  "$basalt" bench ycsb --api "$api" --server "$addr" --workload "$w" "$@" > "$dir/logs/last.txt"
+  grep -E '^\[(LOAD|OVERALL)\], Throughput|AverageLatency|99thPercentile' "$dir/logs/last.txt"
+  ops=$(sed -n 's/^\[OVERALL\], Throughput(ops\/sec), //p' "$dir/logs/last.txt")
+}
+
+if [ -z "${ROUNDS:-}" ]; then
+  for api in ${APIS:-native thrift}; do
+    start_server "$api"
+    for w in a b c d e f; do
+      load=--no-load; [ "$w" = a ] && load=
+      echo "== $api $w"
+      run "$api" "$w" $load "$@"
+    done
+    kill "$server_PID"; wait "$server_PID" || true
   done
-  kill "$server_PID"; wait "$server_PID" || true
+  exit 0
+fi
+
+start_server both
+summary=''
+for w in a b c d e f; do
+  load=--no-load; [ "$w" = a ] && load=
+  ratios=''
+  for round in $(seq 1 "$ROUNDS"); do
+    order='native thrift'; [ $((round % 2)) = 0 ] && order='thrift native'
+    for api in $order; do
+      echo "== $api $w, round $round"
+      run "$api" "$w" $load "$@"
+      load=--no-load
+      [ "$api" = native ] && native_ops=$ops || thrift_ops=$ops
+    done
+    ratios="$ratios $(awk -v n="$native_ops" -v t="$thrift_ops" 'BEGIN { printf "%.2f", n / t }')"
+  done
+  median=$(printf '%s\n' $ratios | sort -n | awk '{ r[NR] = $1 } END {
+    printf "%.2f", NR % 2 ? r[(NR + 1) / 2] : (r[NR / 2] + r[NR / 2 + 1]) / 2 }')
+  summary="$summary$w: native ÷ Thrift $median (median); rounds:$ratios"$'\n'
 done
+kill "$server_PID"; wait "$server_PID" || true
+echo "== native ÷ Thrift throughput"
+printf '%s' "$summary"
