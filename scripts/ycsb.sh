@@ -19,6 +19,14 @@ dir=$(realpath -m "${1:-./basalt-ycsb}")
 [ $# -gt 0 ] && shift
 [ "${1:-}" = "--" ] && shift
 basalt=${BASALT:-basalt}
+if [ -n "${ROUNDS:-}" ] && ! { [[ $ROUNDS =~ ^[0-9]+$ ]] && ((10#$ROUNDS > 0)); }; then
+  echo "ROUNDS must be a whole number above 0, not '$ROUNDS'" >&2
+  exit 2
+fi
+# A server still running when the script ends, by a failed run or an interrupt, is stopped
+# (bash unsets a coproc's PID once it has ended).
+server_PID=''
+trap '[ -n "${server_PID:-}" ] && kill "$server_PID" 2>/dev/null; wait' EXIT INT TERM
 
 # Starts a server on a fresh data directory, its log named after $1; sets `native` and
 # `thrift` to the addresses it serves, and `server_PID`.
