@@ -171,13 +171,24 @@ fn the_grpc_corpus_gets_client_errors_never_internal() {
                 );
             }
         }
-        // A method or a service the server does not have is named in its refusal.
-        for method in ["/basalt.v1.Table/NoSuchMethod", "/no.such.Service/Get", "/"] {
+        // A method or a service the server does not have is named in its refusal; a
+        // service whose name only begins as the Table service's is not taken for it.
+        for method in [
+            "/basalt.v1.Table/NoSuchMethod",
+            "/no.such.Service/Get",
+            "/",
+            "/basalt.v1.TableX/Get",
+            "/basalt.v1.Table",
+        ] {
             grpc.ready().await.unwrap();
             let path = tonic::codegen::http::uri::PathAndQuery::from_static(method);
             let req = tonic::Request::new(Bytes::from_static(b"\x0a\x01t"));
             let s = grpc.unary(req, path, Raw).await.unwrap_err();
             assert_eq!(s.code(), tonic::Code::Unimplemented, "{method}: {s:?}");
+            assert!(
+                s.message().ends_with(&format!("no method {method}")),
+                "{s:?}"
+            );
         }
         let mut admin = pb::admin_client::AdminClient::new(channel);
         let names = admin.list_namespaces(pb::Empty {}).await.unwrap();

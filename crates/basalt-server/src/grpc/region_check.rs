@@ -26,7 +26,7 @@ type Named = (TableName, Bytes, Arc<str>);
 /// .encoded_name(table)`: the name depends on nothing else, so an entry whose table and start
 /// key match the region's answers for it.
 #[derive(Debug, Default)]
-pub struct EncodedNames(Mutex<HashMap<u64, Named>>);
+pub struct EncodedNames(Mutex<HashMap<u64, Named, foldhash::fast::RandomState>>);
 
 impl EncodedNames {
     /// `region`'s encoded name in `table` ([`RegionInfo::encoded_name`]).
