@@ -9,7 +9,7 @@
 //! holds ([`crate::http2`]), starts each call whose request arrived, and polls the calls beside
 //! the connection. A call answered from memory (a point read that hits the memstore or the
 //! block cache) is answered within the pass that read it, and the answers of the calls ready
-//! together leave two a write, or each once it is made when making them takes long (scans
+//! together leave four a write, or each once it is made when making them takes long (scans
 //! of many rows), so the client works on them while the next calls run.
 //!
 //! The table calls are decoded, run and encoded by [`TableCalls`]; the admin services'
@@ -76,16 +76,20 @@ const SETTINGS: Settings = Settings {
 /// when those calls are slow (scans of many rows), the client would sit idle until the last
 /// of them is done. Even point reads are slow enough: eight of them read together take the
 /// loop 70–100 µs, and written at once they leave client and server taking turns, each idle
-/// while the other works. Written two at a time, or after 25 µs, the client works on the
-/// first answers while the server runs the rest, and its next requests are there before
-/// the pass ends. With 25 µs alone, reads from a store at rest (about 9 µs each) left three
-/// at a time and YCSB C ran at 0.83–1.10 times Thrift's rate; two at a time, at 1.43–1.47,
-/// the other workloads as before. A shorter limit instead costs the workloads whose reads
-/// take longer (BENCHMARKS.md has the figures for 8, 10, 15, 25, 50 and 100 µs, and for two
-/// at a time).
-const FLUSH_AFTER: Duration = Duration::from_micros(25);
+/// while the other works. Written four at a time (half of the eight calls a YCSB client of
+/// eight threads keeps open), or after 60 µs, the client works on the first half while the
+/// server runs the rest, and its next requests are there before the pass ends.
+///
+/// Each write costs the loop a system call that, on loopback, also delivers to the client
+/// and wakes it: a sixth of the loop's time at two answers a write, and the loop's time is
+/// what bounds a connection's rate. On an Intel host, ten alternated rounds of YCSB C put
+/// four (or 60 µs) ahead of two (or 25 µs) in every round, native ÷ Thrift median 1.115
+/// against 1.010; three, six and eight did worse than four. On an AMD host two had beaten
+/// three (25 µs alone), 1.43–1.47 against 0.83–1.10; four was not measured there.
+/// BENCHMARKS.md has the figures.
+const FLUSH_AFTER: Duration = Duration::from_micros(60);
 /// See [`FLUSH_AFTER`].
-const FLUSH_EVERY: usize = 2;
+const FLUSH_EVERY: usize = 4;
 /// Passes in one turn before a busy connection lets its loop's other connections run.
 const PASSES_PER_TURN: usize = 64;
 
@@ -240,7 +244,7 @@ where
                 if let Some(reply) = reply {
                     self.conn.answer(stream, reply);
                     unwritten += 1;
-                    // Answers leave two at a time, or once they took long to make, so the
+                    // Answers leave four at a time, or once they took long to make, so the
                     // client works on them while the next calls run.
                     let now = std::time::Instant::now();
                     if unwritten >= FLUSH_EVERY || now - since_write >= FLUSH_AFTER {

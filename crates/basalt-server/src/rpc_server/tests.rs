@@ -381,17 +381,17 @@ async fn a_slow_calls_answer_leaves_before_the_next_call_runs() {
     assert_eq!(begun_at_answer, [(1, 1), (3, 2)]);
 }
 
-/// Quick calls read in one pass leave two answers a write, so the client works on the
-/// first while the server makes the rest.
+/// Quick calls read in one pass leave at most four answers a write, so the client works on
+/// the first while the server makes the rest.
 #[tokio::test]
-async fn quick_answers_leave_two_at_a_time() {
-    let answers = answered_in_writes(Test::default(), &["/t/Echo"; 5]).await;
+async fn quick_answers_leave_four_at_a_time() {
+    let answers = answered_in_writes(Test::default(), &["/t/Echo"; 9]).await;
     let streams: Vec<u32> = answers.iter().map(|a| a.0).collect();
-    assert_eq!(streams, [1, 3, 5, 7, 9]);
+    assert_eq!(streams, [1, 3, 5, 7, 9, 11, 13, 15, 17]);
     for (i, a) in answers.iter().enumerate() {
         let in_same_write = answers.iter().filter(|b| b.1 == a.1).count();
         assert!(
-            in_same_write <= 2,
+            in_same_write <= 4,
             "answer {i} left with {in_same_write}: {answers:?}"
         );
     }
