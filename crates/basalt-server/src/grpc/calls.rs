@@ -27,7 +27,6 @@ use tonic::Status;
 
 use super::Services;
 use crate::budget::{Held, RequestBudget};
-use crate::http2::request::RequestHead;
 use crate::rpc_server::{Answer, Answered};
 
 /// The Table service's calls, within the request budget.
@@ -51,15 +50,18 @@ impl TableCalls {
         }
     }
 
-    /// Starts the call of the Table service's method `head` names (`UNIMPLEMENTED` for a
-    /// method it does not have), whose request's body is `body`.
-    pub fn call(&self, head: &RequestHead, body: Body) -> Answer {
-        let path = head.uri.path();
-        let method = path
+    /// The method `path` names when it is a call of this service (`/basalt.v1.Table/Get`).
+    #[must_use]
+    pub fn method_of(path: &str) -> Option<&str> {
+        path.strip_prefix('/')?
+            .strip_prefix(Self::SERVICE)?
             .strip_prefix('/')
-            .and_then(|p| p.strip_prefix(Self::SERVICE))
-            .and_then(|p| p.strip_prefix('/'))
-            .unwrap_or_default();
+    }
+
+    /// Starts the call of the Table service's `method` (of [`TableCalls::method_of`]
+    /// `path`; `UNIMPLEMENTED` for a method it does not have), whose request's body is
+    /// `body`.
+    pub fn call(&self, path: &str, method: &str, body: Body) -> Answer {
         match method {
             "Get" => self.unary(body, |s, r| async move { s.get_row(r).await }),
             "Mutate" => self.unary(body, |s, r| async move { s.mutate(r).await }),

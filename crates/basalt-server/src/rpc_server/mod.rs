@@ -134,12 +134,8 @@ impl Route for Routes {
         let path = head.uri.path();
         // The table calls are nearly all the calls: their prefix is compared first, where
         // finding the second `/` took a point read's server about 200 instructions.
-        let table_call = path
-            .strip_prefix('/')
-            .and_then(|p| p.strip_prefix(TableCalls::SERVICE))
-            .is_some_and(|method| method.starts_with('/'));
-        if table_call {
-            return self.table.call(&head, body);
+        if let Some(method) = TableCalls::method_of(path) {
+            return self.table.call(path, method, body);
         }
         let service = path.strip_prefix('/').and_then(|p| p.split_once('/'));
         match service.map(|(name, _)| name) {
