@@ -6,6 +6,9 @@
 //! task yields once, so that the other calls already woken queue theirs first and one write
 //! carries them all, as a server's pass of answers carries many calls: on two cores shared
 //! with the server every write is a trip through the kernel and a wake-up of the server.
+//! It yields only while those calls have small answers to decode: behind scans' answers of
+//! tens of KiB each, the first request would wait for every one of them to be decoded (a
+//! hundred microseconds or more each), and the server with it, out of work.
 //!
 //! # Invariants
 //! - `writing[..written]` has been written; the rest is written before anything else the
@@ -133,7 +136,7 @@ impl Driver {
     fn write(&mut self, cx: &mut Context<'_>) -> Result<bool, String> {
         let mut state = self.shared.lock();
         if self.written == self.writing.len() && !state.out.is_empty() {
-            if !self.deferred && state.ended.is_none() {
+            if !self.deferred && state.ended.is_none() && state.woken_calls_are_quick() {
                 // Let the calls already woken queue their frames first.
                 self.deferred = true;
                 drop(state);

@@ -7,7 +7,7 @@ use basalt_proto::http2::frame::{self as f, Head, Reason};
 use basalt_proto::http2::hpack::{self, Field};
 use bytes::Bytes;
 
-use super::state::{Answer, ConnectionError, Failure, Request, State};
+use super::state::{Answer, ConnectionError, Failure, Request, State, SMALL_ANSWERS};
 
 /// A frame the state wrote.
 #[derive(Debug)]
@@ -373,4 +373,50 @@ fn a_servers_faults_end_the_connection() {
     s.end("the server broke HTTP/2");
     assert!(matches!(answer(&mut s, id), Some(Err(Failure::Lost(_)))));
     assert!(s.done() && !s.open_to_calls());
+}
+
+/// Answers `id` with `len` bytes of data and its trailers.
+fn answer_with(state: &mut State, id: u32, len: usize) {
+    state
+        .header_block(id, vec![field(":status", "200")], false)
+        .unwrap();
+    frame(state, f::DATA, 0, id, &vec![0; len]).unwrap();
+    state
+        .header_block(id, vec![field("grpc-status", "0")], true)
+        .unwrap();
+}
+
+/// The connection's task waits for the calls it woke only while the answers they have
+/// still to take are small: an answer counts from its end until its call takes it or is
+/// dropped; one still arriving, or lost, never counts.
+#[test]
+fn woken_calls_are_quick_only_while_their_answers_are_small() {
+    let mut s = State::new(1 << 20);
+    let half = SMALL_ANSWERS / 2;
+    let ids: Vec<u32> = (0..4).map(|_| open(&mut s, b"x").unwrap()).collect();
+    assert!(s.woken_calls_are_quick(), "nothing answered yet");
+    answer_with(&mut s, ids[0], half);
+    assert!(s.woken_calls_are_quick(), "half the bound to take");
+    answer_with(&mut s, ids[1], half);
+    assert!(!s.woken_calls_are_quick(), "the bound to take");
+    assert_eq!(answer(&mut s, ids[0]).unwrap().unwrap().data.len(), half);
+    assert!(s.woken_calls_are_quick(), "one answer taken");
+    s.cancel(ids[1]);
+    answer_with(&mut s, ids[2], SMALL_ANSWERS - 1);
+    assert!(
+        s.woken_calls_are_quick(),
+        "the dropped call's answer is gone"
+    );
+    s.header_block(ids[3], vec![field(":status", "200")], false)
+        .unwrap();
+    frame(&mut s, f::DATA, 0, ids[3], &vec![0; half]).unwrap();
+    assert!(s.woken_calls_are_quick(), "an answer still arriving");
+    s.end("the server went away");
+    assert!(s.woken_calls_are_quick(), "a lost answer");
+    assert_eq!(
+        answer(&mut s, ids[3]).unwrap().unwrap_err(),
+        Failure::Lost("the server went away".into())
+    );
+    let kept = answer(&mut s, ids[2]).unwrap().unwrap();
+    assert_eq!(kept.data.len(), SMALL_ANSWERS - 1);
 }
