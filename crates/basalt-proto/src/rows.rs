@@ -368,19 +368,41 @@ fn merge_rows(
 /// as the answer is written.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct EncodedRows {
-    bytes: Vec<u8>,
-    /// Where each row ends in `bytes`.
-    ends: Vec<usize>,
+    /// The rows, each whole in one chunk. A chunk is never grown past the capacity it was
+    /// made with: a row that does not fit starts the next. One vector grown to an answer's
+    /// size copied all it held at each doubling, and each larger block was new memory the
+    /// kernel zeroed, about a tenth of a scan's cost on the server.
+    chunks: Vec<Vec<u8>>,
+    /// Each row's chunk and where the row ends in it.
+    ends: Vec<(usize, usize)>,
+    /// The bytes of every chunk.
+    bytes: usize,
 }
+
+/// The capacity a chunk is made with, unless its first row is larger: most scanner calls'
+/// answers fit in one (YCSB's rows are about 1.1 KiB).
+const CHUNK: usize = 64 << 10;
 
 impl EncodedRows {
     /// Encodes one more result, `cells` (at least one: a result's row is its first cell's)
     /// and whether it is `partial`.
     pub fn push(&mut self, cells: &[Cell], partial: bool) {
         let row = cells.first().map_or(&[][..], Cell::row);
-        put_varint(parts_len(row, cells, partial) as u64, &mut self.bytes);
-        encode_parts(row, cells, partial, &mut self.bytes);
-        self.ends.push(self.bytes.len());
+        let body = parts_len(row, cells, partial);
+        let len = encoded_len_varint(body as u64) + body;
+        if self
+            .chunks
+            .last()
+            .is_none_or(|c| c.capacity() - c.len() < len)
+        {
+            self.chunks.push(Vec::with_capacity(len.max(CHUNK)));
+        }
+        let at = self.chunks.len() - 1;
+        let chunk = &mut self.chunks[at];
+        put_varint(body as u64, chunk);
+        encode_parts(row, cells, partial, chunk);
+        self.bytes += len;
+        self.ends.push((at, chunk.len()));
     }
 
     /// The rows encoded.
@@ -396,15 +418,18 @@ impl EncodedRows {
     }
 
     fn encoded_len(&self, tag: u32) -> usize {
-        self.ends.len() * key_len(tag) + self.bytes.len()
+        self.ends.len() * key_len(tag) + self.bytes
     }
 
     fn encode(&self, tag: u8, buf: &mut impl BufMut) {
-        let mut start = 0;
-        for &end in &self.ends {
+        let mut start = (0, 0);
+        for &(chunk, end) in &self.ends {
+            if chunk != start.0 {
+                start = (chunk, 0);
+            }
             put_key(tag, WireType::LengthDelimited, buf);
-            buf.put_slice(&self.bytes[start..end]);
-            start = end;
+            buf.put_slice(&self.chunks[chunk][start.1..end]);
+            start.1 = end;
         }
     }
 }
@@ -588,6 +613,50 @@ mod tests {
     /// go as Puts.
     fn through_pb(r: &RowResult) -> RowResult {
         result_from_pb(result_to_pb(r)).unwrap()
+    }
+
+    /// A row past a chunk's room starts the next chunk, and a row larger than a chunk has
+    /// one of its own; the answer is still the generated message's bytes, its rows in order.
+    #[test]
+    fn rows_across_chunks_are_the_generated_messages() {
+        let sizes = [CHUNK / 2, CHUNK / 2, 10, 2 * CHUNK, 10, CHUNK - 100];
+        let rows: Vec<RowResult> = (0u8..)
+            .zip(sizes)
+            .map(|(i, len)| {
+                let row = Bytes::from(vec![b'r', i]);
+                let cell = Cell::from(basalt_model::CellParts {
+                    row: row.clone(),
+                    family: Bytes::from_static(b"f"),
+                    qualifier: Bytes::from(vec![b'q', i]),
+                    timestamp: i64::from(i),
+                    cell_type: CellType::Put,
+                    seq_id: 0,
+                    value: vec![i; len].into(),
+                    ttl_ms: None,
+                });
+                RowResult::new(row, vec![cell])
+            })
+            .collect();
+        let mut encoded = EncodedRows::default();
+        for r in &rows {
+            encoded.push(&r.cells, false);
+        }
+        assert!(encoded.chunks.len() >= 3, "{} chunks", encoded.chunks.len());
+        let next = ScannedRows {
+            encoded,
+            done: true,
+            ..ScannedRows::default()
+        };
+        let want = pb::NextResponse {
+            results: rows.iter().map(result_to_pb).collect(),
+            done: true,
+        };
+        let bytes = next.encode_to_vec();
+        assert_eq!(bytes.len(), next.encoded_len());
+        assert!(
+            bytes == want.encode_to_vec(),
+            "the generated message's bytes"
+        );
     }
 
     proptest! {
