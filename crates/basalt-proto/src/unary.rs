@@ -64,20 +64,42 @@ pub fn unframe(data: &Bytes) -> Result<Bytes, String> {
 
 /// Bytes that arrive in pieces (a message's DATA frames), kept as the one piece they usually
 /// are (no copy), or joined when there are more.
+///
+/// Made [`Pieces::up_to`] a limit, joining makes room at once for the whole frame its
+/// header tells of, up to the limit: a scan's answer comes in DATA frames of 16 KiB, and a
+/// buffer grown piece by piece copied what it held at each doubling.
 #[derive(Debug, Default)]
 pub struct Pieces {
     first: Option<Bytes>,
     joined: BytesMut,
     len: usize,
+    /// The most room a frame's header earns before its bytes arrive (a peer's word is not
+    /// memory): the largest message the caller takes.
+    room: usize,
 }
 
 impl Pieces {
+    /// Pieces of a message of at most `room` bytes, its frame's header included.
+    #[must_use]
+    pub fn up_to(room: usize) -> Pieces {
+        Pieces {
+            room,
+            ..Pieces::default()
+        }
+    }
+
     pub fn push(&mut self, data: Bytes) {
         self.len += data.len();
         match self.first.take() {
             None if self.joined.is_empty() => self.first = Some(data),
             first => {
-                self.joined.extend_from_slice(&first.unwrap_or_default());
+                let first = first.unwrap_or_default();
+                if let Some(&[_, a, b, c, d]) = first.first_chunk::<MESSAGE_HEADER>() {
+                    let told = MESSAGE_HEADER + u32::from_be_bytes([a, b, c, d]) as usize;
+                    self.joined
+                        .reserve(told.clamp(self.len, self.room.max(self.len)));
+                }
+                self.joined.extend_from_slice(&first);
                 self.joined.extend_from_slice(&data);
             }
         }
@@ -173,6 +195,41 @@ mod tests {
         }
         assert_eq!(p.len(), 6);
         assert_eq!(p.finish(), "abcdef");
+    }
+
+    /// Joining makes room for the whole frame its header tells of, no more than the limit,
+    /// and never less than the pieces hold.
+    #[test]
+    fn joining_makes_room_for_the_frame_told() {
+        let len: u32 = 40 << 10;
+        let mut framed = vec![0u8];
+        framed.extend_from_slice(&len.to_be_bytes());
+        framed.resize(MESSAGE_HEADER + len as usize, 7);
+        let framed = Bytes::from(framed);
+        let mut p = Pieces::up_to(1 << 20);
+        p.push(framed.slice(..16 << 10));
+        p.push(framed.slice(16 << 10..32 << 10));
+        let room = p.joined.capacity();
+        assert!(room >= framed.len(), "room for {room} of {}", framed.len());
+        p.push(framed.slice(32 << 10..));
+        assert_eq!(p.joined.capacity(), room, "no growth past the frame told");
+        assert_eq!(p.finish(), framed);
+        for (told, limit, want) in [
+            (u32::MAX, 1 << 20, 1 << 20),
+            (0, 1 << 20, 10),
+            (u32::MAX, 0, 10),
+        ] {
+            let mut head = vec![0u8];
+            head.extend_from_slice(&told.to_be_bytes());
+            let mut p = Pieces::up_to(limit);
+            p.push(Bytes::from(head));
+            p.push(Bytes::from(vec![0u8; 5]));
+            let room = p.joined.capacity();
+            assert!(
+                (want..want + 64).contains(&room),
+                "told {told}, limit {limit}: {room}"
+            );
+        }
     }
 
     /// A frame that lies about its length, a compressed one, or none at all is refused.

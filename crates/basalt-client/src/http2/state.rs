@@ -30,6 +30,10 @@ pub(super) const STREAM_WINDOW: i64 = 2 << 20;
 pub(super) const CONNECTION_WINDOW: i64 = 5 << 20;
 /// The largest frame this side takes (HTTP/2's default, which it does not raise).
 pub(super) const MAX_FRAME: usize = f::DEFAULT_MAX_FRAME;
+/// The most room an answer's gRPC header earns before its data arrives ([`Pieces::up_to`]):
+/// what a stream's window ([`STREAM_WINDOW`]) lets in before this side reads it, where the
+/// header's word alone could be as much as the largest answer a call takes.
+const ANSWER_ROOM: usize = 2 << 20;
 /// Answers, in bytes, that calls decode in less time than a write and the server's wake-up
 /// take (see [`State::woken_calls_are_quick`]): a few rows of a scan, or many point reads.
 pub(super) const SMALL_ANSWERS: usize = 16 << 10;
@@ -206,7 +210,7 @@ impl State {
             Stream {
                 waker: None,
                 head: None,
-                data: Pieces::default(),
+                data: Pieces::up_to(self.max_answer.min(ANSWER_ROOM)),
                 trailers: None,
                 outcome: None,
                 send_window: self.peer.initial_window,
