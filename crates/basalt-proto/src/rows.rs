@@ -370,8 +370,8 @@ fn merge_rows(
 pub struct EncodedRows {
     /// The rows, each whole in one chunk. A chunk is never grown past the capacity it was
     /// made with: a row that does not fit starts the next. One vector grown to an answer's
-    /// size copied all it held at each doubling, and each larger block was new memory the
-    /// kernel zeroed, about a tenth of a scan's cost on the server.
+    /// size copied all it held at each doubling, into new memory the kernel zeroed: 7.7% of
+    /// the server's instructions in YCSB E (`BENCHMARKS.md`).
     chunks: Vec<Vec<u8>>,
     /// Each row's chunk and where the row ends in it.
     ends: Vec<(usize, usize)>,

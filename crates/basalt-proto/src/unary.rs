@@ -65,9 +65,9 @@ pub fn unframe(data: &Bytes) -> Result<Bytes, String> {
 /// Bytes that arrive in pieces (a message's DATA frames), kept as the one piece they usually
 /// are (no copy), or joined when there are more.
 ///
-/// Made [`Pieces::up_to`] a limit, joining makes room at once for the whole frame its
-/// header tells of, up to the limit: a scan's answer comes in DATA frames of 16 KiB, and a
-/// buffer grown piece by piece copied what it held at each doubling.
+/// Pieces made with a limit ([`Pieces::up_to`]) make room, as they start joining, for the
+/// whole frame its header tells of, up to the limit: a scan's answer comes in DATA frames
+/// of 16 KiB, and a buffer grown piece by piece copied what it held at each doubling.
 #[derive(Debug, Default)]
 pub struct Pieces {
     first: Option<Bytes>,
