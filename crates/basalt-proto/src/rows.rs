@@ -6,9 +6,8 @@
 //! answer and again for each row's and cell's length prefix; a client decoded each cell into
 //! a `pb::Cell` and then moved it into a model cell. A scan answer holds hundreds of cells.
 //! Here a row is encoded from its cells where they lie, each cell's length computed once per
-//! pass (or, for a scanner's rows, not at all: `encode_parts_into`), and a client decodes
-//! each cell in place in its row. A scanner's answers, their rows encoded as the scanner
-//! reads them, are in `rows/scanner.rs`.
+//! pass, and a client decodes each cell in place in its row. A scanner's answers, their rows
+//! encoded as the scanner reads them, are in `rows/scanner.rs`.
 //!
 //! # Invariants
 //! 1. The bytes are exactly what prost writes for the generated message of the same content
@@ -281,77 +280,6 @@ fn encode_parts(row: &[u8], cells: &[Cell], partial: bool, buf: &mut impl BufMut
     }
     if partial {
         put_varint_field(3, 1, buf);
-    }
-}
-
-/// [`encode_parts`] into a vector, its length prefix before it (`put_varint(parts_len)`),
-/// without the lengths counted first: each length-delimited message is written into room
-/// left by a bound on its length, and its length's varint is written in that room once
-/// the message's bytes show it. Counting first walked every cell twice, once for the row's
-/// prefix and once for the cell's (2% of a scan's server instructions, `BENCHMARKS.md`).
-/// The vector grows by at most [`parts_bound`] and the varint of it.
-fn encode_parts_into(row: &[u8], cells: &[Cell], partial: bool, out: &mut Vec<u8>) {
-    put_delimited(out, parts_bound(row, cells, partial), |out| {
-        if !row.is_empty() {
-            encode_bytes(1, row, out);
-        }
-        for c in cells {
-            put_key(2, WireType::LengthDelimited, out);
-            put_delimited(out, cell_bound(c), |out| WireCell::of(c).encode(out));
-        }
-        if partial {
-            put_varint_field(3, 1, out);
-        }
-    });
-}
-
-/// A bound on [`parts_len`] of the same parts, from their lengths alone.
-fn parts_bound(row: &[u8], cells: &[Cell], partial: bool) -> usize {
-    let cells: usize = cells
-        .iter()
-        .map(|c| {
-            let bound = cell_bound(c);
-            1 + encoded_len_varint(bound as u64) + bound
-        })
-        .sum();
-    let flag = if partial { 2 } else { 0 };
-    1 + encoded_len_varint(row.len() as u64) + row.len() + cells + flag
-}
-
-/// A bound on a cell's message length ([`WireCell::len`]) from its size alone, without
-/// reading its parts: the four byte fields (their bytes are at most the cell's
-/// `serialized_size`), each with its key and length, and the three number fields at their
-/// longest.
-#[inline]
-fn cell_bound(c: &Cell) -> usize {
-    let parts = c.serialized_size();
-    parts + 4 * (1 + encoded_len_varint(parts as u64)) + (1 + 10) + (1 + 1) + (1 + 10)
-}
-
-/// What `write` writes to `out`, after its length as a varint. Room is left for the varint
-/// of `bound` (at least the length); when the length's varint is shorter, the bytes written
-/// move back to meet it, as prost writes a length in the fewest bytes.
-#[inline]
-fn put_delimited(out: &mut Vec<u8>, bound: usize, write: impl FnOnce(&mut Vec<u8>)) {
-    let room = encoded_len_varint(bound as u64);
-    let at = out.len();
-    // A byte at a time: the room is a byte or two, and a slice of a length not known
-    // here is copied by a call of `memcpy`.
-    for _ in 0..room {
-        out.push(0);
-    }
-    write(out);
-    let len = out.len() - at - room;
-    let n = encoded_len_varint(len as u64);
-    debug_assert!(n <= room, "a bound of {bound} below a length of {len}");
-    if n < room {
-        out.drain(at + n..at + room);
-    }
-    let mut v = len as u64;
-    for byte in &mut out[at..at + n] {
-        // Seven bits a byte, low bits first, the high bit set on all but the last.
-        *byte = (v as u8 & 0x7F) | if v >= 0x80 { 0x80 } else { 0 };
-        v >>= 7;
     }
 }
 

@@ -11,8 +11,7 @@ use prost::encoding::{
 use prost::{DecodeError, Message};
 
 use super::{
-    encode_parts_into, encode_row, parts_bound, put_key, put_varint, put_varint_field, row_len,
-    RowMessage,
+    encode_parts, encode_row, parts_len, put_key, put_varint, put_varint_field, row_len, RowMessage,
 };
 
 fn rows_len(tag: u32, rows: &[RowResult]) -> usize {
@@ -74,21 +73,20 @@ impl EncodedRows {
     /// and whether it is `partial`.
     pub fn push(&mut self, cells: &[Cell], partial: bool) {
         let row = cells.first().map_or(&[][..], Cell::row);
-        let bound = parts_bound(row, cells, partial);
-        let most = encoded_len_varint(bound as u64) + bound;
+        let body = parts_len(row, cells, partial);
+        let len = encoded_len_varint(body as u64) + body;
         if self
             .chunks
             .last()
-            .is_none_or(|c| c.capacity() - c.len() < most)
+            .is_none_or(|c| c.capacity() - c.len() < len)
         {
-            self.chunks.push(Vec::with_capacity(most.max(CHUNK)));
+            self.chunks.push(Vec::with_capacity(len.max(CHUNK)));
         }
         let at = self.chunks.len() - 1;
         let chunk = &mut self.chunks[at];
-        let (start, capacity) = (chunk.len(), chunk.capacity());
-        encode_parts_into(row, cells, partial, chunk);
-        debug_assert_eq!(chunk.capacity(), capacity, "a chunk is never grown");
-        self.bytes += chunk.len() - start;
+        put_varint(body as u64, chunk);
+        encode_parts(row, cells, partial, chunk);
+        self.bytes += len;
         self.ends.push((at, chunk.len()));
     }
 
