@@ -66,7 +66,7 @@ pub fn unframe(data: &Bytes) -> Result<Bytes, String> {
 /// are (no copy), or joined when there are more.
 ///
 /// Pieces made with a limit ([`Pieces::up_to`]) make room, as they start joining, for the
-/// whole frame its header tells of, up to the limit: a scan's answer comes in DATA frames
+/// whole frame their header tells of, up to the limit: a scan's answer comes in DATA frames
 /// of 16 KiB, and a buffer grown piece by piece copied what it held at each doubling.
 #[derive(Debug, Default)]
 pub struct Pieces {
