@@ -93,6 +93,17 @@ pub enum Reply {
     Reset(Reason),
 }
 
+impl Reply {
+    /// The bytes of its data frames' payloads.
+    pub fn data_len(&self) -> usize {
+        match self {
+            Reply::Answer { data, .. } => data.iter().map(Bytes::len).sum(),
+            Reply::Unary(message) => message.len(),
+            Reply::Reset(_) => 0,
+        }
+    }
+}
+
 /// What a read did.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Reading {

@@ -9,8 +9,8 @@
 //! holds ([`crate::http2`]), starts each call whose request arrived, and polls the calls beside
 //! the connection. A call answered from memory (a point read that hits the memstore or the
 //! block cache) is answered within the pass that read it, and the answers of the calls ready
-//! together leave four a write, or each once it is made when making them takes long (scans
-//! of many rows), so the client works on them while the next calls run.
+//! together leave four a write, or each once it is made when making them takes long or they
+//! are large (scans of many rows), so the client works on them while the next calls run.
 //!
 //! The table calls are decoded, run and encoded by [`TableCalls`]; the admin services'
 //! generated servers (`AdminServer`, `RegionServerAdminServer`) do their own. Only the
@@ -71,23 +71,29 @@ const SETTINGS: Settings = Settings {
     max_header_list: 16 << 10,
     max_error_resets: 1024,
 };
-/// How long answers wait for the calls after them before they are written anyway, and how
-/// many wait at most. A pass writes the answers of the calls it ran together, in one write;
-/// when those calls are slow (scans of many rows), the client would sit idle until the last
-/// of them is done. Even point reads are slow enough: eight of them read together take the
-/// loop 70–100 µs, and written at once they leave client and server taking turns, each idle
-/// while the other works. Written four at a time (half of the eight calls a YCSB client of
-/// eight threads keeps open), or after 60 µs, the client works on the first half while the
-/// server runs the rest, and its next requests are there before the pass ends.
+/// How many answers wait for the calls after them before they are written, and for how
+/// long and how many bytes at most. A pass writes the answers of the calls it ran together;
+/// written all at once, they leave client and server taking turns, each idle while the
+/// other works (eight point reads read together take the loop 70–200 µs, host by host).
+/// Written four at a time (half of the eight calls a YCSB client of eight threads keeps
+/// open), the client works on the first half while the server runs the rest, and its next
+/// requests are there before the pass ends. Answers that took long to make, or that are
+/// large (a scan's rows, which the client takes long to decode), leave at once, so that the
+/// client does not sit idle behind the calls after them.
 ///
 /// Each write costs the loop a system call that, on loopback, also delivers to the client
-/// and wakes it: a sixth of the loop's time at two answers a write, and the loop's time is
-/// what bounds a connection's rate. On an Intel host, ten alternated rounds of YCSB C put
-/// four (or 60 µs) ahead of two (or 25 µs) in every round, native ÷ Thrift median 1.115
-/// against 1.010; three, six and eight did worse than four. On an AMD host two had beaten
-/// three (25 µs alone), 1.43–1.47 against 0.83–1.10; four was not measured there.
+/// and wakes it: a quarter of the loop's time in YCSB C, and the loop's time is what bounds
+/// a connection's rate. On an Intel host, ten alternated rounds of YCSB C put four a write
+/// ahead of two in every round (native ÷ Thrift median 1.115 against 1.010); three, six and
+/// eight did worse than four. The time allowed was 60 µs there, where a point read takes
+/// the loop 14 µs; on a host where it takes 20–24 µs that cut the answers to three a write,
+/// and 150 µs made YCSB C 12% faster (the median of eighteen alternated rounds). The bytes
+/// are what the client lets itself decode before it writes its next requests (its
+/// `State::woken_calls_are_quick`).
 /// BENCHMARKS.md has the figures.
-const FLUSH_AFTER: Duration = Duration::from_micros(60);
+const FLUSH_AFTER: Duration = Duration::from_micros(150);
+/// See [`FLUSH_AFTER`].
+const FLUSH_BYTES: usize = 16 << 10;
 /// See [`FLUSH_AFTER`].
 const FLUSH_EVERY: usize = 4;
 /// Passes in one turn before a busy connection lets its loop's other connections run.
@@ -219,7 +225,7 @@ where
     ///
     /// A pass reads every request the socket holds before it polls the calls; the answers of
     /// the calls read together are written [`FLUSH_EVERY`] a write, or sooner once they
-    /// waited [`FLUSH_AFTER`] for the calls after them.
+    /// waited [`FLUSH_AFTER`] for the calls after them or hold [`FLUSH_BYTES`].
     fn turn(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), String>> {
         if !self.stopping && self.stop.as_mut().poll(cx).is_ready() {
             self.stopping = true;
@@ -235,20 +241,24 @@ where
                 self.calls.push(start(&mut self.routes, accepted));
             }
             let mut since_write = std::time::Instant::now();
-            let mut unwritten = 0;
+            let (mut unwritten, mut unwritten_bytes) = (0, 0);
             while let Poll::Ready(Some((stream, reply))) = self.calls.poll_next_unpin(cx) {
                 if let Some(reply) = reply {
+                    unwritten_bytes += reply.data_len();
                     self.conn.answer(stream, reply);
                     unwritten += 1;
-                    // Answers leave four at a time, or once they took long to make, so the
-                    // client works on them while the next calls run.
+                    // Answers leave four at a time, or once they took long to make or are
+                    // large, so the client works on them while the next calls run.
                     let now = std::time::Instant::now();
-                    if unwritten >= FLUSH_EVERY || now - since_write >= FLUSH_AFTER {
+                    if unwritten >= FLUSH_EVERY
+                        || unwritten_bytes >= FLUSH_BYTES
+                        || now - since_write >= FLUSH_AFTER
+                    {
                         if let Poll::Ready(Err(e)) = self.conn.poll_flush(cx) {
                             return Poll::Ready(Err(e));
                         }
                         since_write = now;
-                        unwritten = 0;
+                        (unwritten, unwritten_bytes) = (0, 0);
                     }
                 }
                 progressed = true;

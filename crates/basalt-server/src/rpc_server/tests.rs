@@ -21,8 +21,8 @@ struct Test {
     gate: Arc<Semaphore>,
     dropped: Arc<AtomicUsize>,
     dropped_now: Arc<tokio::sync::Notify>,
-    /// `/t/Slow` calls begun.
-    slow_begun: Arc<AtomicUsize>,
+    /// `/t/Slow` and `/t/Large` calls begun.
+    begun: Arc<AtomicUsize>,
 }
 
 impl Default for Test {
@@ -31,7 +31,7 @@ impl Default for Test {
             gate: Arc::new(Semaphore::new(0)),
             dropped: Arc::default(),
             dropped_now: Arc::default(),
-            slow_begun: Arc::default(),
+            begun: Arc::default(),
         }
     }
 }
@@ -57,7 +57,7 @@ impl Route for Test {
         let request = Arc::unwrap_or_clone(head).into_http().map(|()| body);
         let path = request.uri().path().to_owned();
         let gate = Arc::clone(&self.gate);
-        let slow_begun = Arc::clone(&self.slow_begun);
+        let begun = Arc::clone(&self.begun);
         let guard = CountsDrop {
             answered: false,
             dropped: Arc::clone(&self.dropped),
@@ -65,14 +65,27 @@ impl Route for Test {
         };
         Box::pin(async move {
             let mut guard = guard;
-            let message = request.into_body().collect().await.unwrap().to_bytes();
+            let mut message = request.into_body().collect().await.unwrap().to_bytes();
             match path.as_str() {
                 "/t/Echo" => {}
                 "/t/Gate" => gate.acquire().await.unwrap().forget(),
                 "/t/Slow" => {
                     // A call that keeps the loop busy, as a long scan does.
-                    slow_begun.fetch_add(1, Ordering::SeqCst);
+                    begun.fetch_add(1, Ordering::SeqCst);
                     std::thread::sleep(Duration::from_millis(2));
+                }
+                "/t/Busy" => {
+                    // A call as long as a point read on a slow host: the loop busy (not
+                    // asleep) for 20 µs.
+                    let start = std::time::Instant::now();
+                    while start.elapsed() < Duration::from_micros(20) {
+                        std::hint::spin_loop();
+                    }
+                }
+                "/t/Large" => {
+                    // A quick call with a large answer, as a scan's rows are.
+                    begun.fetch_add(1, Ordering::SeqCst);
+                    message = Bytes::from(vec![b'r'; 17 << 10]);
                 }
                 _ => std::future::pending().await,
             }
@@ -273,13 +286,14 @@ async fn frame(io: &mut TcpStream) -> Option<(u8, u8, Vec<u8>)> {
 
 const PING: u8 = 6;
 
-/// Each write's bytes, and how many `/t/Slow` calls had begun when it was made.
+/// Each write's bytes, and how many `/t/Slow` and `/t/Large` calls had begun when it was
+/// made.
 type Writes = Arc<std::sync::Mutex<Vec<(Vec<u8>, usize)>>>;
 
 /// A socket that notes its writes.
 struct Recorded {
     io: TcpStream,
-    slow_begun: Arc<AtomicUsize>,
+    begun: Arc<AtomicUsize>,
     writes: Writes,
 }
 
@@ -300,7 +314,7 @@ impl AsyncWrite for Recorded {
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
         let written = std::task::ready!(Pin::new(&mut self.io).poll_write(cx, buf))?;
-        let begun = self.slow_begun.load(Ordering::SeqCst);
+        let begun = self.begun.load(Ordering::SeqCst);
         self.writes
             .lock()
             .unwrap()
@@ -320,10 +334,10 @@ impl AsyncWrite for Recorded {
 /// A server of `routes` on a loopback port whose writes are noted in `writes`; sends
 /// `paths`' requests (streams 1, 3, 5, ...) in one write, so the server reads them in one
 /// pass, and reads until each has answered. Gives each answer's stream, write and the
-/// `/t/Slow` calls begun by that write, in the order written.
+/// `/t/Slow` and `/t/Large` calls begun by that write, in the order written.
 async fn answered_in_writes(routes: Test, paths: &[&str]) -> Vec<(u32, usize, usize)> {
     use crate::http2::frame as f;
-    let slow_begun = Arc::clone(&routes.slow_begun);
+    let begun = Arc::clone(&routes.begun);
     let writes: Writes = Arc::default();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -333,7 +347,7 @@ async fn answered_in_writes(routes: Test, paths: &[&str]) -> Vec<(u32, usize, us
         let (io, _) = listener.accept().await.unwrap();
         let io = Recorded {
             io,
-            slow_begun,
+            begun,
             writes: recorded,
         };
         serve_connection(io, routes, Duration::from_secs(30), stopped).await;
@@ -395,6 +409,31 @@ async fn quick_answers_leave_four_at_a_time() {
             "answer {i} left with {in_same_write}: {answers:?}"
         );
     }
+}
+
+/// Calls of 20 µs leave four answers a write: the time answers wait for the calls after
+/// them is longer than four point reads take on a slow host (a limit of 60 µs wrote these
+/// three at a time).
+#[tokio::test]
+async fn answers_of_calls_as_long_as_point_reads_leave_four_at_a_time() {
+    let answers = answered_in_writes(Test::default(), &["/t/Busy"; 13]).await;
+    assert_eq!(answers.len(), 13);
+    // A call preempted while it runs lets its write go early, so only one of the three
+    // writes of four is asked for.
+    let in_writes_of_four = answers
+        .iter()
+        .filter(|a| answers.iter().filter(|b| b.1 == a.1).count() == 4)
+        .count();
+    assert!(in_writes_of_four >= 4, "no write of four: {answers:?}");
+}
+
+/// Quick calls with large answers: each one's answer is written before the next call
+/// begins, so the client decodes one while the server makes the next.
+#[tokio::test]
+async fn a_large_answer_leaves_before_the_next_call_runs() {
+    let answers = answered_in_writes(Test::default(), &["/t/Large"; 3]).await;
+    let begun_at_answer: Vec<(u32, usize)> = answers.iter().map(|a| (a.0, a.2)).collect();
+    assert_eq!(begun_at_answer, [(1, 1), (3, 2), (5, 3)]);
 }
 
 /// A peer that answers the server's pings keeps its connection however long it is
