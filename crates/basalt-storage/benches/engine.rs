@@ -24,7 +24,9 @@ use basalt_storage::store::query_matcher::{Mode, QueryMatcher, ScanInfo};
 use basalt_storage::store::scanner::{CellSource, StoreScanner};
 use basalt_storage::store::source::Source;
 use basalt_storage::store::Store;
-use basalt_storage::storefile::block::{decode_data_block, frame, unframe, DataBlockBuilder};
+use basalt_storage::storefile::block::{
+    decode_data_block, frame, unframe, BlockChecksum, DataBlockBuilder,
+};
 use basalt_storage::storefile::{
     bloom_key, row_hash, Bloom, BloomBuilder, Caching, FileId, StoreFile, StoreFileWriter,
 };
@@ -65,12 +67,12 @@ fn blocks(c: &mut Criterion) {
     let body = Bytes::from(builder.finish());
     let family = Bytes::from_static(b"f");
     // A block read from disk is checked whole: its checksum over about 64 KiB.
-    let stored = frame(&body, Compression::None).unwrap();
+    let stored = frame(&body, Compression::None, BlockChecksum::WRITTEN).unwrap();
     g.throughput(Throughput::Bytes(stored.len() as u64));
     g.bench_function("check", |b| {
         b.iter_batched(
             || stored.clone(),
-            |s| black_box(unframe(s, Path::new("b"), 0).unwrap()),
+            |s| black_box(unframe(s, BlockChecksum::WRITTEN, Path::new("b"), 0).unwrap()),
             BatchSize::SmallInput,
         );
     });
@@ -86,7 +88,7 @@ fn blocks(c: &mut Criterion) {
     g.bench_function("read", |b| {
         b.iter(|| {
             let read = file.read_at(0, stored.len()).unwrap();
-            black_box(unframe(read, &path, 0).unwrap())
+            black_box(unframe(read, BlockChecksum::WRITTEN, &path, 0).unwrap())
         });
     });
     g.throughput(Throughput::Elements(cells.len() as u64));

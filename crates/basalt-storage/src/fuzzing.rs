@@ -45,8 +45,10 @@ pub fn data_block(data: &[u8]) {
             }
         }
     };
-    if let Ok(body) = block::unframe(data.to_vec(), Path::new(PATH), 0) {
-        bodies(body);
+    for checksum in [block::BlockChecksum::Crc32c, block::BlockChecksum::Xxh3] {
+        if let Ok(body) = block::unframe(data.to_vec(), checksum, Path::new(PATH), 0) {
+            bodies(body);
+        }
     }
     // The body alone too: the checksum would stop most mutations before the decoder.
     bodies(Bytes::copy_from_slice(data));

@@ -18,9 +18,11 @@ use std::path::{Path, PathBuf};
 use basalt_model::{BloomType, Cell, ColumnFamilyDescriptor, Compression};
 use basalt_storage::env::Env;
 use basalt_storage::fuzzing;
-use basalt_storage::storefile::block::{decode_data_block, decode_legacy_data_block, unframe};
+use basalt_storage::storefile::block::{
+    decode_data_block, decode_legacy_data_block, unframe, BlockChecksum,
+};
 use basalt_storage::storefile::{
-    decode_index_block, parse_trailer, Bloom, BloomLayout, StoreFileWriter, FORMAT_VERSION,
+    decode_index_block, parse_trailer, Bloom, BloomLayout, StoreFileWriter, FORMAT_VERSION_4,
 };
 use basalt_storage::wal::replay::{decode_segment, DecodedSegment};
 use basalt_storage::wal::{Wal, WalEdit};
@@ -140,10 +142,11 @@ fn store_file_seeds_decode_to_what_they_held() {
     let family = Bytes::from_static(b"f");
     // Four data blocks of each codec's file, in the order of `store_file_pieces`: seeds 1 to
     // 20 written by format version 1 (prefix-compressed keys), 21 to 40 by version 2, 41 to
-    // 60 by version 3 (row0000's cells, of sequence id 0, stored without it).
+    // 60 by version 3 (row0000's cells, of sequence id 0, stored without it); all three
+    // versions check their blocks with CRC-32C.
     for n in 1..=OLDER_DATA_BLOCK_SEEDS + 20 {
         let data = seed("data_block", n);
-        let body = unframe(data, Path::new("seed"), 0).unwrap();
+        let body = unframe(data, BlockChecksum::Crc32c, Path::new("seed"), 0).unwrap();
         let block = if n <= LEGACY_DATA_BLOCK_SEEDS {
             decode_legacy_data_block(&body, &family, Path::new("seed"), 0).unwrap()
         } else {
@@ -193,7 +196,7 @@ fn store_file_seeds_decode_to_what_they_held() {
         );
         let trailer = parse_trailer(&seed("trailer", n), Path::new("seed")).unwrap();
         let [index_at, bloom_at, info_at] = trailer.sections;
-        assert_eq!(trailer.version, FORMAT_VERSION, "trailer seed-{n:03}");
+        assert_eq!(trailer.version, FORMAT_VERSION_4, "trailer seed-{n:03}");
         assert!(
             index_at.1 > 0 && bloom_at.1 > 0 && info_at.1 > 0,
             "trailer seed-{n:03}"

@@ -265,13 +265,44 @@ pub fn decode_legacy_data_block(
     decode_data_block(Bytes::from(out), family, path, offset)
 }
 
-/// Frames a block body: compresses it with `codec` and appends the trailer.
+/// The checksum a stored block's trailer holds (docs/formats/storefile.md): CRC-32C in
+/// files of format versions 1 to 4, XXH3 from version 5 on (`crate::checksum`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlockChecksum {
+    Crc32c,
+    Xxh3,
+}
+
+impl BlockChecksum {
+    /// The checksum of the blocks this version writes ([`super::FORMAT_VERSION`]).
+    pub const WRITTEN: BlockChecksum = BlockChecksum::of_version(super::FORMAT_VERSION);
+
+    /// The checksum of the blocks of a file of format `version`.
+    #[must_use]
+    pub const fn of_version(version: u32) -> BlockChecksum {
+        if version >= super::FORMAT_VERSION_5 {
+            BlockChecksum::Xxh3
+        } else {
+            BlockChecksum::Crc32c
+        }
+    }
+
+    fn of(self, data: &[u8]) -> u32 {
+        match self {
+            BlockChecksum::Crc32c => crate::checksum::crc32c(data),
+            BlockChecksum::Xxh3 => crate::checksum::xxh3_32(data),
+        }
+    }
+}
+
+/// Frames a block body: compresses it with `codec` and appends the trailer, its checksum
+/// computed by `checksum`.
 ///
 /// # Errors
 /// `Io` if the codec fails (it only fails on allocation problems).
-pub fn frame(body: &[u8], codec: Compression) -> Result<Vec<u8>> {
+pub fn frame(body: &[u8], codec: Compression, checksum: BlockChecksum) -> Result<Vec<u8>> {
     let mut out = Vec::new();
-    frame_into(&mut out, body, codec)?;
+    frame_into(&mut out, body, codec, checksum)?;
     Ok(out)
 }
 
@@ -280,15 +311,20 @@ pub fn frame(body: &[u8], codec: Compression) -> Result<Vec<u8>> {
 ///
 /// # Errors
 /// `Io` if the codec fails (it only fails on allocation problems).
-pub fn frame_into(out: &mut Vec<u8>, body: &[u8], codec: Compression) -> Result<usize> {
+pub fn frame_into(
+    out: &mut Vec<u8>,
+    body: &[u8],
+    codec: Compression,
+    checksum: BlockChecksum,
+) -> Result<usize> {
     let start = out.len();
     if let Err(e) = compress_into(out, body, codec) {
         out.truncate(start);
         return Err(Error::io("compressing a block", e));
     }
     out.push(codec_code(codec));
-    let crc = crate::checksum::crc32c(&out[start..]);
-    out.extend_from_slice(&crc.to_le_bytes());
+    let sum = checksum.of(&out[start..]);
+    out.extend_from_slice(&sum.to_le_bytes());
     Ok(out.len() - start)
 }
 
@@ -311,13 +347,18 @@ fn compress_into(out: &mut Vec<u8>, body: &[u8], codec: Compression) -> std::io:
     Ok(())
 }
 
-/// Checks a stored block's checksum and decompresses its body. An uncompressed body keeps
-/// the buffer it was read into (a pooled one goes back to its pool when the body's last
-/// handle is dropped); a compressed one's goes back at once.
+/// Checks a stored block's checksum (of the kind `checksum` names) and decompresses its
+/// body. An uncompressed body keeps the buffer it was read into (a pooled one goes back to
+/// its pool when the body's last handle is dropped); a compressed one's goes back at once.
 ///
 /// # Errors
 /// `Corruption` naming `path` and `offset`.
-pub fn unframe(stored: impl Into<ReadBuffer>, path: &Path, offset: u64) -> Result<Bytes> {
+pub fn unframe(
+    stored: impl Into<ReadBuffer>,
+    checksum: BlockChecksum,
+    path: &Path,
+    offset: u64,
+) -> Result<Bytes> {
     let stored = stored.into();
     let bad = |what: String| {
         Error::corruption("block", path, format!("{what} (block at offset {offset})"))
@@ -331,7 +372,7 @@ pub fn unframe(stored: impl Into<ReadBuffer>, path: &Path, offset: u64) -> Resul
             .try_into()
             .map_err(|_| bad("trailer".into()))?,
     );
-    let actual = crate::checksum::crc32c(&stored[..split]);
+    let actual = checksum.of(&stored[..split]);
     if actual != expected {
         return Err(bad(format!(
             "checksum mismatch: expected {expected:#010x}, found {actual:#010x}"

@@ -45,10 +45,16 @@ pub struct FileInfo {
 
 /// Trailer magic: never change.
 pub const MAGIC: &[u8; 8] = b"BSLTSF01";
-/// Store file format version written: data blocks hold whole keys (but a zero sequence id)
-/// and every entry's offset, in two bytes where they fit; the bloom filter is stored in
-/// chunks and the index in two levels, each read a block at a time.
-pub const FORMAT_VERSION: u32 = 4;
+/// Store file format version written: as version 4, but every block's checksum is XXH3's
+/// (`block::BlockChecksum`).
+pub const FORMAT_VERSION: u32 = FORMAT_VERSION_5;
+/// The fifth format version: the first whose blocks are checked with XXH3.
+pub const FORMAT_VERSION_5: u32 = 5;
+/// The fourth format version, still read: data blocks hold whole keys (but a zero sequence
+/// id) and every entry's offset, in two bytes where they fit; the bloom filter is stored in
+/// chunks and the index in two levels, each read a block at a time; blocks are checked with
+/// CRC-32C.
+pub const FORMAT_VERSION_4: u32 = 4;
 /// The third format version, still read: as version 4, but the bloom filter and the index
 /// are one block each.
 pub const FORMAT_VERSION_3: u32 = 3;

@@ -8,13 +8,13 @@ use std::sync::Arc;
 use basalt_model::{BloomType, Cell, Error, Result};
 use bytes::Bytes;
 
-use super::block::{self, decode_data_block, decode_legacy_data_block};
+use super::block::{self, decode_data_block, decode_legacy_data_block, BlockChecksum};
 use super::bloom::{row_col_hash, row_hash, Bloom, BloomLayout};
 use super::keys::{check_key, Damage, DataBlock, IndexKeys};
 use super::scanner::StoreFileScanner;
 use super::{
-    FileId, FileInfo, FORMAT_VERSION, FORMAT_VERSION_2, FORMAT_VERSION_3, LEGACY_FORMAT_VERSION,
-    MAGIC, TRAILER_LEN,
+    FileId, FileInfo, FORMAT_VERSION_2, FORMAT_VERSION_3, FORMAT_VERSION_4, FORMAT_VERSION_5,
+    LEGACY_FORMAT_VERSION, MAGIC, TRAILER_LEN,
 };
 use crate::block_cache::{Block, BlockCache, BlockKey, Priority, IN_MEMORY_SHARE};
 use crate::codec::Reader;
@@ -132,18 +132,21 @@ impl StoreFile {
             ));
         }
         let bad = |what: &'static str| Error::corruption(what, path, "malformed");
+        let checksum = BlockChecksum::of_version(version);
         let info_body = block::unframe(
             file.read_at(info_at.0, info_at.1 as usize)?,
+            checksum,
             path,
             info_at.0,
         )?;
         let info = decode_info(&info_body, family).ok_or_else(|| bad("store file info"))?;
         let index_body = block::unframe(
             file.read_at(index_at.0, index_at.1 as usize)?,
+            checksum,
             path,
             index_at.0,
         )?;
-        let (root, only_leaf) = if version >= FORMAT_VERSION {
+        let (root, only_leaf) = if version >= FORMAT_VERSION_4 {
             // The leaves lie before their root.
             let root = decode_index(&index_body, family, index_at.0);
             (root.ok_or_else(|| bad("store file index"))?, None)
@@ -306,7 +309,8 @@ impl StoreFile {
 
     fn read_section(&self, (offset, len): (u64, u32)) -> Result<Bytes> {
         let stored = self.file.read_at(offset, len as usize)?;
-        block::unframe(stored, self.file.path(), offset)
+        let checksum = BlockChecksum::of_version(self.version);
+        block::unframe(stored, checksum, self.file.path(), offset)
     }
 
     /// [`Error::would_block`] for a memory-only read that missed the cache.
@@ -424,8 +428,8 @@ fn read_trailer(file: &RandomAccessFile, path: &Path) -> Result<Trailer> {
 pub struct Trailer {
     /// The (offset, length) of the index, bloom and file info sections.
     pub sections: [(u64, u32); 3],
-    /// [`FORMAT_VERSION`], [`FORMAT_VERSION_3`], [`FORMAT_VERSION_2`], or
-    /// [`LEGACY_FORMAT_VERSION`] for a file whose data blocks have prefix-compressed keys.
+    /// [`FORMAT_VERSION_5`] down to [`FORMAT_VERSION_2`], or [`LEGACY_FORMAT_VERSION`] for
+    /// a file whose data blocks have prefix-compressed keys.
     pub version: u32,
 }
 
@@ -450,7 +454,8 @@ pub fn parse_trailer(t: &[u8], path: &Path) -> Result<Trailer> {
     }
     let version = word(36);
     if ![
-        FORMAT_VERSION,
+        FORMAT_VERSION_5,
+        FORMAT_VERSION_4,
         FORMAT_VERSION_3,
         FORMAT_VERSION_2,
         LEGACY_FORMAT_VERSION,

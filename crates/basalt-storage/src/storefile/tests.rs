@@ -10,6 +10,10 @@ use super::*;
 use crate::block_cache::BlockCache;
 use crate::env::Env;
 use crate::store::scanner::CellSource;
+use block::BlockChecksum;
+
+/// The checksum of the blocks the writer writes.
+const WRITTEN: BlockChecksum = BlockChecksum::WRITTEN;
 
 fn family(codec: Compression, bloom: BloomType) -> ColumnFamilyDescriptor {
     ColumnFamilyDescriptor::new("f")
@@ -298,6 +302,45 @@ fn corruption_is_reported_with_file_and_offset() {
     assert!(matches!(open(&path), Err(Error::Corruption { .. })));
 }
 
+/// A block is checked with the checksum of its file's format version: CRC-32C up to
+/// version 4, XXH3 from version 5. A block framed with the other one, or damaged under
+/// either, is refused.
+#[test]
+fn blocks_are_checked_with_their_versions_checksum() {
+    assert_eq!(WRITTEN, BlockChecksum::Xxh3);
+    for version in [
+        LEGACY_FORMAT_VERSION,
+        FORMAT_VERSION_2,
+        FORMAT_VERSION_3,
+        FORMAT_VERSION_4,
+    ] {
+        assert_eq!(BlockChecksum::of_version(version), BlockChecksum::Crc32c);
+    }
+    assert_eq!(
+        BlockChecksum::of_version(FORMAT_VERSION_5),
+        BlockChecksum::Xxh3
+    );
+    let body: Vec<u8> = (0u32..5000).map(|i| (i * 7 % 251) as u8).collect();
+    let path = std::path::Path::new("f");
+    let kinds = [BlockChecksum::Crc32c, BlockChecksum::Xxh3];
+    for framed_with in kinds {
+        let framed = block::frame(&body, Compression::None, framed_with).unwrap();
+        for checked_with in kinds {
+            let read = block::unframe(framed.clone(), checked_with, path, 0);
+            if checked_with == framed_with {
+                assert_eq!(read.unwrap(), body, "{framed_with:?}");
+            } else {
+                let err = read.unwrap_err().to_string();
+                assert!(err.contains("checksum mismatch"), "{framed_with:?}: {err}");
+            }
+        }
+        let mut damaged = framed.clone();
+        damaged[100] ^= 0x10;
+        let err = block::unframe(damaged, framed_with, path, 0).unwrap_err();
+        assert!(err.to_string().contains("checksum mismatch"), "{err}");
+    }
+}
+
 /// An entry damaged under a valid checksum (what a writer's bug would leave) is refused when
 /// a read reaches it, naming the file and the block, and the block's other entries still read.
 #[test]
@@ -313,7 +356,7 @@ fn a_damaged_entry_is_reported_with_file_and_offset() {
     let index = leaves(&data).remove(0);
     let (at, len) = index.block(1);
     let (at, len) = (at as usize, len as usize);
-    let mut body = block::unframe(data[at..at + len].to_vec(), &path, at as u64)
+    let mut body = block::unframe(data[at..at + len].to_vec(), WRITTEN, &path, at as u64)
         .unwrap()
         .to_vec();
     // The first entry of the block without a TTL: its header is three one-byte fields, and
@@ -340,7 +383,7 @@ fn a_damaged_entry_is_reported_with_file_and_offset() {
         .cell(i)
         .unwrap();
     body[o + 3 + key_len - type_from_end] = 0xEE;
-    let framed = block::frame(&body, Compression::None).unwrap();
+    let framed = block::frame(&body, Compression::None, WRITTEN).unwrap();
     assert_eq!(framed.len(), len);
     data[at..at + len].copy_from_slice(&framed);
     std::fs::write(&path, &data).unwrap();
@@ -516,7 +559,7 @@ fn index_root(data: &[u8]) -> Index {
 /// The body of the block stored at `at`.
 fn section(data: &[u8], (at, len): (u64, u32)) -> Bytes {
     let stored = data[at as usize..][..len as usize].to_vec();
-    block::unframe(stored, std::path::Path::new("f"), at).unwrap()
+    block::unframe(stored, WRITTEN, std::path::Path::new("f"), at).unwrap()
 }
 
 /// A file's index leaves, decoded from its bytes.
@@ -600,7 +643,7 @@ fn a_bloom_layout_that_misplaces_its_chunks_is_refused_at_open() {
     // Where the chunks start: one byte later.
     body[17] = body[17].wrapping_add(1);
     let mut framed = Vec::new();
-    block::frame_into(&mut framed, &body, Compression::None).unwrap();
+    block::frame_into(&mut framed, &body, Compression::None, WRITTEN).unwrap();
     data.splice(off..off + len, framed);
     std::fs::write(&path, &data).unwrap();
     let err = open(&path).unwrap_err();

@@ -199,7 +199,8 @@ impl StoreFileWriter {
     /// Frames `body` with `codec` after what the file holds; where it starts and its length.
     fn write_section(&mut self, body: &[u8], codec: Compression) -> Result<(u64, u32)> {
         let at = self.offset;
-        let len = block::frame_into(&mut self.pending, body, codec)?;
+        let checksum = block::BlockChecksum::WRITTEN;
+        let len = block::frame_into(&mut self.pending, body, codec, checksum)?;
         let len = u32::try_from(len).expect("blocks and sections are far below 4 GiB");
         self.offset += u64::from(len);
         self.write_chunks()?;
