@@ -9,9 +9,10 @@
 //!
 //! **XXH3** (its 64-bit hash cut to 32 bits, as RocksDB checks its blocks): the blocks of
 //! store files from format version 5 on. A read that misses the block cache checks the whole
-//! block it read, 64 KiB by default; on a processor without AVX-512 `crc-fast` folds 16 bytes
-//! a step and took 4.2–4.9 µs for 64 KiB, a sixth of a Get at 10M rows, where XXH3 with AVX2
-//! (`twox-hash` picks it when the processor has it) took 0.30–0.51 of that time.
+//! block it read, 64 KiB by default. On a processor without AVX-512, `crc-fast` folds in
+//! 128-bit registers and took 4.2–4.9 µs for 64 KiB, a sixth of a Get at 10M rows, where
+//! XXH3 with AVX2 (`twox-hash` picks it at run time when the processor has it) took 0.30–0.51
+//! of that time (`BENCHMARKS.md`).
 
 use crc_fast::CrcAlgorithm;
 
