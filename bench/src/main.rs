@@ -13,7 +13,9 @@
 //! machine whose speed moves from minute to minute that puts the host's drift into every
 //! ratio; `--interleave` runs each workload on one engine and then at once on the other
 //! (the first alternating), and repeats the read-only ones, so that each ratio is of two runs
-//! seconds apart and their spread shows.
+//! seconds apart and their spread shows. It keeps both engines open in one process, which is
+//! not neutral: on one host RocksDB's seekrandom ran about a quarter slower interleaved than as
+//! written, and Basalt's did not (`BENCHMARKS.md`), so a ratio is checked both ways.
 //!
 //! How a store file came into the OS page cache decides what a block read that misses the
 //! block cache costs: the kernel copies a file written in MiB chunks, or read back whole,
