@@ -82,6 +82,12 @@ struct FlushRequest {
 #[derive(Debug, Default)]
 struct State {
     flushes: VecDeque<FlushRequest>,
+    /// Regions whose flush is queued or running. A region stays here until its flush ends,
+    /// so the writes that come in meanwhile ask for no second one (HBase's
+    /// `writestate.flushRequested`, cleared as the flush ends). Its memstore size counts the
+    /// snapshot being written until then, and each write saw the region over its flush size:
+    /// the second flush, taken right after the first, wrote what had come in meanwhile as a
+    /// small file, one more for the compactions to take in and for reads to merge.
     flush_queued: HashSet<u64>,
     compactions: VecDeque<u64>,
     compaction_queued: HashSet<u64>,
@@ -401,6 +407,17 @@ impl Shared {
         }
     }
 
+    /// Lets `region`, whose flush ended, be asked for another (`State::flush_queued`). The
+    /// writes that came in while it ran asked for none: when they filled the memstore
+    /// again, the flush they would have asked for is asked for now.
+    fn flush_ended(&self, region: &Region, flushed: bool) {
+        let id = region.info().id;
+        self.state.lock().flush_queued.remove(&id);
+        if flushed && region.memstore_size_bytes() as u64 >= region.flush_size_bytes() {
+            self.request_flush(id);
+        }
+    }
+
     fn flush_largest(&self) {
         let largest = self
             .all_regions()
@@ -515,7 +532,6 @@ fn next_flush(s: &Shared) -> Option<(FlushRequest, Arc<Region>)> {
                 st.flushes.push_back(req);
                 continue;
             }
-            st.flush_queued.remove(&req.region);
             st.busy += 1;
             return Some((req, region));
         }
@@ -530,7 +546,9 @@ fn next_flush(s: &Shared) -> Option<(FlushRequest, Arc<Region>)> {
 
 fn flusher(s: &Shared) {
     while let Some((req, region)) = next_flush(s) {
-        match region.flush().and_then(|()| s.retire_wal()) {
+        let flushed = region.flush();
+        s.flush_ended(&region, flushed.is_ok());
+        match flushed.and_then(|()| s.retire_wal()) {
             Ok(()) => s.after_flush(&region),
             Err(e) => {
                 s.note_error("flush", &region, &e);

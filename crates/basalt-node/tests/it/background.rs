@@ -313,6 +313,90 @@ fn a_failed_background_flush_is_reported_to_waiters_and_retried() {
     );
 }
 
+/// A database whose table `name` (1 MiB flush size) is in the middle of a flush on a disk
+/// whose syncs take a second, with the rows written to fill it (`row0..`, their count).
+fn in_mid_flush(
+    name: &str,
+) -> (
+    tempfile::TempDir,
+    Arc<basalt_storage::env::FaultInjector>,
+    Database,
+    Table,
+    u64,
+) {
+    use basalt_storage::env::{FaultInjector, Op};
+    let dir = tempfile::tempdir().unwrap();
+    let faults = Arc::new(FaultInjector::new(5));
+    let clock = Arc::new(ManualClock::new(T0));
+    let options = Options {
+        env: Env::with_faults(Arc::clone(&clock) as _, Arc::clone(&faults)),
+        ..Options::default()
+    };
+    let db = Database::open_with(dir.path(), options).unwrap();
+    let t = create(&db, name, 1);
+    faults.set_sync_delay(Some(Duration::from_secs(1)));
+    let created = faults.done_count(Op::Create);
+    let mut rows = 0;
+    while db.engine_stats().memstore_bytes < MIB {
+        t.put(put(rows)).unwrap();
+        rows += 1;
+    }
+    // The flush creates its file once it has taken the memstore's snapshot.
+    eventually("the flush's file", || {
+        faults.done_count(Op::Create) > created
+    });
+    (dir, faults, db, t, rows)
+}
+
+/// Writes `n` more rows after `from`, and checks that the flush was still running after them.
+fn write_during_the_flush(db: &Database, t: &Table, from: u64, n: u64) {
+    for i in from..from + n {
+        t.put(put(i)).unwrap();
+    }
+    let s = db.engine_stats();
+    assert_eq!(
+        s.flushes, 0,
+        "the writes came in while the flush ran: {s:?}"
+    );
+}
+
+/// Writes that come in while a region's flush runs ask for no second flush (HBase's
+/// `flushRequested`, cleared as the flush ends). The region counts the snapshot being
+/// written until then, so each of them finds it over its flush size; they stay in memory
+/// until they fill it themselves, where a second flush, right after the first, wrote them
+/// out as a small file of their own.
+#[test]
+fn writes_during_a_flush_ask_for_no_second_one() {
+    let (_dir, faults, db, t, before) = in_mid_flush("during");
+    let during = 50;
+    write_during_the_flush(&db, &t, before, during);
+    faults.set_sync_delay(None);
+    db.wait_for_background().unwrap();
+    let s = db.engine_stats();
+    assert_eq!(s.flushes, 1, "{s:?}");
+    assert_eq!(files(&db, "during"), 1);
+    let cell = basalt_model::Cell::put("row00000000", "f", "q", T0, vec![b'v'; 1000]);
+    let per_cell = basalt_storage::memstore::MemStore::entry_bytes(&cell) as u64;
+    assert_eq!(s.memstore_bytes, during * per_cell, "still in memory");
+    let rows = t.scan(Scan::new()).unwrap().collect_rows().unwrap();
+    assert_eq!(rows.len() as u64, before + during);
+}
+
+/// Writes that fill the memstore again while its flush runs get their flush as it ends,
+/// though the requests they made were not taken.
+#[test]
+fn writes_that_fill_the_memstore_during_a_flush_are_flushed_after_it() {
+    let (_dir, faults, db, t, before) = in_mid_flush("refill");
+    write_during_the_flush(&db, &t, before, before);
+    faults.set_sync_delay(None);
+    db.wait_for_background().unwrap();
+    let s = db.engine_stats();
+    assert_eq!(s.flushes, 2, "{s:?}");
+    assert_eq!(s.memstore_bytes, 0);
+    let rows = t.scan(Scan::new()).unwrap().collect_rows().unwrap();
+    assert_eq!(rows.len() as u64, 2 * before);
+}
+
 /// RELIABILITY.md D8: one quiet region must not pin every WAL segment. Past `max_logs`
 /// closed segments the regions holding the oldest are flushed.
 #[test]
