@@ -7,7 +7,7 @@ use basalt_model::ops::{Get, Put, Scan};
 use basalt_model::{ColumnFamilyDescriptor, Durability, Error, TableDescriptor, TableName};
 use basalt_node::{BackgroundConfig, Database, Options, Table};
 use basalt_storage::compaction::CompactionConfig;
-use basalt_storage::env::{Env, ManualClock};
+use basalt_storage::env::{Env, FaultInjector, ManualClock, Op};
 
 use crate::support::T0;
 
@@ -282,17 +282,22 @@ fn background_compactions_keep_to_the_throughput_limit() {
     assert_eq!(files(&db, "slow"), 1);
 }
 
-#[test]
-fn a_failed_background_flush_is_reported_to_waiters_and_retried() {
-    use basalt_storage::env::{FaultInjector, Op};
+/// A database on a fresh directory under a fault injector seeded with `seed`.
+fn open_on_faults(seed: u64) -> (tempfile::TempDir, Arc<FaultInjector>, Database) {
     let dir = tempfile::tempdir().unwrap();
-    let faults = Arc::new(FaultInjector::new(3));
+    let faults = Arc::new(FaultInjector::new(seed));
     let clock = Arc::new(ManualClock::new(T0));
     let options = Options {
-        env: Env::with_faults(Arc::clone(&clock) as _, Arc::clone(&faults)),
+        env: Env::with_faults(clock as _, Arc::clone(&faults)),
         ..Options::default()
     };
     let db = Database::open_with(dir.path(), options).unwrap();
+    (dir, faults, db)
+}
+
+#[test]
+fn a_failed_background_flush_is_reported_to_waiters_and_retried() {
+    let (_dir, faults, db) = open_on_faults(3);
     let t = create(&db, "retry", 1);
     // The next file created is the flush's store file: it fails once.
     faults.fail_nth(Op::Create, 1);
@@ -315,24 +320,8 @@ fn a_failed_background_flush_is_reported_to_waiters_and_retried() {
 
 /// A database whose table `name` (1 MiB flush size) is in the middle of a flush on a disk
 /// whose syncs take a second, with the rows written to fill it (`row0..`, their count).
-fn in_mid_flush(
-    name: &str,
-) -> (
-    tempfile::TempDir,
-    Arc<basalt_storage::env::FaultInjector>,
-    Database,
-    Table,
-    u64,
-) {
-    use basalt_storage::env::{FaultInjector, Op};
-    let dir = tempfile::tempdir().unwrap();
-    let faults = Arc::new(FaultInjector::new(5));
-    let clock = Arc::new(ManualClock::new(T0));
-    let options = Options {
-        env: Env::with_faults(Arc::clone(&clock) as _, Arc::clone(&faults)),
-        ..Options::default()
-    };
-    let db = Database::open_with(dir.path(), options).unwrap();
+fn in_mid_flush(name: &str) -> (tempfile::TempDir, Arc<FaultInjector>, Database, Table, u64) {
+    let (dir, faults, db) = open_on_faults(5);
     let t = create(&db, name, 1);
     faults.set_sync_delay(Some(Duration::from_secs(1)));
     let created = faults.done_count(Op::Create);
